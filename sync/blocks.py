@@ -1,0 +1,122 @@
+"""Fenced `key = value` blocks in markdown (```parity-pin, ```oracle-pin, ```sync-preferences).
+
+The parser keeps offsets so a rewrite can replace exactly the block's lines and
+leave every other byte of the file alone (newline style included).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from .errors import MalformedRecord
+
+_KEY = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class Entry:
+    key: str
+    value: str
+    line: int  # 1-based line number in the file
+
+
+@dataclass(frozen=True)
+class Block:
+    info: str
+    entries: tuple[Entry, ...]
+    start: int  # offset of the first body line
+    end: int  # offset just past the last body line (the closing fence starts here)
+    open_line: int  # 1-based line of the opening fence
+    newline: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {e.key: e.value for e in self.entries}
+
+
+def _lines(text: str) -> list[tuple[int, str, str]]:
+    """(offset, line without terminator, terminator) for each line."""
+    out = []
+    pos = 0
+    for raw in text.splitlines(keepends=True):
+        body = raw.rstrip("\r\n")
+        out.append((pos, body, raw[len(body):]))
+        pos += len(raw)
+    return out
+
+
+def find(text: str, info: str, *, path: str) -> list[Block]:
+    """Every fenced block whose info string is exactly `info` (unparsed bodies are errors)."""
+    blocks: list[Block] = []
+    lines = _lines(text)
+    i = 0
+    while i < len(lines):
+        off, body, nl = lines[i]
+        stripped = body.strip()
+        if stripped.startswith("```") and stripped[3:].strip() == info and body.startswith("```"):
+            j = i + 1
+            while j < len(lines) and lines[j][1].strip() != "```":
+                j += 1
+            if j >= len(lines):
+                raise MalformedRecord(f"```{info} block is never closed", "add the closing ```",
+                                      path=path, line=i + 1)
+            entries = tuple(_parse_line(lines[k][1], path, k + 1) for k in range(i + 1, j)
+                            if lines[k][1].strip() and not lines[k][1].lstrip().startswith("#"))
+            start = lines[i + 1][0] if i + 1 <= j else lines[j][0]
+            blocks.append(Block(info, entries, start, lines[j][0], i + 1, nl or "\n"))
+            i = j + 1
+            continue
+        i += 1
+    return blocks
+
+
+def _parse_line(body: str, path: str, line: int) -> Entry:
+    if "=" not in body:
+        raise MalformedRecord(f"malformed line {body.strip()[:60]!r} (expected 'key = value')",
+                              "fix the block line", path=path, line=line)
+    key, _, value = body.partition("=")
+    key = key.strip()
+    if not _KEY.match(key):
+        raise MalformedRecord(f"malformed key {key[:40]!r}", "keys are lowercase_with_underscores",
+                              path=path, line=line)
+    return Entry(key, value.strip(), line)
+
+
+def exactly_one(text: str, info: str, *, path: str) -> Block:
+    found = find(text, info, path=path)
+    if len(found) != 1:
+        where = ", ".join(str(b.open_line) for b in found)
+        raise MalformedRecord(
+            f"expected exactly one ```{info} block, found {len(found)}"
+            + (f" (lines {where})" if found else ""),
+            f"keep exactly one ```{info} block", path=path,
+        )
+    return found[0]
+
+
+def check_keys(block: Block, required: tuple[str, ...], *, path: str,
+               optional: tuple[str, ...] = ()) -> dict[str, str]:
+    seen: dict[str, Entry] = {}
+    for e in block.entries:
+        if e.key in seen:
+            raise MalformedRecord(f"duplicate key {e.key!r} (first on line {seen[e.key].line})",
+                                  "keep one", path=path, line=e.line)
+        if e.key not in required and e.key not in optional:
+            raise MalformedRecord(f"unknown key {e.key!r} in ```{block.info}",
+                                  f"allowed keys: {', '.join(required + optional)}",
+                                  path=path, line=e.line)
+        seen[e.key] = e
+    for key in required:
+        if key not in seen:
+            raise MalformedRecord(f"missing key {key!r} in ```{block.info}", "add it",
+                                  path=path, line=block.open_line)
+    return {k: e.value for k, e in seen.items()}
+
+
+def render_body(entries: list[tuple[str, str]], newline: str) -> str:
+    return "".join(f"{k} = {v}{newline}" for k, v in entries)
+
+
+def replace_body(text: str, block: Block, entries: list[tuple[str, str]]) -> str:
+    """The file with only the block's body lines replaced."""
+    return text[: block.start] + render_body(entries, block.newline) + text[block.end:]

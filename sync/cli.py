@@ -1,0 +1,120 @@
+"""The command line: argparse subcommands and the one error boundary."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import os
+import sys
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from . import gitio
+from .errors import SyncError, UsageError
+from .port import Port, locate
+
+# Each module defines `register(subparsers)` which adds its parser(s) and sets
+# `func=run(args, ctx) -> int`. Listed in cycle order: this is `--help`'s order.
+COMMAND_MODULES = (
+    "init_cmd",
+    "status",
+    "check",
+)
+
+
+@dataclass
+class Context:
+    """What a command needs besides its arguments: the port, output streams, flags."""
+
+    port_arg: str | None
+    json: bool = False
+    debug: bool = False
+    out: TextIO = field(default_factory=lambda: sys.stdout)
+    err: TextIO = field(default_factory=lambda: sys.stderr)
+    _port: Port | None = None
+
+    @property
+    def port(self) -> Port:
+        if self._port is None:
+            self._port = locate(self.port_arg)
+            if self._port.example:
+                self.note(f"no port configured: running on the bundled example at "
+                          f"{self._port.root}")
+        return self._port
+
+    def note(self, message: str) -> None:
+        """Progress and notices go to stderr so stdout stays parseable."""
+        print(message, file=self.err, flush=True)
+
+    def emit_json(self, doc: Any) -> None:
+        json.dump(doc, self.out, indent=2, sort_keys=False, ensure_ascii=False)
+        self.out.write("\n")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> Any:  # argparse's own exit would bypass our boundary
+        raise UsageError(f"{message}", f"see '{self.prog} --help'")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="upstream-sync",
+        description="Automate the upstream sync cycle of a hand port "
+        "(fetch, enumerate, classify, report, port, re-verify, advance).",
+    )
+    parser.add_argument("--port", help="the port's root (default: $SYNC_PORT, then the "
+                        "current directory; inside this repository, the bundled example)")
+    parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    for name in COMMAND_MODULES:
+        module = importlib.import_module(f"sync.{name}")
+        module.register(sub)
+    return parser
+
+
+def add_json(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print machine-readable JSON on stdout")
+
+
+def main(argv: list[str] | None = None, *, out: TextIO | None = None,
+         err: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    err = err or sys.stderr
+    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    gitio.scrub_environ()
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)
+        if not getattr(args, "func", None):
+            parser.print_help(out)
+            return 2
+        ctx = Context(port_arg=args.port, json=getattr(args, "json", False), debug=args.debug,
+                      out=out, err=err)
+        func: Callable[[argparse.Namespace, Context], int] = args.func
+        return func(args, ctx)
+    except SyncError as exc:
+        if debug:
+            traceback.print_exc(file=err)
+        print(f"upstream-sync: error: {exc}", file=err)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("upstream-sync: interrupted", file=err)
+        return 130
+    except Exception as exc:
+        if debug:
+            traceback.print_exc(file=err)
+        print(f"upstream-sync: internal error: {type(exc).__name__}: "
+              f"{' '.join(str(exc).split())} — rerun with --debug and report it", file=err)
+        return 1
+
+
+def entry() -> None:
+    sys.exit(main())
+
+
+if __name__ == "__main__":  # pragma: no cover
+    os.environ.setdefault("PYTHONIOENCODING", "utf-8")
+    entry()

@@ -1,0 +1,180 @@
+"""The one git wrapper.
+
+GitPython handles repositories (open, fetch with progress, rev resolution,
+ancestry, worktrees); bulk history goes through single `git` invocations whose
+output is parsed in Python, never one process per commit. Inherited `GIT_*`
+variables are stripped so a hook's or a caller's `GIT_DIR` can never redirect us,
+and every revision that came from input is validated and placed after
+`--end-of-options` so it can never be read as an option.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import git
+
+from .errors import EnvironmentUnresolved, UsageError
+
+# Counted so the benchmark can prove the number of git processes is constant.
+PROCESS_COUNT = 0
+
+_REV_OK = re.compile(r"^[A-Za-z0-9_./@{}^~:+-]+$")
+
+
+def scrub_environ() -> None:
+    """Remove inherited GIT_* variables from this process (GitPython reads os.environ)."""
+    for key in [k for k in os.environ if k.startswith("GIT_")]:
+        del os.environ[key]
+    os.environ["GIT_TERMINAL_PROMPT"] = "0"
+
+
+def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    env.setdefault("LC_ALL", "C")
+    if extra:
+        env.update(extra)
+    return env
+
+
+def check_rev(rev: str) -> str:
+    """Refuse a revision that could be parsed as an option or is not a plausible rev."""
+    if not rev or rev.startswith("-") or not _REV_OK.match(rev) or ".." in rev:
+        raise UsageError(f"not a usable git revision: {rev!r}", "give a SHA, branch or tag name")
+    return rev
+
+
+def run(
+    repo: Path, args: Sequence[str], *, input: bytes | None = None, check: bool = True,
+    env: Mapping[str, str] | None = None,
+) -> subprocess.CompletedProcess[bytes]:
+    """Run one git process in `repo` (no shell, scrubbed environment)."""
+    global PROCESS_COUNT
+    PROCESS_COUNT += 1
+    proc = subprocess.run(
+        ["git", "-C", str(repo), *args],
+        input=input,
+        capture_output=True,
+        env=clean_env(env),
+        check=False,
+    )
+    if check and proc.returncode != 0:
+        msg = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        raise EnvironmentUnresolved(
+            f"git {args[0]} failed in {repo}: {msg[-1] if msg else proc.returncode}",
+            "check the repository and the revisions given",
+        )
+    return proc
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A reference checkout (upstream clone) opened for reading."""
+
+    path: Path
+    repo: git.Repo
+
+    def git(self, *args: str, input: bytes | None = None, check: bool = True) -> bytes:
+        return run(self.path, args, input=input, check=check).stdout
+
+
+def open_repo(path: Path, *, what: str = "reference checkout", variable: str = "VLLM_SOURCE",
+              allow_shallow: bool = False) -> Reference:
+    """Open a git work tree, refusing missing, non-git and (by default) shallow ones."""
+    if not path.exists():
+        raise EnvironmentUnresolved(
+            f"{what} {path} does not exist", f"set {variable} to a full clone of the upstream"
+        )
+    try:
+        repo = git.Repo(path)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        raise EnvironmentUnresolved(
+            f"{what} {path} is not a git repository",
+            f"set {variable} to a full clone of the upstream",
+        ) from None
+    ref = Reference(Path(repo.working_tree_dir or path), repo)
+    if not allow_shallow and is_shallow(ref):
+        raise EnvironmentUnresolved(
+            f"{what} {path} is a shallow clone: history before its cut is invisible",
+            f"run 'git -C {path} fetch --unshallow'",
+        )
+    return ref
+
+
+def is_shallow(ref: Reference) -> bool:
+    return Path(ref.repo.git_dir, "shallow").exists()
+
+
+def resolve(ref: Reference, rev: str) -> str | None:
+    """Full SHA of the commit `rev` names, or None when it does not resolve."""
+    check_rev(rev)
+    proc = run(ref.path, ["rev-parse", "--verify", "--quiet", "--end-of-options",
+                          f"{rev}^{{commit}}"], check=False)
+    if proc.returncode != 0:
+        return None
+    return proc.stdout.decode().strip()
+
+
+def has_commit(ref: Reference, sha: str) -> bool:
+    return resolve(ref, sha) is not None
+
+
+def is_ancestor(ref: Reference, ancestor: str, descendant: str) -> bool:
+    check_rev(ancestor)
+    check_rev(descendant)
+    proc = run(ref.path, ["merge-base", "--is-ancestor", "--end-of-options", ancestor, descendant],
+               check=False)
+    if proc.returncode not in (0, 1):
+        raise EnvironmentUnresolved(
+            f"cannot compare {ancestor[:10]} and {descendant[:10]} in {ref.path}",
+            "make sure both commits exist in the reference checkout",
+        )
+    return proc.returncode == 0
+
+
+def is_dirty(ref: Reference) -> bool:
+    return bool(ref.repo.is_dirty(untracked_files=False))
+
+
+def head_sha(ref: Reference) -> str | None:
+    try:
+        return str(ref.repo.head.commit.hexsha)
+    except ValueError:
+        return None
+
+
+def fetch(ref: Reference, remote: str, branch: str,
+          progress: Callable[[str], None] | None = None) -> None:
+    """Fetch `remote branch` into the remote-tracking ref; never touches the work tree."""
+    check_rev(remote)
+    check_rev(branch)
+    try:
+        rem = ref.repo.remote(remote)
+    except ValueError:
+        raise EnvironmentUnresolved(
+            f"the reference checkout has no remote named {remote!r}",
+            "set fetch_remote in the developer preferences (or SYNC_FETCH_REMOTE)",
+        ) from None
+
+    class _Progress(git.RemoteProgress):
+        def update(self, op_code: int, cur_count: str | float, max_count: str | float | None = None,
+                   message: str = "") -> None:
+            if progress is not None:
+                line = self._cur_line or ""
+                if line:
+                    progress(line.strip())
+
+    try:
+        rem.fetch(f"+refs/heads/{branch}:refs/remotes/{remote}/{branch}", progress=_Progress())
+    except git.GitCommandError as exc:
+        last = (exc.stderr or "").strip().splitlines()
+        raise EnvironmentUnresolved(
+            f"fetch of {remote} {branch} failed: {last[-1].strip() if last else exc.status}",
+            "check the remote URL and your network, then run fetch again",
+        ) from None

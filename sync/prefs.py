@@ -1,0 +1,121 @@
+"""Developer preferences: machine-specific values, never tracked.
+
+`.agents/developer-preferences.md` holds one ```sync-preferences block; the
+tracked `.example` beside it documents the keys. Environment variables win over
+the file. A missing value is a refusal that names the variable to set, never a
+silent default path.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import blocks, gitio
+from .atomic import read_text
+from .errors import EnvironmentUnresolved, MalformedRecord
+
+INFO = "sync-preferences"
+# key -> (environment variable, meaning)
+KEYS: dict[str, tuple[str, str]] = {
+    "reference_checkout": ("VLLM_SOURCE", "full (never shallow) clone of the upstream vLLM"),
+    "fetch_remote": ("SYNC_FETCH_REMOTE", "remote to fetch in the reference checkout"),
+    "branch": ("SYNC_BRANCH", "upstream branch the target is taken from"),
+    "gate_hosts": ("SYNC_GATE_HOSTS", "comma-separated host names eligible to run gates"),
+    "oracle_home": ("SYNC_ORACLE_HOME", "directory holding oracle virtualenvs (outside checkouts)"),
+    "omni_source": ("VLLM_OMNI_SOURCE", "clone of vllm-omni, for the omni oracle"),
+}
+
+
+@dataclass(frozen=True)
+class Preferences:
+    values: tuple[tuple[str, str], ...]
+    sources: tuple[tuple[str, str], ...]  # key -> "env VAR" or the file path
+    file: Path
+
+    def get(self, key: str) -> str | None:
+        return dict(self.values).get(key)
+
+    def source_of(self, key: str) -> str:
+        return dict(self.sources).get(key, "unset")
+
+    def require(self, key: str) -> str:
+        value = self.get(key)
+        if not value:
+            var = KEYS[key][0]
+            raise EnvironmentUnresolved(
+                f"{key} is not set ({KEYS[key][1]})",
+                f"set {var} or add '{key} = ...' to {self.file}",
+            )
+        return value
+
+    def path(self, key: str) -> Path:
+        return Path(self.require(key)).expanduser()
+
+    @property
+    def remote(self) -> str:
+        return self.get("fetch_remote") or "origin"
+
+    @property
+    def branch(self) -> str:
+        return self.get("branch") or "main"
+
+    @property
+    def gate_hosts(self) -> tuple[str, ...]:
+        raw = self.get("gate_hosts") or ""
+        return tuple(h.strip() for h in raw.split(",") if h.strip())
+
+    def reference(self) -> gitio.Reference:
+        """The reference checkout, refused when unset, missing, not git, or shallow."""
+        return gitio.open_repo(self.path("reference_checkout"))
+
+
+def parse(text: str, *, path: str) -> dict[str, str]:
+    found = blocks.find(text, INFO, path=path)
+    if len(found) != 1:
+        raise MalformedRecord(f"expected one ```{INFO} block, found {len(found)}",
+                              f"see {path}.example for the format", path=path)
+    values = blocks.check_keys(found[0], (), optional=tuple(KEYS), path=path)
+    for e in found[0].entries:
+        if e.key in ("fetch_remote", "branch") and e.value:
+            try:
+                gitio.check_rev(e.value)
+            except Exception:
+                raise MalformedRecord(f"{e.key} = {e.value!r} is not a usable git name",
+                                      "fix the value", path=path, line=e.line) from None
+    return values
+
+
+def load(file: Path, environ: dict[str, str] | None = None) -> Preferences:
+    env = os.environ if environ is None else environ
+    values: dict[str, str] = {}
+    sources: dict[str, str] = {}
+    if file.exists():
+        try:
+            text = read_text(file)
+        except UnicodeDecodeError:
+            raise MalformedRecord("not UTF-8", "re-save it as UTF-8", path=str(file)) from None
+        for k, v in parse(text, path=str(file)).items():
+            if v:
+                values[k], sources[k] = v, str(file)
+    for key, (var, _) in KEYS.items():
+        if env.get(var):
+            values[key], sources[key] = env[var], f"env {var}"
+    return Preferences(tuple(sorted(values.items())), tuple(sorted(sources.items())), file)
+
+
+def example_text() -> str:
+    lines = [
+        "# Developer preferences (machine-specific; copy to developer-preferences.md, untracked)",
+        "",
+        "Environment variables override each key: " + ", ".join(
+            f"`{var}` for `{k}`" for k, (var, _) in KEYS.items()) + ".",
+        "",
+        f"```{INFO}",
+    ]
+    samples = {"reference_checkout": "~/src/vllm", "fetch_remote": "origin", "branch": "main",
+               "gate_hosts": "dgx", "oracle_home": "~/venvs", "omni_source": "~/src/vllm-omni"}
+    lines += [f"{k} = {samples[k]}" for k in KEYS]
+    lines += ["```", ""]
+    return "\n".join(lines)
