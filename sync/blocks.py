@@ -51,7 +51,7 @@ def find(text: str, info: str, *, path: str) -> list[Block]:
     lines = _lines(text)
     i = 0
     while i < len(lines):
-        off, body, nl = lines[i]
+        _off, body, nl = lines[i]
         stripped = body.strip()
         if stripped.startswith("```") and stripped[3:].strip() == info and body.startswith("```"):
             j = i + 1

@@ -21,6 +21,9 @@ from .port import Port, locate
 COMMAND_MODULES = (
     "init_cmd",
     "status",
+    "fetch",
+    "syncrun",
+    "decide",
     "check",
 )
 

@@ -93,7 +93,8 @@ class History:
             out.append(b"\n")
         return b"".join(out)
 
-    def write(self, repo: Path, *, bare: bool = False, checkout: str | None = None) -> dict[int, str]:
+    def write(self, repo: Path, *, bare: bool = False,
+              checkout: str | None = None) -> dict[int, str]:
         """Create `repo`, import every commit, return mark -> SHA."""
         env = hermetic_env()
         repo.mkdir(parents=True, exist_ok=True)

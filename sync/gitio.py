@@ -178,3 +178,19 @@ def fetch(ref: Reference, remote: str, branch: str,
             f"fetch of {remote} {branch} failed: {last[-1].strip() if last else exc.status}",
             "check the remote URL and your network, then run fetch again",
         ) from None
+
+
+def count_range(ref: Reference, base: str, target: str) -> int:
+    check_rev(base)
+    check_rev(target)
+    out = run(ref.path, ["rev-list", "--count", "--no-merges", "--end-of-options",
+                         f"{base}..{target}"]).stdout
+    return int(out.decode().strip() or 0)
+
+
+def newest_date(ref: Reference, base: str, target: str) -> str | None:
+    check_rev(base)
+    check_rev(target)
+    out = run(ref.path, ["log", "-1", "--format=%cI", "--end-of-options",
+                         f"{base}..{target}"]).stdout
+    return out.decode().strip() or None

@@ -10,7 +10,9 @@ import pytest
 
 
 @pytest.fixture(autouse=True)
-def hermetic_git(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def hermetic_git(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[None]:
     home = tmp_path_factory.mktemp("home")
     (home / ".gitconfig").write_text(
         "[user]\n\tname = Port Dev\n\temail = port@example.invalid\n"

@@ -1,0 +1,92 @@
+"""Carry-over: what this cycle still owes, and what the previous stalled cycle left.
+
+Open PORT-NOW items (no ledger row names their PR or SHA), PENDING gates with
+their handoffs, INVENTORY items not yet annotated in the inventory, and the
+carry-over section of the newest earlier report that did not advance.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+
+from . import cycle, gates, ledger
+from .atomic import read_text
+from .classify import Entry
+from .errors import SyncError
+from .port import Port
+
+_REPORT_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}-[0-9a-f]{7}\.md$")
+
+
+def _ledger_text(port: Port) -> str:
+    path = port.root / port.config.ledger
+    try:
+        table = ledger.load(path, rel=port.rel(path))
+    except SyncError:
+        return ""
+    return "\n".join(r.text for r in table.rows)
+
+
+def _inventory_text(port: Port) -> str:
+    path = port.root / port.config.inventory
+    return read_text(path) if path.exists() else ""
+
+
+def ported(entry: Entry, ledger_text: str) -> bool:
+    return (entry.pr is not None and f"vllm#{entry.pr}" in ledger_text) or (
+        entry.sha[:10] in ledger_text)
+
+
+def annotated(entry: Entry, inventory_text: str) -> bool:
+    return entry.pr is not None and re.search(rf"vllm#{entry.pr}\b", inventory_text) is not None
+
+
+def own_lines(port: Port, target: str, entries: Iterable[Entry]) -> list[str]:
+    led = _ledger_text(port)
+    inv = _inventory_text(port)
+    out = []
+    for e in entries:
+        pr = f"vllm#{e.pr}" if e.pr is not None else "(no PR)"
+        if e.disposition == "PORT-NOW" and not ported(e, led):
+            out.append(f"- PORT-NOW open: `{e.sha[:10]}` {pr} (no ledger row yet)")
+        elif e.disposition == "INVENTORY" and not annotated(e, inv):
+            out.append(f"- INVENTORY unannotated: `{e.sha[:10]}` {pr} (not in the inventory)")
+        elif e.disposition == "UNCLASSIFIED":
+            out.append(f"- UNCLASSIFIED: `{e.sha[:10]}` {pr} (decide it)")
+    for g in gates.load(port, target):
+        if g.status != "PASS":
+            out.append(f"- gate {g.name} {g.status}" + (f": run `{g.handoff}`" if g.handoff
+                                                         else ""))
+    return out
+
+
+def previous(port: Port, current: Path) -> tuple[Path, list[str]] | None:
+    """The newest earlier report that did not advance, with its carry-over lines."""
+    if not port.sync_dir.is_dir():
+        return None
+    candidates = sorted(p for p in port.sync_dir.iterdir()
+                        if _REPORT_NAME.match(p.name) and p.name < current.name)
+    for path in reversed(candidates):
+        text = read_text(path)
+        if "- Cycle state: ADVANCED" in text:
+            return None
+        lines, inside = [], False
+        for raw in text.splitlines():
+            if raw.startswith("## "):
+                inside = raw.strip() == "## Carry-over"
+                continue
+            if inside and raw.startswith("- ") and not raw.startswith("- from "):
+                lines.append(raw[2:])
+        return path, lines
+    return None
+
+
+def lines(port: Port, c: cycle.Cycle, entries: Iterable[Entry]) -> list[str]:
+    out = own_lines(port, c.target, entries)
+    current = port.sync_dir / f"{c.frozen_at[:10]}-{c.target7}.md"
+    prev = previous(port, current)
+    if prev is not None:
+        out += [f"- from {prev[0].name}: {line}" for line in prev[1]]
+    return out

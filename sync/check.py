@@ -1,0 +1,139 @@
+"""`check`: every record invariant, one line per violation (file:line: what is wrong).
+
+This is what a port's CI runs on every change, so it needs no reference checkout:
+the per-file pin audit runs only when one is configured, and says when it is skipped.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from . import cycle, decisions, ledger, oraclefile, paragraph, pins, spans
+from .atomic import read_text
+from .cli import Context, add_json
+from .errors import CheckFailed, SyncError
+from .port import Port
+
+
+@dataclass(frozen=True)
+class Finding:
+    text: str
+    severity: str = "error"  # "error" fails the check, "warning" is printed only
+
+
+def _guard(out: list[Finding], fn: Callable[[], None]) -> None:
+    try:
+        fn()
+    except SyncError as exc:
+        out.append(Finding(str(exc)))
+
+
+def _discard(_: object) -> None:
+    """Loading is the check: only its exception matters."""
+
+
+def findings(port: Port, *, with_audit: bool = True) -> tuple[list[Finding], list[str]]:
+    """All violations plus notes (what was skipped and why)."""
+    out: list[Finding] = []
+    notes: list[str] = []
+    rel = port.rel(port.protocol)
+    pin: pins.Pin | None = None
+    try:
+        pin = pins.load(port.protocol).pin
+    except SyncError as exc:
+        out.append(Finding(str(exc)))
+    if port.protocol.exists():
+        text = read_text(port.protocol)
+
+        def para() -> None:
+            p = paragraph.find(text, path=rel)
+            if pin is not None:
+                out.extend(Finding(x) for x in paragraph.agrees(p, pin, path=rel))
+
+        _guard(out, para)
+    oracle_files = port.oracle_files()
+    if not oracle_files:
+        out.append(Finding(f"{port.config.oracles}: no oracle files found (expected at least "
+                           "the core oracle vllm.md)"))
+    for path in oracle_files:
+        try:
+            of = oraclefile.load(path, port.root)
+        except SyncError as exc:
+            out.append(Finding(str(exc)))
+            continue
+        if of.id == "vllm" and pin is not None:
+            out.extend(Finding(f"{port.rel(path)}: {x}") for x in oraclefile.agreement(of, pin))
+    if pin is not None:
+        out.extend(Finding(x) for x in spans.check(port.root, port.config.span_globs, pin))
+    ledger_path = port.root / port.config.ledger
+    if ledger_path.exists():
+        _guard(out, lambda: _discard(ledger.load(ledger_path, rel=port.rel(ledger_path))))
+    dec = port.sync_dir / decisions.FILE
+    _guard(out, lambda: _discard(decisions.load(dec, rel=port.rel(dec))))
+    _guard(out, lambda: _discard(cycle.load(port)))
+    for extra in EXTRA_CHECKS:
+        out.extend(extra(port, pin, notes))
+    if with_audit and pin is not None:
+        out.extend(_audit(port, pin, notes))
+    return out, notes
+
+
+def _audit(port: Port, pin: pins.Pin, notes: list[str]) -> list[Finding]:
+    from . import audit, surface
+    from .fetch import preferences
+
+    try:
+        prefs = preferences(port)
+        ref = prefs.reference()
+    except SyncError as exc:
+        notes.append(f"per-file pin audit skipped: {exc}")
+        return []
+    result = audit.run_audit(port, ref, pin.commit, f"{prefs.remote}/{prefs.branch}",
+                             surface.build(port))
+    out = []
+    if not result.control_ok:
+        out.append(Finding("per-file pin audit: the positive control failed (a header citing the "
+                           "pin was not counted at-pin) — the header probe is broken"))
+    severity = port.config.behind_without_note
+    for f in result.findings:
+        cited = ", ".join(f"{c.path} @ {c.sha}" for c in f.citations if c.sha)
+        out.append(Finding(f"{f.path}:1: per-file pin behind the parity pin ({cited}) with no "
+                           "ledger note — bump the header or add a ledger row naming the file",
+                           severity))
+    return out
+
+
+# Further invariants (state events, pin copies) register here from their own modules.
+EXTRA_CHECKS: list[Callable[[Port, pins.Pin | None, list[str]], list[Finding]]] = []
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("check", help="verify every record invariant (for CI)",
+                       description="Check the pin block, PARITY PIN paragraph, oracle files, pin "
+                       "spans, ledger, decisions and per-file pins; one line per violation.")
+    p.add_argument("--no-audit", action="store_true",
+                   help="skip the per-file pin audit (it needs the reference checkout)")
+    add_json(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, ctx: Context) -> int:
+    found, notes = findings(ctx.port, with_audit=not args.no_audit)
+    errors = [f for f in found if f.severity == "error"]
+    if ctx.json:
+        ctx.emit_json({"ok": not errors, "errors": [f.text for f in errors],
+                       "warnings": [f.text for f in found if f.severity != "error"],
+                       "notes": notes})
+    else:
+        for f in found:
+            print(f.text if f.severity == "error" else f"warning: {f.text}", file=ctx.out)
+        for n in notes:
+            ctx.note(f"note: {n}")
+    if errors:
+        raise CheckFailed(f"{len(errors)} record invariant(s) violated",
+                          "fix each line above, then run check again")
+    if not ctx.json:
+        print(f"check: all record invariants hold in {ctx.port.root}", file=ctx.out)
+    return 0

@@ -1,0 +1,89 @@
+"""Classify every enumerated commit exactly once: decisions, then rules, then defaults.
+
+A rule may demote a commit that touches ported code, but the entry keeps the
+port files and names the rule, so nothing that touches ported code disappears
+silently.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from .config import Rule
+from .decisions import Decision, Disposition
+from .history import Commit
+from .surface import Surface, glob_match
+
+
+@dataclass(frozen=True)
+class Entry:
+    sha: str
+    pr: int | None
+    subject: str
+    disposition: Disposition
+    reason: str
+    rule: str | None  # the auto rule ("ported-path", "rule rocm", ...); None when decided
+    auto: bool
+    upstream_paths: tuple[str, ...]
+    port_files: tuple[str, ...]
+    date: str = ""
+
+
+def rule_matches(rule: Rule, commit: Commit) -> bool:
+    tags = {t.lower() for t in commit.tags}
+    if rule.tags and not any(t.lower() in tags for t in rule.tags):
+        return False
+    paths = commit.paths
+    if rule.paths_any and not any(glob_match(p, g) for p in paths for g in rule.paths_any):
+        return False
+    return not (rule.paths_all and not (paths and all(
+        any(glob_match(p, g) for g in rule.paths_all) for p in paths)))
+
+
+def _arrow(ported: tuple[str, ...], surface: Surface) -> str:
+    parts = []
+    for up in ported:
+        files = surface.by_upstream.get(up, ())
+        parts.append(f"{up} → {', '.join(files)}")
+    return "; ".join(parts)
+
+
+def classify_one(commit: Commit, surface: Surface, rules: Iterable[Rule],
+                 decisions: dict[str, Decision]) -> Entry:
+    paths = commit.paths
+    ported = surface.ported(paths)
+    port_files = surface.port_files(ported)
+    mirrored = surface.mirrored_paths(paths)
+    shown = ported or mirrored
+
+    def entry(disposition: Disposition, reason: str, rule: str | None) -> Entry:
+        return Entry(commit.sha, commit.pr, commit.subject, disposition, reason, rule,
+                     rule is not None, shown, port_files, commit.date)
+
+    decided = decisions.get(commit.sha)
+    if decided is not None:
+        return entry(decided.disposition, decided.reason, None)
+    for rule in rules:
+        if rule_matches(rule, commit):
+            reason = rule.reason
+            if ported:
+                reason += f"; touches ported code: {_arrow(ported, surface)}"
+            return entry(rule.disposition, reason, f"rule {rule.id}")
+    if ported:
+        return entry("PORT-NOW", _arrow(ported, surface), "ported-path")
+    if mirrored:
+        shown_paths = ", ".join(mirrored[:3]) + (f" (+{len(mirrored) - 3} more)"
+                                                  if len(mirrored) > 3 else "")
+        return entry("INVENTORY", f"not yet ported: {shown_paths}", "mirrored-path")
+    if not paths:
+        reason = "changes no files"
+    else:
+        tops = sorted({p.split("/", 1)[0] + ("/" if "/" in p else "") for p in paths})
+        reason = f"touches no mirrored path ({', '.join(tops[:4])})"
+    return entry("IGNORE", reason, "unmirrored")
+
+
+def classify(commits: list[Commit], surface: Surface, rules: tuple[Rule, ...],
+             decisions: dict[str, Decision]) -> list[Entry]:
+    return [classify_one(c, surface, rules, decisions) for c in commits]

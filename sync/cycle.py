@@ -1,0 +1,86 @@
+"""The cycle's frozen target: `.agents/sync/cycle.toml`.
+
+`fetch` (or the first `sync`) resolves the target ref to a SHA and freezes it here;
+every later step of the cycle reads the same SHA even when the remote moves, until
+`--target`/`--retarget` says otherwise or the pin advances to it.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TypedDict
+
+import tomli_w
+
+from .atomic import write_text
+from .errors import MalformedRecord, UsageError
+from .port import Port
+
+SCHEMA = 1
+FILE = "cycle.toml"
+
+
+class CycleDoc(TypedDict):
+    schema: int
+    pin: str
+    target: str
+    target_ref: str
+    frozen_at: str
+
+
+@dataclass(frozen=True)
+class Cycle:
+    pin: str
+    target: str
+    target_ref: str
+    frozen_at: str
+
+    @property
+    def target7(self) -> str:
+        return self.target[:7]
+
+
+def path(port: Port) -> Path:
+    return port.sync_dir / FILE
+
+
+def load(port: Port) -> Cycle | None:
+    p = path(port)
+    if not p.exists():
+        return None
+    rel = port.rel(p)
+    try:
+        doc = tomllib.loads(p.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise MalformedRecord(f"not valid TOML ({exc})", "fix it or delete it and run fetch again",
+                              path=rel) from None
+    try:
+        if doc["schema"] != SCHEMA:
+            raise MalformedRecord(f"schema {doc['schema']!r}, expected {SCHEMA}",
+                                  "delete it and run fetch again", path=rel)
+        values = [doc["pin"], doc["target"], doc["target_ref"], doc["frozen_at"]]
+    except KeyError as exc:
+        raise MalformedRecord(f"missing key {exc.args[0]!r}", "delete it and run fetch again",
+                              path=rel) from None
+    if not all(isinstance(v, str) for v in values):
+        raise MalformedRecord("values must be strings", "delete it and run fetch again", path=rel)
+    return Cycle(*values)
+
+
+def save(port: Port, pin: str, target: str, target_ref: str) -> Cycle:
+    doc: CycleDoc = {"schema": SCHEMA, "pin": pin, "target": target, "target_ref": target_ref,
+                     "frozen_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
+    write_text(path(port), "# Frozen target of the current sync cycle (written by upstream-sync).\n"
+               + tomli_w.dumps(dict(doc)))
+    return Cycle(doc["pin"], doc["target"], doc["target_ref"], doc["frozen_at"])
+
+
+def require(port: Port) -> Cycle:
+    c = load(port)
+    if c is None:
+        raise UsageError("no sync cycle is open (no frozen target)",
+                         "run 'upstream-sync fetch' or 'upstream-sync sync' first")
+    return c

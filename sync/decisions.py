@@ -1,0 +1,105 @@
+"""Decisions: a human's or agent's disposition for one upstream commit.
+
+`.agents/sync/decisions.toml`, keyed by full upstream SHA. Decisions outrank every
+rule, survive re-runs, and carry into the next cycle (a commit re-enumerated after
+a divergent retarget keeps its decision).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, TypedDict, get_args
+
+import tomli_w
+
+from .atomic import write_text
+from .errors import MalformedRecord
+
+Disposition = Literal["PORT-NOW", "INVENTORY", "IGNORE", "UNCLASSIFIED"]
+ALL: tuple[Disposition, ...] = get_args(Disposition)
+SCHEMA = 1
+FILE = "decisions.toml"
+
+
+class DecisionDoc(TypedDict):
+    disposition: str
+    reason: str
+    by: str
+    at: str
+    subject: str
+
+
+@dataclass(frozen=True)
+class Decision:
+    sha: str
+    disposition: Disposition
+    reason: str
+    by: str
+    at: str
+    subject: str = ""
+
+
+def parse(text: str, *, path: str) -> dict[str, Decision]:
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise MalformedRecord(f"not valid TOML: {exc}", "fix the syntax (each decision is a "
+                              "[decisions.<sha>] table)", path=path) from None
+    unknown = set(doc) - {"schema", "decisions"}
+    if unknown:
+        raise MalformedRecord(f"unknown key {sorted(unknown)[0]!r}", "remove it", path=path)
+    if doc.get("schema", SCHEMA) != SCHEMA:
+        raise MalformedRecord(f"schema {doc.get('schema')!r}, expected {SCHEMA}",
+                              "upgrade upstream-sync", path=path)
+    table = doc.get("decisions", {})
+    if not isinstance(table, dict):
+        raise MalformedRecord("'decisions' must be a table", "fix the file", path=path)
+    out: dict[str, Decision] = {}
+    for sha, d in table.items():
+        if len(sha) != 40 or any(c not in "0123456789abcdef" for c in sha):
+            raise MalformedRecord(f"decision key {sha[:50]!r} is not a full lowercase SHA",
+                                  "key decisions by the 40-hex upstream commit", path=path)
+        if not isinstance(d, dict):
+            raise MalformedRecord(f"decision {sha[:10]} is not a table", "fix the file", path=path)
+        extra = set(d) - set(DecisionDoc.__annotations__)
+        if extra:
+            raise MalformedRecord(f"decision {sha[:10]} has unknown key {sorted(extra)[0]!r}",
+                                  "remove it", path=path)
+        disp, reason = d.get("disposition"), d.get("reason")
+        if disp not in ALL:
+            raise MalformedRecord(f"decision {sha[:10]}: disposition {disp!r} is not one of "
+                                  f"{', '.join(ALL)}", "fix the file", path=path)
+        if not isinstance(reason, str) or not reason.strip():
+            raise MalformedRecord(f"decision {sha[:10]} has no reason", "add a reason", path=path)
+        fields = [d.get(k, "") for k in ("by", "at", "subject")]
+        if not all(isinstance(f, str) for f in fields):
+            raise MalformedRecord(f"decision {sha[:10]}: by/at/subject must be strings",
+                                  "fix the file", path=path)
+        out[sha] = Decision(sha, disp, reason, *fields)
+    return out
+
+
+def load(path: Path, *, rel: str) -> dict[str, Decision]:
+    if not path.exists():
+        return {}
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise MalformedRecord("not UTF-8", "re-save it as UTF-8", path=rel) from None
+    return parse(text, path=rel)
+
+
+def render(decisions: dict[str, Decision]) -> str:
+    table = {
+        sha: {"disposition": d.disposition, "reason": d.reason, "by": d.by, "at": d.at,
+              "subject": d.subject}
+        for sha, d in sorted(decisions.items())
+    }
+    head = "# Decisions for upstream commits (written by upstream-sync; edit via 'decide').\n"
+    return head + tomli_w.dumps({"schema": SCHEMA, "decisions": table})
+
+
+def save(path: Path, decisions: dict[str, Decision]) -> None:
+    write_text(path, render(decisions))

@@ -1,0 +1,121 @@
+"""`init`: discover a port's records and write its configuration and preferences example."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from . import config, headers, ledger, prefs
+from .atomic import read_text, write_text
+from .cli import Context, add_json
+from .errors import UsageError
+
+_SKIP = {".git", ".nox", "node_modules", "build", ".venv", "__pycache__", "third_party"}
+_SOURCE_EXT = {".h", ".hpp", ".cc", ".cpp", ".cu", ".py"}
+
+
+def _files(root: Path, suffixes: set[str]) -> list[Path]:
+    out = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if (d not in _SKIP and not d.startswith("."))
+                             or d == ".agents")
+        out += [Path(dirpath, f) for f in sorted(filenames) if Path(f).suffix in suffixes]
+    return out
+
+
+def _text(path: Path) -> str:
+    try:
+        return read_text(path)
+    except (UnicodeDecodeError, OSError):
+        return ""
+
+
+def discover(root: Path) -> dict[str, Any]:
+    """Find the records by content, not by name: each must be unique or it is left default."""
+    md = _files(root, {".md"})
+    found: dict[str, list[str]] = {"protocol": [], "ledger": [], "inventory": [], "oracles": []}
+    for path in md:
+        text = _text(path)
+        rel = path.relative_to(root).as_posix()
+        if "```parity-pin" in text:
+            found["protocol"].append(rel)
+        if "```oracle-pin" in text:
+            found["oracles"].append(rel)
+        if any(line.lstrip().startswith("|") and tuple(ledger.split_row(line)) == ledger.COLUMNS
+               for line in text.splitlines()):
+            found["ledger"].append(rel)
+        if path.name == "porting-inventory.md" or ("## 9" in text and "T0" in text):
+            found["inventory"].append(rel)
+    roots: dict[str, int] = {}
+    for path in _files(root, _SOURCE_EXT):
+        if headers.parse_header(_text(path)[:8192], path.name).kind == "PORTED":
+            top = path.relative_to(root).parts[0]
+            roots[top] = roots.get(top, 0) + 1
+    paths: dict[str, str] = {}
+    for key in ("protocol", "ledger", "inventory"):
+        if len(found[key]) == 1:
+            paths[key] = found[key][0]
+    dirs = sorted({str(Path(p).parent.as_posix()) for p in found["oracles"]})
+    if len(dirs) == 1:
+        paths["oracles"] = f"{dirs[0]}/*.md"
+    return {"paths": paths, "found": found, "port_roots": sorted(roots)}
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("init", help="set-up: discover a port's records, write its config and "
+                       "the preferences example", description="Discover the pin block, oracle "
+                       "files, ledger, inventory and ported roots in DIR (default: --port or the "
+                       "current directory); write .agents/upstream-sync.toml and "
+                       ".agents/developer-preferences.md.example.")
+    p.add_argument("dir", nargs="?", help="the port's root")
+    p.add_argument("--force", action="store_true", help="overwrite an existing configuration")
+    add_json(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, ctx: Context) -> int:
+    root = Path(args.dir or ctx.port_arg or os.environ.get("SYNC_PORT") or ".").resolve()
+    if not root.is_dir():
+        raise UsageError(f"{root} is not a directory", "give the port's root")
+    cfg_path = root / config.CONFIG_PATH
+    if cfg_path.exists() and not args.force:
+        raise UsageError(f"{cfg_path} already exists", "pass --force to rewrite it")
+    found = discover(root)
+    if "protocol" not in found["paths"]:
+        n = len(found["found"]["protocol"])
+        raise UsageError(f"found {n} files with a ```parity-pin block under {root}, need exactly "
+                         "one", "add the pin block to the protocol file (see README) and rerun")
+    doc: dict[str, Any] = {"schema": config.SCHEMA, "paths": found["paths"]}
+    if found["port_roots"]:
+        doc["surface"] = {"port_roots": found["port_roots"], "mirrored": ["vllm/"]}
+    config.parse(tomli_w.dumps(doc))  # what we write must load
+    write_text(cfg_path, "# upstream-sync configuration (see README: Configuration)\n"
+               + tomli_w.dumps(doc))
+    example = root / (config.Config().preferences + ".example")
+    if not example.exists():
+        write_text(example, prefs.example_text())
+    ignore = root / ".gitignore"
+    want = "/" + config.Config().preferences
+    text = read_text(ignore) if ignore.exists() else ""
+    if want not in text.splitlines():
+        nl = "\r\n" if "\r\n" in text else "\n"
+        write_text(ignore, text + ("" if not text or text.endswith(nl) else nl) + want + nl)
+    if ctx.json:
+        ctx.emit_json({"config": str(cfg_path), "preferences_example": str(example), **found})
+    else:
+        print(f"wrote {cfg_path}", file=ctx.out)
+        for key, value in found["paths"].items():
+            print(f"  {key} = {value}", file=ctx.out)
+        for key in ("ledger", "inventory"):
+            if key not in found["paths"]:
+                print(f"  {key}: not found uniquely ({len(found['found'][key])} candidates); "
+                      "default kept", file=ctx.out)
+        print(f"  port_roots = {found['port_roots']}", file=ctx.out)
+        print(f"wrote {example} (copy it to developer-preferences.md and fill it in)",
+              file=ctx.out)
+    return 0
+

@@ -1,0 +1,195 @@
+"""Steps 2-4: enumerate the range, classify every commit, write the report and its JSON.
+
+Git work is a constant number of processes whatever the range size: one
+`git log -z` for the range, one `git diff --shortstat`, a bounded handful for
+ancestry, per-file pin status and patch identity.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+from . import (
+    audit,
+    carry,
+    classify,
+    cycle,
+    decisions,
+    gates,
+    gitio,
+    history,
+    inventory,
+    pins,
+    report,
+    surface,
+)
+from .atomic import port_lock, read_text, write_text
+from .cli import Context, add_json
+from .errors import UsageError
+from .fetch import freeze, preferences
+from .port import Port
+
+
+@dataclass(frozen=True)
+class Result:
+    model: report.Model
+    path: Path
+    json_path: Path
+    nothing: bool = False
+    warnings: tuple[str, ...] = ()
+    new_decisions: int = 0
+
+
+def report_path(port: Port, c: cycle.Cycle) -> Path:
+    return port.sync_dir / f"{c.frozen_at[:10]}-{c.target7}.md"
+
+
+def moves(commits: list[history.Commit], surf: surface.Surface) -> tuple[report.Move, ...]:
+    out = []
+    for c in commits:
+        for ch in c.changes:
+            if ch.status == "D" and ch.path in surf.by_upstream:
+                out.append(report.Move(ch.path, "deleted", None, c.sha, c.pr,
+                                       surf.by_upstream[ch.path]))
+            elif ch.status == "R" and ch.old_path in surf.by_upstream and ch.old_path:
+                out.append(report.Move(ch.old_path, "renamed", ch.path, c.sha, c.pr,
+                                       surf.by_upstream[ch.old_path]))
+    return tuple(out)
+
+
+def run_cycle(port: Port, ctx: Context | None = None, *, target: str | None = None,
+              retarget: bool = False, allow_divergent: bool = False) -> Result:
+    prefs = preferences(port)
+    ref = prefs.reference()
+    pin = pins.load(port.protocol).pin
+    if not gitio.has_commit(ref, pin.commit):
+        raise UsageError(f"the pin {pin.commit[:10]} is not in the reference checkout {ref.path}",
+                         "run 'upstream-sync fetch' (or fetch the pin's branch) first")
+    frozen = freeze(port, ref, prefs, pin.commit, target, retarget)
+    c = frozen.cycle
+    if frozen.moved and ctx is not None:
+        ctx.note(f"the remote moved to {frozen.moved[:10]}; this cycle keeps its target "
+                 f"{c.target[:10]} (pass --retarget to move it)")
+    if c.target == pin.commit:
+        return Result(_empty_model(port, pin, c, ref), report_path(port, c),
+                      report_path(port, c).with_suffix(".json"), nothing=True)
+    divergent = not gitio.is_ancestor(ref, pin.commit, c.target)
+    if divergent and not allow_divergent:
+        raise UsageError(f"target {c.target[:10]} does not descend from the pin {pin.commit[:10]}",
+                         "pick a target on the pin's line, or pass --allow-divergent")
+    commits = history.log_range(ref, pin.commit, c.target)
+    stats = history.range_stats(ref, pin.commit, c.target, len(commits))
+    surf = surface.build(port)
+    dec_path = port.sync_dir / decisions.FILE
+    decided = decisions.load(dec_path, rel=port.rel(dec_path))
+    rules = port.config.rules
+    entries = classify.classify(commits, surf, rules, decided)
+    path = report_path(port, c)
+    warnings: list[str] = []
+    back = None
+    new = 0
+    if path.exists():
+        prefixes = {e.sha[: report.SHA_LEN]: report.entry_prefix(e) for e in entries}
+        back = report.read_back(read_text(path), prefixes)
+        by_prefix = {e.sha[: report.SHA_LEN]: e for e in entries}
+        today = datetime.now(UTC).strftime("%Y-%m-%d")
+        for pe in back.entries:
+            e = by_prefix[pe.sha_prefix[: report.SHA_LEN]]
+            if pe.line != report.entry_line(e):
+                if pe.auto_rule is not None and (pe.disposition, pe.reason) == (e.disposition,
+                                                                                 e.reason):
+                    continue  # only the escaping or auto tag text differs: nothing decided
+                decided[e.sha] = decisions.Decision(e.sha, pe.disposition, pe.reason,
+                                                    f"hand edit of {path.name}", today, e.subject)
+                new += 1
+        for line in back.unparsed:
+            warnings.append(f"{port.rel(path)}: kept an unparseable line verbatim: {line[:80]}")
+        if new:
+            entries = classify.classify(commits, surf, rules, decided)
+    pins_summary = audit.summary_lines(
+        audit.run_audit(port, ref, pin.commit, f"{prefs.remote}/{prefs.branch}", surf))
+    model = report.Model(
+        date=c.frozen_at[:10], pin=pin.commit, pin_runtime=pin.runtime_version, target=c.target,
+        target_ref=c.target_ref, reference_path=str(ref.path),
+        reference_head=gitio.head_sha(ref) or "", reference_dirty=gitio.is_dirty(ref),
+        stats=stats, state=(back.state if back and back.state else "ACTIVE"),
+        entries=tuple(entries),
+        reverts=tuple(sorted(history.find_reverts(commits).items())),
+        duplicates=tuple(history.find_duplicates(ref, commits)),
+        moves=moves(commits, surf),
+        deviations=tuple(inventory.deviations_touched(port, commits, surf)),
+        file_pins=pins_summary.lines, file_pin_counts=pins_summary.counts,
+        gates=tuple(gates.render_section(gates.load(port, c.target)).splitlines()),
+        gate_docs=tuple(g.as_doc() for g in gates.load(port, c.target)),
+        carry_over=tuple(carry.lines(port, c, entries)),
+        unparsed=back.unparsed if back else (), notes=back.notes if back else "",
+        enumerated=len(commits), divergent=divergent,
+    )
+    with port_lock(port.sync_dir / ".lock"):
+        if new:
+            decisions.save(dec_path, decided)
+        write(port, path, model)
+    return Result(model, path, path.with_suffix(".json"), warnings=tuple(warnings),
+                  new_decisions=new)
+
+
+def write(port: Port, path: Path, model: report.Model) -> None:
+    text = report.render(model)
+    doc = report.to_json(model, port.rel(path))
+    if not path.exists() or read_text(path) != text:
+        write_text(path, text)
+    body = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    jpath = path.with_suffix(".json")
+    if not jpath.exists() or read_text(jpath) != body:
+        write_text(jpath, body)
+
+
+def _empty_model(port: Port, pin: pins.Pin, c: cycle.Cycle, ref: gitio.Reference) -> report.Model:
+    return report.Model(c.frozen_at[:10], pin.commit, pin.runtime_version, c.target,
+                        c.target_ref, str(ref.path), gitio.head_sha(ref) or "",
+                        gitio.is_dirty(ref), history.RangeStats(0, 0, 0, 0), "ACTIVE", ())
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("sync", help="steps 2-4: enumerate, classify, write the sync report",
+                       description="Enumerate PIN..TARGET, classify every commit (decisions, "
+                       "rules, defaults) and write .agents/sync/YYYY-MM-DD-<target7>.md + .json.")
+    p.add_argument("--target", help="commit, tag or ref to sync to (default: the open cycle's "
+                   "frozen target, else <remote>/<branch>)")
+    p.add_argument("--retarget", action="store_true",
+                   help="move an open cycle's frozen target to <remote>/<branch>")
+    p.add_argument("--allow-divergent", action="store_true",
+                   help="accept a target that does not descend from the pin")
+    add_json(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, ctx: Context) -> int:
+    result = run_cycle(ctx.port, ctx, target=args.target, retarget=args.retarget,
+                       allow_divergent=args.allow_divergent)
+    for w in result.warnings:
+        ctx.note(f"warning: {w}")
+    m = result.model
+    if result.nothing:
+        if ctx.json:
+            ctx.emit_json({"pin": m.pin, "target": m.target, "report": None,
+                           "nothing_to_sync": True})
+        else:
+            print(f"nothing to sync: the target {m.target[:10]} is the pin", file=ctx.out)
+        return 0
+    rel = ctx.port.rel(result.path)
+    if ctx.json:
+        ctx.emit_json(report.to_json(m, rel))
+        return 0
+    counts = m.counts()
+    if result.new_decisions:
+        ctx.note(f"read back {result.new_decisions} hand-edited entries into decisions.toml")
+    print(f"{m.stats.commits} commits {m.pin[:10]}..{m.target[:10]}: "
+          + ", ".join(f"{counts[d]} {d}" for d in report.SECTIONS), file=ctx.out)
+    print(f"report: {result.path}", file=ctx.out)
+    return 0
+
