@@ -1,0 +1,240 @@
+"""The parity pin: the one ```parity-pin block in the protocol file, the pin authority.
+
+Every other copy (the PARITY PIN line, the core oracle file, pin spans) is checked
+against this block. The runtime version must carry `+g<sha>` naming the commit,
+because that segment is what a runtime identity check compares; a released-wheel
+version cannot name a commit, so it is refused rather than trusted.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.version import InvalidVersion, Version
+
+from . import blocks
+from .atomic import read_text
+from .errors import MalformedRecord, UsageError
+
+INFO = "parity-pin"
+KEYS = ("vllm_commit", "vllm_runtime_version", "vllm_distribution_version", "flashinfer_version")
+DEFAULT_PATH = ".agents/upstream-sync.md"
+
+_FULL_SHA = re.compile(r"[0-9a-f]{40}")
+_LOCAL_SHA = re.compile(r"g([0-9a-f]{7,40})")
+_SHORT_LOCAL_SHA = re.compile(r"g([0-9a-f]{1,6})")
+_SUFFIX = re.compile(r"[a-z0-9]+(?:\.[a-z0-9]+)*")
+_MEASURE = "take it from a measured oracle (upstream-sync oracle probe), never transcribe it"
+
+
+@dataclass(frozen=True)
+class Pin:
+    commit: str
+    runtime_version: str
+    distribution_version: str
+    flashinfer_version: str
+    build_suffix: str | None  # e.g. "precompiled": what the distribution adds to the local segment
+
+    @property
+    def public_version(self) -> str:
+        """The runtime version without its local segment (0.23.1rc1.dev1511)."""
+        return self.runtime_version.partition("+")[0]
+
+    @property
+    def short_sha(self) -> str:
+        """The hex of the runtime version's `+g<hex>` segment (no `g`)."""
+        return self.runtime_version.partition("+")[2][1:]
+
+    def fields(self) -> dict[str, str]:
+        return {
+            "vllm_commit": self.commit,
+            "vllm_runtime_version": self.runtime_version,
+            "vllm_distribution_version": self.distribution_version,
+            "flashinfer_version": self.flashinfer_version,
+        }
+
+
+@dataclass(frozen=True)
+class PinRecord:
+    pin: Pin
+    path: Path
+    text: str
+    block: blocks.Block
+
+
+def _version(value: str, key: str, *, path: str, line: int | None) -> Version:
+    try:
+        return Version(value)
+    except InvalidVersion:
+        raise MalformedRecord(f"{key} = {value!r} is not a version packaging can parse",
+                              _MEASURE, path=path, line=line) from None
+
+
+def _canonical(parsed: Version, value: str, key: str, *, path: str, line: int | None) -> None:
+    # Identity checks compare strings exactly; a non-canonical spelling can never
+    # equal what a runtime reports, so it is a transcription, not a measurement.
+    if str(parsed) != value:
+        raise MalformedRecord(f"{key} = {value!r} is not in canonical form ({parsed})",
+                              _MEASURE, path=path, line=line)
+
+
+def validate_commit(commit: str, *, path: str = DEFAULT_PATH, line: int | None = None) -> str:
+    if not _FULL_SHA.fullmatch(commit):
+        raise MalformedRecord(f"vllm_commit = {commit!r} is not 40 lowercase hex characters",
+                              "write the full upstream commit SHA in lowercase",
+                              path=path, line=line)
+    return commit
+
+
+def validate_runtime(runtime: str, commit: str, *, path: str = DEFAULT_PATH,
+                     line: int | None = None) -> str:
+    """The sha prefix in the runtime version's `+g<sha>`; refused unless it names `commit`."""
+    parsed = _version(runtime, "vllm_runtime_version", path=path, line=line)
+    if parsed.local is None:
+        raise MalformedRecord(
+            f"vllm_runtime_version = {runtime!r} has no local segment: a released-wheel shape "
+            "is unusable, it cannot name vllm_commit",
+            "the pin must come from a measured source build whose vllm.__version__ carries "
+            "+g<sha>", path=path, line=line)
+    local = runtime.partition("+")[2]
+    short = _SHORT_LOCAL_SHA.fullmatch(local)
+    if short:
+        raise MalformedRecord(
+            f"vllm_runtime_version sha prefix {short.group(1)!r} is shorter than 7 characters",
+            _MEASURE, path=path, line=line)
+    match = _LOCAL_SHA.fullmatch(local)
+    if not match:
+        raise MalformedRecord(
+            f"vllm_runtime_version local segment {local!r} is not exactly g<7..40 lowercase hex>",
+            _MEASURE, path=path, line=line)
+    _canonical(parsed, runtime, "vllm_runtime_version", path=path, line=line)
+    sha = match.group(1)
+    if not commit.startswith(sha):
+        raise MalformedRecord(
+            f"vllm_runtime_version names g{sha}, which is not a prefix of vllm_commit {commit}",
+            "the block must describe one oracle: re-measure it at vllm_commit",
+            path=path, line=line)
+    return sha
+
+
+def split_distribution(dist: str, runtime: str, *, path: str = DEFAULT_PATH,
+                       line: int | None = None) -> str | None:
+    """The build-mode suffix the distribution version adds (`precompiled`), or None."""
+    parsed = _version(dist, "vllm_distribution_version", path=path, line=line)
+    runtime_public, _, runtime_local = runtime.partition("+")
+    public, _, local = dist.partition("+")
+    if public != runtime_public:
+        raise MalformedRecord(
+            f"vllm_distribution_version public part {public!r} differs from the runtime "
+            f"version's {runtime_public!r}",
+            "both must come from the same measured oracle", path=path, line=line)
+    if local == runtime_local:
+        _canonical(parsed, dist, "vllm_distribution_version", path=path, line=line)
+        return None
+    suffix = local[len(runtime_local) + 1:]
+    if not (runtime_local and local.startswith(runtime_local + ".")
+            and _SUFFIX.fullmatch(suffix)):
+        raise MalformedRecord(
+            f"vllm_distribution_version local segment {local!r} is not the runtime's "
+            f"{runtime_local!r} optionally followed by .<build suffix>",
+            "both must come from the same measured oracle", path=path, line=line)
+    _canonical(parsed, dist, "vllm_distribution_version", path=path, line=line)
+    return suffix
+
+
+def _lines_of(block: blocks.Block) -> dict[str, int]:
+    return {e.key: e.line for e in block.entries}
+
+
+def from_values(commit: str, runtime_version: str, distribution_version: str,
+                flashinfer_version: str, *, path: str = DEFAULT_PATH,
+                lines: Mapping[str, int] | None = None) -> Pin:
+    """A validated Pin (also how an advance builds one from a measured oracle)."""
+    at = dict(lines or {})
+    validate_commit(commit, path=path, line=at.get("vllm_commit"))
+    validate_runtime(runtime_version, commit, path=path, line=at.get("vllm_runtime_version"))
+    suffix = split_distribution(distribution_version, runtime_version, path=path,
+                                line=at.get("vllm_distribution_version"))
+    line = at.get("flashinfer_version")
+    parsed = _version(flashinfer_version, "flashinfer_version", path=path, line=line)
+    _canonical(parsed, flashinfer_version, "flashinfer_version", path=path, line=line)
+    return Pin(commit, runtime_version, distribution_version, flashinfer_version, suffix)
+
+
+def parse(text: str, *, path: str) -> tuple[Pin, blocks.Block]:
+    block = blocks.exactly_one(text, INFO, path=path)
+    values = blocks.check_keys(block, KEYS, path=path)
+    pin = from_values(values["vllm_commit"], values["vllm_runtime_version"],
+                      values["vllm_distribution_version"], values["flashinfer_version"],
+                      path=path, lines=_lines_of(block))
+    return pin, block
+
+
+def load(path: Path) -> PinRecord:
+    if not path.is_file():
+        raise MalformedRecord("the protocol file holding the ```parity-pin block is missing",
+                              "restore it, or set paths.protocol in .agents/upstream-sync.toml",
+                              path=str(path))
+    try:
+        text = read_text(path)
+    except UnicodeDecodeError:
+        raise MalformedRecord("not UTF-8", "re-save it as UTF-8", path=str(path)) from None
+    pin, block = parse(text, path=str(path))
+    return PinRecord(pin, path, text, block)
+
+
+def set_values(text: str, block: blocks.Block, changes: Mapping[str, str], *,
+               path: str) -> str:
+    """`text` with only the changed entries' values replaced inside their own lines.
+
+    Rewriting just the value span (not the whole body) keeps comments, blank lines,
+    spacing and the newline style of the block exactly as the author left them.
+    """
+    for key, value in changes.items():
+        if value != value.strip() or len(f"{value}x".splitlines()) != 1:
+            raise UsageError(f"new value for {key} is {value!r}: it must be one line "
+                             "without surrounding whitespace", f"fix the value for {path}")
+    by_key = {e.key: e for e in block.entries}
+    missing = sorted(set(changes) - set(by_key))
+    if missing:
+        raise UsageError(f"```{block.info} in {path} has no key {missing[0]!r} to change",
+                         "change only keys the block already has")
+    wanted = {by_key[k].line: (k, v) for k, v in changes.items()}
+    out: list[str] = []
+    for number, raw in enumerate(text.splitlines(keepends=True), start=1):
+        if number in wanted:
+            key, value = wanted[number]
+            body = raw.rstrip("\r\n")
+            eq = body.index("=")
+            rest = body[eq + 1:]
+            lead = len(rest) - len(rest.lstrip())
+            begin = eq + 1 + lead
+            tail = begin + len(rest.strip())
+            if not value:
+                raw = raw[: eq + 1] + raw[tail:]
+            elif begin == tail and lead == 0:
+                raw = raw[:begin] + " " + value + raw[tail:]
+            else:
+                raw = raw[:begin] + value + raw[tail:]
+        out.append(raw)
+    return "".join(out)
+
+
+def render(record: PinRecord, pin: Pin) -> str:
+    """The protocol file with only the pin block's values changed (key order kept)."""
+    path = str(record.path)
+    current = record.block.as_dict()
+    changes = {k: v for k, v in pin.fields().items() if current.get(k) != v}
+    text = set_values(record.text, record.block, changes, path=path)
+    # Fail closed: the new text must read back as exactly this pin.
+    try:
+        again, _ = parse(text, path=path)
+    except MalformedRecord as exc:
+        raise UsageError(f"refusing to write an invalid pin: {exc.message}", exc.fix) from None
+    if again != pin:
+        raise UsageError(f"refusing to write pin {pin.commit}: it reads back as {again}",
+                         "build the Pin with pins.from_values")
+    return text

@@ -1,0 +1,230 @@
+"""Pin spans: the only places prose may restate the pin.
+
+    ... the oracle at <!--pin:commit-->55596792<!--/pin--> reports
+    <!--pin:label-->0.23.1rc1.dev1511<!--/pin--> ...
+
+Marking every copy lets an advance rewrite all of them in one go and lets
+`check` prove none drifted (an unmarked copy drifted once and a harness refused
+the right oracle for 17 days). A marker may not start its line: a line that is
+only a pin is a second pin block in disguise, not a sentence restating it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from .atomic import read_text
+from .errors import MalformedRecord, UsageError
+from .pins import Pin
+
+Kind = Literal["commit", "label"]
+KINDS: tuple[Kind, ...] = ("commit", "label")
+SKIP_DIRS = frozenset({".git", ".nox", "node_modules"})
+MIN_COMMIT = 8
+
+_CANDIDATE = re.compile(r"<!--\s*(?:/\s*)?pin(?![A-Za-z0-9_])", re.IGNORECASE)
+_OPEN = re.compile(r"<!--pin:(commit|label)-->")
+_OPEN_ANY = re.compile(r"<!--pin:([^\s<>]*)-->")
+_CLOSE = "<!--/pin-->"
+# Leading whitespace plus list bullets / blockquote markers: what is left is the line's start.
+_LINE_START = re.compile(r"\s*(?:(?:[-*+]|[0-9]+[.)])\s+|>\s*)*")
+_COMMIT = re.compile(r"[0-9a-f]+")
+_FULL_SHA = re.compile(r"[0-9a-f]{40}")
+
+
+@dataclass(frozen=True)
+class Span:
+    path: Path
+    line: int
+    kind: Kind
+    value: str
+    start: int  # offsets of the value in the file's text
+    end: int
+
+
+@dataclass(frozen=True)
+class _Open:
+    kind: Kind | None  # None: an unknown kind, already reported
+    at: int  # offset in the line where the marker starts
+    end: int  # offset in the line just past the marker
+
+
+def _value_bounds(line: str, begin: int, end: int) -> tuple[int, int]:
+    # A value may be wrapped in backticks so it renders as code; the backticks are not the value.
+    if end - begin >= 2 and line[begin] == "`" and line[end - 1] == "`":
+        return begin + 1, end - 1
+    return begin, end
+
+
+def _scan(text: str, path: Path) -> tuple[list[Span], list[str]]:
+    spans: list[Span] = []
+    problems: list[str] = []
+    offset = 0
+    for number, raw in enumerate(text.splitlines(keepends=True), start=1):
+        base = offset
+        offset += len(raw)
+        if "<!--" not in raw:
+            continue
+        line = raw.rstrip("\r\n")
+        where = f"{path}:{number}"
+        pending: _Open | None = None
+        for cand in _CANDIDATE.finditer(line):
+            at = cand.start()
+            opener = _OPEN.match(line, at)
+            other = _OPEN_ANY.match(line, at)
+            is_close = line.startswith(_CLOSE, at)
+            if (opener or other) and _LINE_START.fullmatch(line, 0, at):
+                problems.append(f"{where}: pin marker starts its line — restate the pin "
+                                "inside a sentence, or read it from the pin block")
+            if opener or other:
+                if pending is not None:
+                    problems.append(f"{where}: pin span opened at column {pending.at + 1} "
+                                    f"is never closed — add {_CLOSE} on the same line")
+                if opener:
+                    kind: Kind = "commit" if opener.group(1) == "commit" else "label"
+                    pending = _Open(kind, at, opener.end())
+                elif other:
+                    problems.append(f"{where}: unknown pin span kind {other.group(1)!r} — use "
+                                    f"<!--pin:commit--> or <!--pin:label-->")
+                    pending = _Open(None, at, other.end())
+            elif is_close:
+                if pending is None:
+                    problems.append(f"{where}: {_CLOSE} without an opening pin marker — "
+                                    "remove it or add <!--pin:commit--> / <!--pin:label-->")
+                elif pending.kind is not None:
+                    begin, end = _value_bounds(line, pending.end, at)
+                    spans.append(Span(path, number, pending.kind, line[begin:end],
+                                      base + begin, base + end))
+                pending = None
+            else:
+                problems.append(f"{where}: malformed pin marker {line[at:at + 24]!r} — write "
+                                f"<!--pin:commit-->, <!--pin:label--> or {_CLOSE} exactly")
+        if pending is not None:
+            problems.append(f"{where}: pin span opened at column {pending.at + 1} is never "
+                            f"closed — add {_CLOSE} on the same line")
+    return spans, problems
+
+
+def scan_text(text: str, *, path: Path | str) -> list[Span]:
+    """Every well-formed span; malformed markers are reported by `marker_problems`."""
+    return _scan(text, Path(path))[0]
+
+
+def marker_problems(text: str, *, path: Path | str) -> list[str]:
+    """Markers at line start, unclosed spans, stray closers and unknown kinds."""
+    return _scan(text, Path(path))[1]
+
+
+def _glob_regex(pattern: str) -> re.Pattern[str]:
+    out = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:[^/]+/)*")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out))
+
+
+def files(root: Path, globs: tuple[str, ...]) -> list[Path]:
+    """Regular files under `root` matching any glob (posix, relative), skipping tool dirs."""
+    patterns = [_glob_regex(g) for g in globs]
+    found: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
+        rel_dir = Path(dirpath).relative_to(root).as_posix()
+        for name in sorted(filenames):
+            rel = name if rel_dir == "." else f"{rel_dir}/{name}"
+            full = Path(dirpath) / name
+            if full.is_symlink() or not full.is_file():
+                continue
+            if any(p.fullmatch(rel) for p in patterns):
+                found.append(full)
+    return found
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return read_text(path)
+    except UnicodeDecodeError:
+        return None  # not text: it cannot restate a pin in prose
+    except OSError as exc:
+        raise MalformedRecord(f"cannot read ({exc.strerror})",
+                              "fix its permissions: an unread file could hide a stale pin copy",
+                              path=str(path)) from None
+
+
+def scan(root: Path, globs: tuple[str, ...]) -> list[Span]:
+    spans: list[Span] = []
+    for path in files(root, globs):
+        text = _read(path)
+        if text is not None and "<!--" in text:
+            spans.extend(scan_text(text, path=path))
+    return spans
+
+
+def problems(spans: list[Span], pin: Pin) -> list[str]:
+    """Spans that do not agree with the pin block, as "path:line: what is wrong"."""
+    out = []
+    for s in spans:
+        where = f"{s.path}:{s.line}"
+        if s.kind == "label":
+            if s.value != pin.public_version:
+                out.append(f"{where}: pin label span {s.value!r} is not the pin's public "
+                           f"version {pin.public_version}")
+        elif not _COMMIT.fullmatch(s.value):
+            out.append(f"{where}: pin commit span {s.value!r} is not lowercase hex")
+        elif len(s.value) < MIN_COMMIT:
+            out.append(f"{where}: pin commit span {s.value!r} is shorter than {MIN_COMMIT} "
+                       "characters")
+        elif not pin.commit.startswith(s.value):
+            out.append(f"{where}: pin commit span {s.value} is not a prefix of vllm_commit "
+                       f"{pin.commit}")
+    return out
+
+
+def check(root: Path, globs: tuple[str, ...], pin: Pin) -> list[str]:
+    """Every marker problem and every disagreeing span under `root`."""
+    out: list[str] = []
+    for path in files(root, globs):
+        text = _read(path)
+        if text is not None and "<!--" in text:
+            found, marker = _scan(text, path.relative_to(root))
+            out.extend(marker)
+            out.extend(problems(found, pin))
+    return out
+
+
+def rewrite(text: str, spans_in_text: list[Span], *, commit: str, label: str) -> str:
+    """`text` with every span's value replaced; commit spans keep their own length (>= 8)."""
+    if not _FULL_SHA.fullmatch(commit):
+        raise UsageError(f"new commit {commit!r} is not 40 lowercase hex",
+                         "pass the full vllm_commit")
+    if not label or label != label.strip() or any(c in label for c in "<>`") \
+            or len(f"{label}x".splitlines()) != 1:
+        raise UsageError(f"new label {label!r} cannot sit inside a pin span",
+                         "pass the pin's public version")
+    out = text
+    unique = {(s.start, s.end): s for s in spans_in_text}
+    for s in sorted(unique.values(), key=lambda s: s.start, reverse=True):
+        if text[s.start:s.end] != s.value:
+            raise UsageError(f"{s.path}:{s.line}: span does not belong to this text",
+                             "scan the text again before rewriting it")
+        new = label if s.kind == "label" else commit[: max(MIN_COMMIT, len(s.value))]
+        out = out[: s.start] + new + out[s.end:]
+    return out

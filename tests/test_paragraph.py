@@ -1,0 +1,166 @@
+from __future__ import annotations
+
+import contextlib
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sync import paragraph, pins
+from sync.errors import MalformedRecord, SyncError, UsageError
+
+COMMIT = "5559679229bc961848b121ccdeaa8fa5d79bec98"
+PIN = pins.Pin(COMMIT, "0.23.1rc1.dev1511+g555967922",
+               "0.23.1rc1.dev1511+g555967922.precompiled", "0.6.15.post1", "precompiled")
+REAL = (
+    "Active pin (advanced 2026-07-26): current parity pin 555967922 (vLLM 0.26.0.dev0 + "
+    "transformers 5.14.1, Torch 2.13.0, FlashInfer 0.6.15.post1, CUTLASS DSL 4.6.0), FLIPPED "
+    "from the prior e24d1b24/0.25.0 pin at W5 (bc415a3e), see specs/pin-advance.md §7."
+)
+TEXT = (
+    "Upstream sync protocol\n"
+    "\n"
+    "The parity pin and classification rules are repository-wide.\n"
+    "\n"
+    f"{REAL}\n"
+    "\n"
+    "The pin, as a running oracle reports itself.\n"
+)
+
+
+def refused(text: str) -> MalformedRecord:
+    with pytest.raises(MalformedRecord) as info:
+        paragraph.find(text, path="p.md")
+    assert "\n" not in str(info.value) and " — " in str(info.value)
+    return info.value
+
+
+def test_find_real_line() -> None:
+    para = paragraph.find(TEXT, path="p.md")
+    assert (para.date, para.sha, para.release_label, para.line) == (
+        "2026-07-26", "555967922", "0.26.0.dev0", 5)
+    assert TEXT[para.start:para.end] == (
+        "Active pin (advanced 2026-07-26): current parity pin 555967922 (vLLM 0.26.0.dev0")
+    assert paragraph.agrees(para, PIN) == []
+
+
+def test_find_without_release_label() -> None:
+    text = TEXT.replace(" (vLLM 0.26.0.dev0 + transformers", ", transformers")
+    para = paragraph.find(text, path="p.md")
+    assert para.release_label is None
+    assert text[para.start:para.end].endswith("current parity pin 555967922")
+
+
+def test_no_paragraph() -> None:
+    err = refused("nothing here\n")
+    assert "no PARITY PIN line" in str(err)
+
+
+def test_near_miss_names_its_line() -> None:
+    err = refused(TEXT.replace("2026-07-26): current", "2026-07-26) current"))
+    assert "line 5 starts like one but does not match" in str(err) and err.line == 5
+
+
+def test_uppercase_sha_is_not_a_paragraph() -> None:
+    refused(TEXT.replace("pin 555967922", "pin 555967922ABC"))
+
+
+def test_short_sha_is_not_a_paragraph() -> None:
+    refused(TEXT.replace("pin 555967922", "pin 555967"))
+
+
+def test_two_paragraphs() -> None:
+    err = refused(TEXT + REAL + "\n")
+    assert "2 PARITY PIN lines (lines 5, 8)" in str(err)
+
+
+def test_indented_line_does_not_count() -> None:
+    para = paragraph.find(TEXT + "  " + REAL + "\n", path="p.md")
+    assert para.line == 5
+
+
+def test_impossible_date() -> None:
+    err = refused(TEXT.replace("2026-07-26", "2026-02-30"))
+    assert "'2026-02-30' is not a calendar date" in str(err)
+
+
+def test_sha_not_a_prefix() -> None:
+    para = paragraph.find(TEXT.replace("pin 555967922", "pin 555967923"), path="p.md")
+    assert paragraph.agrees(para, PIN, path="p.md") == [
+        f"p.md:5: PARITY PIN line names 555967923, which is not a prefix of vllm_commit {COMMIT}"
+    ]
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_render_unchanged_is_byte_identical(newline: str) -> None:
+    text = TEXT.replace("\n", newline)
+    para = paragraph.find(text, path="p.md")
+    assert paragraph.render(text, para, date=para.date, sha=para.sha,
+                            release_label=para.release_label) == text
+
+
+def test_render_golden() -> None:
+    text = TEXT.replace("\n", "\r\n")
+    para = paragraph.find(text, path="p.md")
+    out = paragraph.render(text, para, date="2026-08-14", sha="e24d1b24aa",
+                           release_label="0.27.0.dev3")
+    assert out == text.replace(
+        "Active pin (advanced 2026-07-26): current parity pin 555967922 (vLLM 0.26.0.dev0",
+        "Active pin (advanced 2026-08-14): current parity pin e24d1b24aa (vLLM 0.27.0.dev3",
+    )
+    again = paragraph.find(out, path="p.md")
+    assert (again.date, again.sha, again.release_label) == ("2026-08-14", "e24d1b24aa",
+                                                            "0.27.0.dev3")
+
+
+def test_render_adds_a_label_where_there_was_none() -> None:
+    text = TEXT.replace(" (vLLM 0.26.0.dev0 + transformers", ", transformers")
+    para = paragraph.find(text, path="p.md")
+    out = paragraph.render(text, para, date=para.date, sha=para.sha, release_label="0.26.0")
+    assert "current parity pin 555967922 (vLLM 0.26.0), transformers 5.14.1" in out
+    assert paragraph.find(out, path="p.md").release_label == "0.26.0"
+
+
+def test_render_refuses_to_drop_a_label() -> None:
+    para = paragraph.find(TEXT, path="p.md")
+    with pytest.raises(UsageError, match="no new release label was given"):
+        paragraph.render(TEXT, para, date=para.date, sha=para.sha, release_label=None)
+
+
+@pytest.mark.parametrize(("date", "sha", "label", "what"), [
+    ("2026-8-14", "e24d1b24", "0.27.0", "date"),
+    ("2026-08-14", "E24D1B24", "0.27.0", "sha"),
+    ("2026-08-14", "e24d1b", "0.27.0", "sha"),
+    ("2026-08-14", "e24d1b24", "0.27 (final)", "release label"),
+])
+def test_render_refuses_bad_values(date: str, sha: str, label: str, what: str) -> None:
+    para = paragraph.find(TEXT, path="p.md")
+    with pytest.raises(UsageError, match=what):
+        paragraph.render(TEXT, para, date=date, sha=sha, release_label=label)
+
+
+def test_render_refuses_a_stale_paragraph() -> None:
+    para = paragraph.find(TEXT, path="p.md")
+    with pytest.raises(UsageError, match="changed since it was read"):
+        paragraph.render("x" + TEXT, para, date=para.date, sha=para.sha,
+                         release_label=para.release_label)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text())
+def test_random_text_only_raises_sync_errors(text: str) -> None:
+    with contextlib.suppress(SyncError):
+        paragraph.find(text, path="p.md")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from("0123456789abcdefABC-() :.,\r\nvLLM"), max_size=40))
+def test_random_tails_only_raise_sync_errors(tail: str) -> None:
+    text = "Active pin (advanced 2026-07-26): current parity pin " + tail
+    try:
+        para = paragraph.find(text, path="p.md")
+    except SyncError:
+        return
+    out = paragraph.render(text, para, date="2026-08-01", sha="abcdef0",
+                           release_label=para.release_label)
+    assert paragraph.find(out, path="p.md").sha == "abcdef0"

@@ -1,0 +1,341 @@
+from __future__ import annotations
+
+import contextlib
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sync import pins
+from sync.atomic import read_text, write_text
+from sync.errors import MalformedRecord, SyncError, UsageError
+
+COMMIT = "5559679229bc961848b121ccdeaa8fa5d79bec98"
+RUNTIME = "0.23.1rc1.dev1511+g555967922"
+DIST = "0.23.1rc1.dev1511+g555967922.precompiled"
+FLASHINFER = "0.6.15.post1"
+NEXT = "e24d1b24aa0f7c3e8d5b6a1c2f9e0d4b3a2c1f00"
+
+HEAD = (
+    "# Upstream sync protocol\n"
+    "\n"
+    "Active pin (advanced 2026-07-26): current parity pin 555967922 (vLLM 0.26.0.dev0 + "
+    "transformers 5.14.1, Torch 2.13.0), FLIPPED from the prior e24d1b24/0.25.0 pin.\n"
+    "\n"
+    "The pin, as a running oracle reports itself.\n"
+    "\n"
+)
+TAIL = "\nvllm_runtime_version must carry a +g<sha> segment naming vllm_commit.\n"
+
+
+def body(**over: str | None) -> str:
+    values: dict[str, str | None] = {
+        "vllm_commit": COMMIT,
+        "vllm_runtime_version": RUNTIME,
+        "vllm_distribution_version": DIST,
+        "flashinfer_version": FLASHINFER,
+    }
+    values.update(over)
+    return "".join(f"{k} = {v}\n" for k, v in values.items() if v is not None)
+
+
+def doc(**over: str | None) -> str:
+    return HEAD + "```parity-pin\n" + body(**over) + "```\n" + TAIL
+
+
+def refused(text: str) -> MalformedRecord:
+    with pytest.raises(MalformedRecord) as info:
+        pins.parse(text, path=".agents/upstream-sync.md")
+    message = str(info.value)
+    assert "\n" not in message and " — " in message
+    assert message.startswith(".agents/upstream-sync.md:")
+    return info.value
+
+
+# -- the good sample ------------------------------------------------------------------------
+
+
+def test_parse_real_values() -> None:
+    pin, block = pins.parse(doc(), path="p.md")
+    assert pin == pins.Pin(COMMIT, RUNTIME, DIST, FLASHINFER, "precompiled")
+    assert pin.public_version == "0.23.1rc1.dev1511"
+    assert pin.short_sha == "555967922"
+    assert pin.fields() == {
+        "vllm_commit": COMMIT, "vllm_runtime_version": RUNTIME,
+        "vllm_distribution_version": DIST, "flashinfer_version": FLASHINFER,
+    }
+    assert block.open_line == 7
+    assert [e.line for e in block.entries] == [8, 9, 10, 11]
+
+
+def test_distribution_equal_to_runtime_has_no_suffix() -> None:
+    pin, _ = pins.parse(doc(vllm_distribution_version=RUNTIME), path="p.md")
+    assert pin.build_suffix is None
+
+
+def test_full_sha_in_runtime_is_accepted() -> None:
+    runtime = f"0.23.1rc1.dev1511+g{COMMIT}"
+    pin, _ = pins.parse(doc(vllm_runtime_version=runtime,
+                            vllm_distribution_version=runtime + ".cu130.precompiled"),
+                        path="p.md")
+    assert pin.short_sha == COMMIT
+    assert pin.build_suffix == "cu130.precompiled"
+
+
+def test_validate_runtime_returns_the_prefix() -> None:
+    assert pins.validate_runtime(RUNTIME, COMMIT) == "555967922"
+
+
+def test_split_distribution() -> None:
+    assert pins.split_distribution(DIST, RUNTIME) == "precompiled"
+    assert pins.split_distribution(RUNTIME, RUNTIME) is None
+
+
+def test_load(tmp_path: Path) -> None:
+    path = tmp_path / "upstream-sync.md"
+    write_text(path, doc())
+    record = pins.load(path)
+    assert record.pin.commit == COMMIT
+    assert record.path == path
+    assert record.text == doc()
+
+
+def test_load_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(MalformedRecord) as info:
+        pins.load(tmp_path / ".agents/upstream-sync.md")
+    assert "missing" in str(info.value) and " — restore it" in str(info.value)
+
+
+def test_load_not_utf8(tmp_path: Path) -> None:
+    path = tmp_path / "upstream-sync.md"
+    path.write_bytes(b"\xff\xfe" + doc().encode())
+    with pytest.raises(MalformedRecord, match="not UTF-8"):
+        pins.load(path)
+
+
+# -- one test per refusal -------------------------------------------------------------------
+
+
+def test_no_block() -> None:
+    with pytest.raises(MalformedRecord, match=r"expected exactly one ```parity-pin block, found 0"):
+        pins.parse(HEAD + TAIL, path="p.md")
+
+
+def test_two_blocks() -> None:
+    text = doc() + "```parity-pin\n" + body() + "```\n"
+    with pytest.raises(MalformedRecord, match=r"found 2 \(lines 7, 15\)"):
+        pins.parse(text, path="p.md")
+
+
+def test_unknown_key() -> None:
+    text = doc().replace("flashinfer_version", "torch_version = 2.13.0\nflashinfer_version")
+    assert "unknown key 'torch_version'" in str(refused(text))
+
+
+def test_duplicate_key() -> None:
+    text = doc().replace("flashinfer_version", f"vllm_commit = {COMMIT}\nflashinfer_version")
+    err = refused(text)
+    assert "duplicate key 'vllm_commit' (first on line 8)" in str(err)
+    assert err.line == 11
+
+
+def test_missing_key() -> None:
+    err = refused(doc(flashinfer_version=None))
+    assert "missing key 'flashinfer_version'" in str(err)
+    assert err.line == 7
+
+
+def test_malformed_line() -> None:
+    err = refused(doc().replace(f"vllm_commit = {COMMIT}", f"vllm_commit {COMMIT}"))
+    assert "malformed line" in str(err) and err.line == 8
+
+
+def test_short_commit() -> None:
+    err = refused(doc(vllm_commit=COMMIT[:12]))
+    assert "is not 40 lowercase hex" in str(err) and err.line == 8
+
+
+def test_uppercase_commit() -> None:
+    assert "is not 40 lowercase hex" in str(refused(doc(vllm_commit=COMMIT.upper())))
+
+
+def test_released_wheel_runtime_version() -> None:
+    err = refused(doc(vllm_runtime_version="0.26.0", vllm_distribution_version="0.26.0"))
+    message = str(err)
+    assert "released-wheel shape is unusable" in message
+    assert "measured source build" in message
+    assert err.line == 9
+
+
+def test_runtime_sha_not_a_prefix() -> None:
+    err = refused(doc(vllm_runtime_version="0.23.1rc1.dev1511+g555967923",
+                      vllm_distribution_version="0.23.1rc1.dev1511+g555967923"))
+    assert "g555967923, which is not a prefix of vllm_commit" in str(err)
+
+
+def test_runtime_prefix_shorter_than_7() -> None:
+    err = refused(doc(vllm_runtime_version="0.23.1rc1.dev1511+g555967",
+                      vllm_distribution_version="0.23.1rc1.dev1511+g555967"))
+    assert "'555967' is shorter than 7 characters" in str(err)
+
+
+def test_runtime_local_segment_not_a_sha() -> None:
+    err = refused(doc(vllm_runtime_version="0.23.1rc1.dev1511+cu130"))
+    assert "local segment 'cu130' is not exactly g<7..40 lowercase hex>" in str(err)
+
+
+def test_runtime_uppercase_sha() -> None:
+    err = refused(doc(vllm_runtime_version="0.23.1rc1.dev1511+G555967922"))
+    assert "is not exactly g<7..40 lowercase hex>" in str(err)
+
+
+def test_runtime_not_a_version() -> None:
+    err = refused(doc(vllm_runtime_version="nightly+g555967922"))
+    assert "is not a version packaging can parse" in str(err)
+
+
+def test_runtime_not_canonical() -> None:
+    err = refused(doc(vllm_runtime_version="v0.23.1rc1.dev1511+g555967922"))
+    assert "is not in canonical form (0.23.1rc1.dev1511+g555967922)" in str(err)
+
+
+def test_shallow_clone_version_is_refused_by_prefix() -> None:
+    # A shallow clone yields 0.1.dev1+g<sha>: right sha, wrong public part for the dist.
+    err = refused(doc(vllm_runtime_version="0.1.dev1+g555967922"))
+    assert "public part '0.23.1rc1.dev1511' differs from the runtime version's '0.1.dev1'" \
+        in str(err)
+
+
+def test_distribution_public_part_differs() -> None:
+    err = refused(doc(vllm_distribution_version="0.26.0.dev0+g555967922.precompiled"))
+    assert "public part '0.26.0.dev0' differs" in str(err) and err.line == 10
+
+
+def test_distribution_local_segment_differs() -> None:
+    err = refused(doc(vllm_distribution_version="0.23.1rc1.dev1511+g5559679.precompiled"))
+    assert "is not the runtime's 'g555967922' optionally followed by" in str(err)
+
+
+def test_distribution_without_local_segment() -> None:
+    err = refused(doc(vllm_distribution_version="0.23.1rc1.dev1511"))
+    assert "local segment '' is not the runtime's" in str(err)
+
+
+def test_distribution_not_canonical() -> None:
+    err = refused(doc(vllm_distribution_version="0.23.1rc1.dev1511+g555967922-precompiled"))
+    assert "is not the runtime's" in str(err)
+
+
+def test_flashinfer_not_a_version() -> None:
+    err = refused(doc(flashinfer_version="latest"))
+    assert "flashinfer_version = 'latest' is not a version" in str(err) and err.line == 11
+
+
+# -- rendering ------------------------------------------------------------------------------
+
+
+def record_of(text: str, tmp_path: Path) -> pins.PinRecord:
+    path = tmp_path / "upstream-sync.md"
+    write_text(path, text)
+    return pins.load(path)
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_render_unchanged_is_byte_identical(tmp_path: Path, newline: str) -> None:
+    text = doc().replace("\n", newline)
+    record = record_of(text, tmp_path)
+    assert read_text(record.path) == text
+    assert pins.render(record, record.pin) == text
+
+
+def test_render_golden(tmp_path: Path) -> None:
+    text = doc().replace("```parity-pin\n", "```parity-pin\n# measured on dgx\n\n")
+    text = text.replace(f"vllm_commit = {COMMIT}", f"vllm_commit   =   {COMMIT}  ")
+    record = record_of(text.replace("\n", "\r\n"), tmp_path)
+    new = pins.from_values(NEXT, "0.24.0.dev12+ge24d1b24a", "0.24.0.dev12+ge24d1b24a",
+                           "0.6.16")
+    out = pins.render(record, new)
+    expected = (
+        HEAD
+        + "```parity-pin\n# measured on dgx\n\n"
+        + f"vllm_commit   =   {NEXT}  \n"
+        + "vllm_runtime_version = 0.24.0.dev12+ge24d1b24a\n"
+        + "vllm_distribution_version = 0.24.0.dev12+ge24d1b24a\n"
+        + "flashinfer_version = 0.6.16\n"
+        + "```\n"
+        + TAIL
+    ).replace("\n", "\r\n")
+    assert out == expected
+    again, _ = pins.parse(out, path="p.md")
+    assert again == new and again.build_suffix is None
+
+
+def test_render_one_value_keeps_the_rest(tmp_path: Path) -> None:
+    record = record_of(doc(), tmp_path)
+    out = pins.render(record, replace(record.pin, flashinfer_version="0.6.16"))
+    assert out == doc(flashinfer_version="0.6.16")
+
+
+def test_render_refuses_an_invalid_pin(tmp_path: Path) -> None:
+    record = record_of(doc(), tmp_path)
+    with pytest.raises(UsageError, match="refusing to write an invalid pin"):
+        pins.render(record, replace(record.pin, commit=NEXT))
+
+
+def test_render_refuses_a_wrong_suffix(tmp_path: Path) -> None:
+    record = record_of(doc(), tmp_path)
+    with pytest.raises(UsageError, match="reads back as"):
+        pins.render(record, replace(record.pin, build_suffix=None))
+
+
+def test_render_refuses_multiline_values(tmp_path: Path) -> None:
+    record = record_of(doc(), tmp_path)
+    with pytest.raises(UsageError, match="must be one line"):
+        pins.render(record, replace(record.pin, flashinfer_version="0.6.16\nextra = 1"))
+
+
+def test_set_values_fills_an_empty_value() -> None:
+    text = "```b\na =\nb = 2\n```\n"
+    from sync import blocks
+    block = blocks.exactly_one(text, "b", path="x")
+    assert pins.set_values(text, block, {"a": "1"}, path="x") == "```b\na = 1\nb = 2\n```\n"
+    assert pins.set_values(text, block, {"b": ""}, path="x") == "```b\na =\nb =\n```\n"
+
+
+# -- fuzzing --------------------------------------------------------------------------------
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text())
+def test_random_text_only_raises_sync_errors(text: str) -> None:
+    with contextlib.suppress(SyncError):
+        pins.parse(text, path="p.md")
+
+
+_piece = st.text(alphabet=st.sampled_from("0123456789abcdefgG.+-_ rcdevpost!\r\n=#"),
+                 max_size=50)
+
+
+@settings(max_examples=300, deadline=None)
+@given(_piece, _piece, _piece, _piece)
+def test_random_values_only_raise_sync_errors(a: str, b: str, c: str, d: str) -> None:
+    text = doc(vllm_commit=a, vllm_runtime_version=b, vllm_distribution_version=c,
+               flashinfer_version=d)
+    try:
+        pin, _ = pins.parse(text, path="p.md")
+    except SyncError:
+        return
+    assert pins.validate_runtime(pin.runtime_version, pin.commit).startswith(pin.short_sha[:7])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.sampled_from("0123456789abcdefg.+rcdev"), max_size=30))
+def test_random_runtime_suffixes(local: str) -> None:
+    runtime = f"0.23.1rc1.dev1511+{local}"
+    try:
+        sha = pins.validate_runtime(runtime, COMMIT)
+    except SyncError:
+        return
+    assert COMMIT.startswith(sha) and len(sha) >= 7
