@@ -114,7 +114,8 @@ class History:
 
 
 def _quote(path: str) -> bytes:
-    if any(c in path for c in '"\n\\') or path.startswith('"'):
+    # fast-import's R and C take two paths separated by a space, so a space must quote too.
+    if any(c in path for c in '"\n\\ ') or path.startswith('"'):
         esc = path.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
         return b'"' + esc.encode() + b'"'
     return path.encode()
