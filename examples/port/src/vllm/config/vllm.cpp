@@ -1,0 +1,17 @@
+// Ported FROM: vllm/config/vllm.py (VllmConfig) @ pin b236b5411
+
+#include <stdexcept>
+
+#include "vllm/config/cache.h"
+
+namespace vllm::config {
+
+struct VllmConfig {
+  CacheConfig cache_config;
+
+  void validate() const {
+    if (cache_config.block_size <= 0) throw std::invalid_argument("block_size must be > 0");
+  }
+};
+
+}  // namespace vllm::config

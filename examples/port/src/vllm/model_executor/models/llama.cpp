@@ -1,0 +1,10 @@
+// Ported from: vllm/model_executor/models/llama.py b236b541
+
+namespace vllm::models {
+
+struct LlamaConfig {
+  int head_dim = 128;
+  double rope_theta = 500000.0;
+};
+
+}  // namespace vllm::models
