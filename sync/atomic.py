@@ -28,6 +28,11 @@ def write_bytes(path: Path, data: bytes) -> None:
             os.fsync(fh.fileno())
         if path.exists():
             os.chmod(tmp, path.stat().st_mode & 0o777)
+        else:
+            # mkstemp creates 0600; a new record gets the mode open() would give it.
+            mask = os.umask(0)
+            os.umask(mask)
+            os.chmod(tmp, 0o666 & ~mask)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

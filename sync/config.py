@@ -114,6 +114,10 @@ _PATH_KEYS = ("protocol", "oracles", "sync_dir", "ledger", "inventory", "prefere
 def _safe_rel(value: object, where: str) -> str:
     if not isinstance(value, str) or not value:
         raise UsageError(f"{where} must be a non-empty string", f"fix {CONFIG_PATH}")
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        # A NUL would only fail later, inside os calls, as a ValueError.
+        raise UsageError(f"{where} = {value!r} contains a control character",
+                         f"fix {CONFIG_PATH}")
     p = PurePosixPath(value)
     if p.is_absolute() or ".." in p.parts or "\\" in value:
         raise UsageError(f"{where} = {value!r} escapes the port",
@@ -134,10 +138,26 @@ def _only(table: dict[str, Any], allowed: set[str], where: str) -> None:
                          f"remove it; known keys: {', '.join(sorted(allowed))}")
 
 
-def _table(doc: dict[str, Any], key: str) -> dict[str, Any]:
+def _table(doc: dict[str, Any], key: str, where: str = "") -> dict[str, Any]:
     value = doc.get(key, {})
     if not isinstance(value, dict):
-        raise UsageError(f"[{key}] must be a table", f"fix {CONFIG_PATH}")
+        raise UsageError(f"[{where}{key}] must be a table", f"fix {CONFIG_PATH}")
+    return value
+
+
+def _bool(table: dict[str, Any], key: str, default: bool, where: str) -> bool:
+    # bool("no") is True: a quoted flag must be refused, not read as its truthiness.
+    value = table.get(key, default)
+    if not isinstance(value, bool):
+        raise UsageError(f"{where}{key} must be true or false, not {value!r}",
+                         f"fix {CONFIG_PATH}")
+    return value
+
+
+def _str(table: dict[str, Any], key: str, default: str, where: str) -> str:
+    value = table.get(key, default)
+    if not isinstance(value, str) or not value:
+        raise UsageError(f"{where}{key} must be a non-empty string", f"fix {CONFIG_PATH}")
     return value
 
 
@@ -146,8 +166,12 @@ def parse(text: str) -> Config:
         doc: dict[str, Any] = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"{CONFIG_PATH} is not valid TOML: {exc}", "fix the syntax") from None
+    except RecursionError:
+        # tomllib recurses per nested array/inline table; deep nesting is not a config.
+        raise UsageError(f"{CONFIG_PATH} nests too deeply", "fix the syntax") from None
     _only(doc, {"schema", "paths", "surface", "rules", "check", "oracles", "golden", "parity"}, "")
-    if doc.get("schema", SCHEMA) != SCHEMA:
+    schema = doc.get("schema", SCHEMA)
+    if type(schema) is not int or schema != SCHEMA:  # True == 1, but is not a schema number
         raise UsageError(f"{CONFIG_PATH} has schema {doc.get('schema')!r}, expected {SCHEMA}",
                          "upgrade upstream-sync or fix the schema number")
     kw: dict[str, Any] = {"raw": doc}
@@ -222,14 +246,15 @@ def parse(text: str) -> Config:
         if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
             raise UsageError(f"oracles.{oid}.build_env must be a table of strings",
                              f"fix {CONFIG_PATH}")
+        where = f"oracles.{oid}."
         ocs.append(OracleConfig(
             id=oid, build_env=tuple(sorted(env.items())),
-            build_mode=str(table.get("build_mode", base.build_mode)),
-            require_flashinfer=bool(table.get("require_flashinfer", base.require_flashinfer)),
-            require_torch=bool(table.get("require_torch", base.require_torch)),
-            source_variable=str(table.get("source_variable", base.source_variable)),
-            distribution=str(table.get("distribution", base.distribution)),
-            module=str(table.get("module", base.module)),
+            build_mode=_str(table, "build_mode", base.build_mode, where),
+            require_flashinfer=_bool(table, "require_flashinfer", base.require_flashinfer, where),
+            require_torch=_bool(table, "require_torch", base.require_torch, where),
+            source_variable=_str(table, "source_variable", base.source_variable, where),
+            distribution=_str(table, "distribution", base.distribution, where),
+            module=_str(table, "module", base.module, where),
         ))
     kw["oracle_configs"] = tuple(ocs)
     golden = _table(doc, "golden")
@@ -245,18 +270,18 @@ def parse(text: str) -> Config:
                              f"fix {CONFIG_PATH}")
         kw["golden_scripts"] = tuple(tuple(s) for s in scripts)
     if "oracle" in golden:
-        kw["golden_oracle"] = str(golden["oracle"])
+        kw["golden_oracle"] = _str(golden, "oracle", "", "golden.")
     if "needs_gpu" in golden:
-        kw["golden_needs_gpu"] = bool(golden["needs_gpu"])
+        kw["golden_needs_gpu"] = _bool(golden, "needs_gpu", True, "golden.")
     parity = _table(doc, "parity")
     _only(parity, {"suites"}, "parity.")
     suites = []
-    for name, s in sorted(_table(parity, "suites").items()):
+    for name, s in sorted(_table(parity, "suites", "parity.").items()):
         if not isinstance(s, dict):
             raise UsageError(f"[parity.suites.{name}] must be a table", f"fix {CONFIG_PATH}")
         _only(s, {"command", "needs_gpu"}, f"parity.suites.{name}.")
         suites.append(Suite(name, _strs(s.get("command", []), f"parity.suites.{name}.command"),
-                            bool(s.get("needs_gpu", False))))
+                            _bool(s, "needs_gpu", False, f"parity.suites.{name}.")))
         if not suites[-1].command:
             raise UsageError(f"parity suite {name} has no command", f"fix {CONFIG_PATH}")
     kw["suites"] = tuple(suites)
@@ -271,5 +296,8 @@ def load(root: Path) -> Config:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise UsageError(f"{CONFIG_PATH} is not UTF-8", "re-save it as UTF-8") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read {CONFIG_PATH}: {exc.strerror}",
+                         "make it a readable file") from None
     cfg = parse(text)
     return Config(**{**cfg.__dict__, "source": str(path)})

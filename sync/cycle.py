@@ -7,6 +7,7 @@ every later step of the cycle reads the same SHA even when the remote moves, unt
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -21,6 +22,7 @@ from .port import Port
 
 SCHEMA = 1
 FILE = "cycle.toml"
+_SHA = re.compile(r"[0-9a-f]{40}")
 
 
 class CycleDoc(TypedDict):
@@ -57,6 +59,12 @@ def load(port: Port) -> Cycle | None:
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise MalformedRecord(f"not valid TOML ({exc})", "fix it or delete it and run fetch again",
                               path=rel) from None
+    except OSError as exc:
+        raise MalformedRecord(f"cannot read it: {exc.strerror}", "make it a readable file",
+                              path=rel) from None
+    except RecursionError:
+        raise MalformedRecord("not valid TOML (nested too deeply)",
+                              "fix it or delete it and run fetch again", path=rel) from None
     try:
         if doc["schema"] != SCHEMA:
             raise MalformedRecord(f"schema {doc['schema']!r}, expected {SCHEMA}",
@@ -67,6 +75,11 @@ def load(port: Port) -> Cycle | None:
                               path=rel) from None
     if not all(isinstance(v, str) for v in values):
         raise MalformedRecord("values must be strings", "delete it and run fetch again", path=rel)
+    for key, value in (("pin", values[0]), ("target", values[1])):
+        # A hand-edited target that is not a full SHA would no longer be frozen.
+        if not _SHA.fullmatch(value):
+            raise MalformedRecord(f"{key} {value[:50]!r} is not a full lowercase SHA",
+                                  "delete it and run fetch again", path=rel)
     return Cycle(*values)
 
 

@@ -47,6 +47,10 @@ def parse(text: str, *, path: str) -> dict[str, Decision]:
     except tomllib.TOMLDecodeError as exc:
         raise MalformedRecord(f"not valid TOML: {exc}", "fix the syntax (each decision is a "
                               "[decisions.<sha>] table)", path=path) from None
+    except RecursionError:
+        # tomllib recurses per nested array/inline table; no decision file nests deeply.
+        raise MalformedRecord("not valid TOML: nested too deeply", "fix the syntax",
+                              path=path) from None
     unknown = set(doc) - {"schema", "decisions"}
     if unknown:
         raise MalformedRecord(f"unknown key {sorted(unknown)[0]!r}", "remove it", path=path)
@@ -88,6 +92,9 @@ def load(path: Path, *, rel: str) -> dict[str, Decision]:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError:
         raise MalformedRecord("not UTF-8", "re-save it as UTF-8", path=rel) from None
+    except OSError as exc:
+        raise MalformedRecord(f"cannot read it: {exc.strerror}", "make it a readable file",
+                              path=rel) from None
     return parse(text, path=rel)
 
 

@@ -9,10 +9,10 @@ from typing import Any
 
 import tomli_w
 
-from . import config, headers, ledger, prefs
+from . import blocks, config, headers, ledger, prefs
 from .atomic import read_text, write_text
 from .cli import Context, add_json
-from .errors import UsageError
+from .errors import MalformedRecord, UsageError
 
 _SKIP = {".git", ".nox", "node_modules", "build", ".venv", "__pycache__", "third_party"}
 _SOURCE_EXT = {".h", ".hpp", ".cc", ".cpp", ".cu", ".py"}
@@ -34,6 +34,16 @@ def _text(path: Path) -> str:
         return ""
 
 
+def _count(text: str, info: str, rel: str) -> int:
+    """Fenced blocks the record parsers would see (a prose mention of the fence is not one)."""
+    if f"```{info}" not in text:
+        return 0
+    try:
+        return len(blocks.find(text, info, path=rel))
+    except MalformedRecord:
+        return 1  # a broken block is still the record's home; `check` reports what is wrong
+
+
 def discover(root: Path) -> dict[str, Any]:
     """Find the records by content, not by name: each must be unique or it is left default."""
     md = _files(root, {".md"})
@@ -41,9 +51,9 @@ def discover(root: Path) -> dict[str, Any]:
     for path in md:
         text = _text(path)
         rel = path.relative_to(root).as_posix()
-        if "```parity-pin" in text:
-            found["protocol"].append(rel)
-        if "```oracle-pin" in text:
+        # One entry per block: two blocks in one file are as ambiguous as two files.
+        found["protocol"] += [rel] * _count(text, "parity-pin", rel)
+        if _count(text, "oracle-pin", rel):
             found["oracles"].append(rel)
         if any(line.lstrip().startswith("|") and tuple(ledger.split_row(line)) == ledger.COLUMNS
                for line in text.splitlines()):
@@ -86,9 +96,11 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         raise UsageError(f"{cfg_path} already exists", "pass --force to rewrite it")
     found = discover(root)
     if "protocol" not in found["paths"]:
-        n = len(found["found"]["protocol"])
-        raise UsageError(f"found {n} files with a ```parity-pin block under {root}, need exactly "
-                         "one", "add the pin block to the protocol file (see README) and rerun")
+        hits = found["found"]["protocol"]
+        where = f" ({', '.join(sorted(set(hits)))})" if hits else ""
+        raise UsageError(f"found {len(hits)} ```parity-pin blocks under {root}{where}, need "
+                         "exactly one", "keep one pin block in the protocol file (see README) "
+                         "and rerun")
     doc: dict[str, Any] = {"schema": config.SCHEMA, "paths": found["paths"]}
     if found["port_roots"]:
         doc["surface"] = {"port_roots": found["port_roots"], "mirrored": ["vllm/"]}

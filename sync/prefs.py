@@ -68,7 +68,17 @@ class Preferences:
 
     def reference(self) -> gitio.Reference:
         """The reference checkout, refused when unset, missing, not git, or shallow."""
-        return gitio.open_repo(self.path("reference_checkout"))
+        var = KEYS["reference_checkout"][0]
+        path = self.path("reference_checkout")
+        ref = gitio.open_repo(path, variable=var, allow_shallow=True)
+        if gitio.is_shallow(ref):
+            # Every refusal names the variable: the fix may be pointing it elsewhere.
+            raise EnvironmentUnresolved(
+                f"reference checkout {path} (from {self.source_of('reference_checkout')}) is a "
+                "shallow clone: history before its cut is invisible",
+                f"run 'git -C {path} fetch --unshallow' or set {var} to a full clone",
+            )
+        return ref
 
 
 def parse(text: str, *, path: str) -> dict[str, str]:
@@ -96,6 +106,9 @@ def load(file: Path, environ: dict[str, str] | None = None) -> Preferences:
             text = read_text(file)
         except UnicodeDecodeError:
             raise MalformedRecord("not UTF-8", "re-save it as UTF-8", path=str(file)) from None
+        except OSError as exc:
+            raise MalformedRecord(f"cannot read it: {exc.strerror}", "make it a readable file",
+                                  path=str(file)) from None
         for k, v in parse(text, path=str(file)).items():
             if v:
                 values[k], sources[k] = v, str(file)

@@ -1,0 +1,129 @@
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sync import atomic
+from sync.errors import BlockedCycle
+
+
+def leftovers(directory: Path) -> list[str]:
+    return sorted(p.name for p in directory.iterdir() if p.name.endswith(".tmp"))
+
+
+def test_write_text_exact_bytes(tmp: Path) -> None:
+    path = tmp / "a/b/record.md"
+    text = "line one\r\nline two\nünïcode\r\n"
+    atomic.write_text(path, text)
+    assert path.read_bytes() == text.encode()
+    assert atomic.read_text(path) == text
+    assert leftovers(path.parent) == []
+
+
+def test_write_replaces_and_keeps_mode(tmp: Path) -> None:
+    path = tmp / "run.sh"
+    path.write_text("old\n")
+    path.chmod(0o755)
+    before = path.stat().st_ino
+    atomic.write_text(path, "new\n")
+    assert path.read_text() == "new\n"
+    assert path.stat().st_mode & 0o777 == 0o755
+    assert path.stat().st_ino != before  # replaced by rename, not rewritten in place
+    assert leftovers(tmp) == []
+
+
+def test_new_file_gets_umask_mode(tmp: Path) -> None:
+    old = os.umask(0o022)
+    try:
+        atomic.write_text(tmp / "new.md", "x\n")
+    finally:
+        os.umask(old)
+    # mkstemp's 0600 would make a tracked record unreadable to others.
+    assert (tmp / "new.md").stat().st_mode & 0o777 == 0o644
+
+
+def test_encode_failure_keeps_original(tmp: Path) -> None:
+    path = tmp / "record.md"
+    path.write_bytes(b"original\r\n")
+    with pytest.raises(UnicodeEncodeError):
+        atomic.write_text(path, "half \ud800 written")
+    assert path.read_bytes() == b"original\r\n"
+    assert leftovers(tmp) == []
+
+
+def test_replace_failure_keeps_original(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp / "record.md"
+    path.write_bytes(b"original\n")
+
+    def boom(src: object, dst: object) -> None:
+        raise OSError("disk went away")
+
+    monkeypatch.setattr(os, "replace", boom)
+    with pytest.raises(OSError, match="disk went away"):
+        atomic.write_text(path, "new content\n")
+    monkeypatch.undo()
+    assert path.read_bytes() == b"original\n"
+    assert leftovers(tmp) == []
+
+
+def test_interrupt_during_write_keeps_original(tmp: Path,
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp / "record.md"
+    path.write_bytes(b"original\n")
+
+    def interrupted(fd: int) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(os, "fsync", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        atomic.write_bytes(path, b"new\n")
+    monkeypatch.undo()
+    assert path.read_bytes() == b"original\n"
+    assert leftovers(tmp) == []
+
+
+HOLDER = """
+import sys
+from pathlib import Path
+from sync.atomic import port_lock
+with port_lock(Path(sys.argv[1])):
+    print("locked", flush=True)
+    sys.stdin.readline()
+"""
+
+
+def test_port_lock_refuses_a_second_holder(tmp: Path) -> None:
+    lock = tmp / ".agents/sync/.lock"
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    holder = subprocess.Popen([sys.executable, "-c", HOLDER, str(lock)], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, text=True, env=env)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline() == "locked\n"
+        assert lock.read_text() == f"{holder.pid}\n"
+        with pytest.raises(BlockedCycle) as exc, atomic.port_lock(lock):
+            pass
+        assert exc.value.exit_code == 6
+        assert str(exc.value) == (f"another upstream-sync run holds the lock {lock} — "
+                                  "wait for it to finish, then run again")
+        assert lock.read_text() == f"{holder.pid}\n"  # the refused run wrote nothing
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.write("\n")
+        holder.stdin.close()
+        assert holder.wait(timeout=30) == 0
+    # Released when the holder exits: the next run gets it.
+    with atomic.port_lock(lock):
+        assert lock.read_text() == f"{os.getpid()}\n"
+
+
+def test_port_lock_released_after_an_error(tmp: Path) -> None:
+    lock = tmp / "lock"
+    with pytest.raises(ValueError), atomic.port_lock(lock):
+        raise ValueError("inside")
+    with atomic.port_lock(lock):
+        pass

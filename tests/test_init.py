@@ -1,0 +1,202 @@
+"""`upstream-sync init`: discover a port's records, write the config and preferences example."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+
+import pytest
+
+from sync import cli, config, init_cmd, prefs
+
+COMMIT = "5559679229bc961848b121ccdeaa8fa5d79bec98"
+PIN_BLOCK = (
+    "```parity-pin\n"
+    f"vllm_commit = {COMMIT}\n"
+    "vllm_runtime_version = 0.23.1rc1.dev1511+g555967922\n"
+    "vllm_distribution_version = 0.23.1rc1.dev1511+g555967922.precompiled\n"
+    "flashinfer_version = 0.6.15.post1\n"
+    "```\n"
+)
+ORACLE = (
+    "# {id}\n\n```oracle-pin\nid = {id}\nrole = core\nupstream = x\nscope = all\npin = {pin}\n"
+    "pin_label = 0.23.1rc1.dev1511\npinned_on = 2026-01-01\ngateable = no\nevidence = -\n```\n"
+)
+
+
+def make_port(root: Path) -> Path:
+    files = {
+        "docs/sync-protocol.md": "# Sync protocol\n\nPARITY PIN: see the block.\n\n" + PIN_BLOCK,
+        "docs/oracles/vllm.md": ORACLE.format(id="vllm", pin=COMMIT),
+        "docs/oracles/vllm-omni.md": ORACLE.format(id="vllm-omni", pin="UNPINNED"),
+        "docs/ledger.md": (
+            "# Ledger\n\n| Date / commit | What it does | Upstream equivalent | Parity status |\n"
+            "|---|---|---|---|\n| 2026-01-01 `abc1234` | ports x | vllm/x.py | ✅ |\n"),
+        "docs/porting-inventory.md": "# Inventory\n\n## T0\n\n- scheduler\n\n## 9. Deviations\n",
+        "README.md": "Mentions the ```parity-pin fence in prose only; no block here.\n",
+        "engine/core/sched.cpp": "// Ported from: vllm/x.py @ abcdef12\n#include <x>\n",
+        "engine/core/sched.h": "#pragma once\n// Ported from: vllm/x.py @ abcdef12\n",
+        "kernels/attn.cu": "// Mirrors vllm/attention/backend.py @ abcdef12\n",
+        "tools/helper.py": "# a tool of our own\nprint('hi')\n",
+        "third_party/lib.cpp": "// Ported from: vllm/y.py @ abcdef12\n",
+        ".hidden/skip.cpp": "// Ported from: vllm/z.py @ abcdef12\n",
+    }
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def init(*argv: str) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    code = cli.main(["init", *argv], out=out, err=err)
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_init_writes_a_loadable_config(tmp: Path) -> None:
+    root = make_port(tmp)
+    code, out, err = init(str(root))
+    assert (code, err) == (0, "")
+    cfg_path = root / config.CONFIG_PATH
+    assert out.splitlines() == [
+        f"wrote {cfg_path}",
+        "  protocol = docs/sync-protocol.md",
+        "  ledger = docs/ledger.md",
+        "  inventory = docs/porting-inventory.md",
+        "  oracles = docs/oracles/*.md",
+        "  port_roots = ['engine', 'kernels']",
+        f"wrote {root / '.agents/developer-preferences.md.example'} (copy it to "
+        "developer-preferences.md and fill it in)",
+    ]
+    assert cfg_path.read_text() == (
+        "# upstream-sync configuration (see README: Configuration)\n"
+        "schema = 1\n\n"
+        "[paths]\n"
+        'protocol = "docs/sync-protocol.md"\n'
+        'ledger = "docs/ledger.md"\n'
+        'inventory = "docs/porting-inventory.md"\n'
+        'oracles = "docs/oracles/*.md"\n\n'
+        "[surface]\n"
+        "port_roots = [\n"
+        '    "engine",\n'
+        '    "kernels",\n'
+        "]\n"
+        "mirrored = [\n"
+        '    "vllm/",\n'
+        "]\n"
+    )
+    cfg = config.load(root)
+    assert (cfg.protocol, cfg.ledger, cfg.inventory, cfg.oracles) == (
+        "docs/sync-protocol.md", "docs/ledger.md", "docs/porting-inventory.md",
+        "docs/oracles/*.md")
+    assert cfg.port_roots == ("engine", "kernels")
+    assert cfg.sync_dir == ".agents/sync"  # not discovered: the default stays
+    example = root / ".agents/developer-preferences.md.example"
+    assert example.read_text() == prefs.example_text()
+    assert (root / ".gitignore").read_text() == "/.agents/developer-preferences.md\n"
+
+
+def test_gitignore_is_appended_once_keeping_crlf(tmp: Path) -> None:
+    root = make_port(tmp)
+    (root / ".gitignore").write_bytes(b"build/\r\n*.o")
+    assert init(str(root))[0] == 0
+    assert (root / ".gitignore").read_bytes() == (
+        b"build/\r\n*.o\r\n/.agents/developer-preferences.md\r\n")
+    assert init(str(root), "--force")[0] == 0
+    assert (root / ".gitignore").read_bytes().count(b"developer-preferences") == 1
+
+
+def test_existing_example_is_kept(tmp: Path) -> None:
+    root = make_port(tmp)
+    example = root / ".agents/developer-preferences.md.example"
+    example.parent.mkdir(parents=True)
+    example.write_text("ours\n")
+    assert init(str(root))[0] == 0
+    assert example.read_text() == "ours\n"
+
+
+def test_refuses_to_overwrite_without_force(tmp: Path) -> None:
+    root = make_port(tmp)
+    cfg_path = root / config.CONFIG_PATH
+    cfg_path.parent.mkdir(parents=True)
+    cfg_path.write_text("schema = 1\n# hand-tuned\n")
+    code, out, err = init(str(root))
+    assert (code, out) == (2, "")
+    assert err == (f"upstream-sync: error: {cfg_path} already exists — pass --force to "
+                   "rewrite it\n")
+    assert cfg_path.read_text() == "schema = 1\n# hand-tuned\n"
+    assert init(str(root), "--force")[0] == 0
+    assert config.load(root).protocol == "docs/sync-protocol.md"
+
+
+def test_refuses_without_a_pin_block(tmp: Path) -> None:
+    root = make_port(tmp)
+    (root / "docs/sync-protocol.md").write_text("# no block\n")
+    code, out, err = init(str(root))
+    assert (code, out) == (2, "")
+    assert err == (f"upstream-sync: error: found 0 ```parity-pin blocks under {root}, need "
+                   "exactly one — keep one pin block in the protocol file (see README) and "
+                   "rerun\n")
+    assert not (root / config.CONFIG_PATH).exists()
+
+
+def test_refuses_two_pin_blocks_in_one_file(tmp: Path) -> None:
+    root = make_port(tmp)
+    with (root / "docs/sync-protocol.md").open("a") as fh:
+        fh.write("\nOld pin:\n\n" + PIN_BLOCK)
+    code, _, err = init(str(root))
+    assert code == 2
+    assert err.startswith(f"upstream-sync: error: found 2 ```parity-pin blocks under {root} "
+                          "(docs/sync-protocol.md), need exactly one")
+    assert not (root / config.CONFIG_PATH).exists()
+
+
+def test_refuses_pin_blocks_in_two_files(tmp: Path) -> None:
+    root = make_port(tmp)
+    (root / "docs/copy.md").write_text(PIN_BLOCK)
+    code, _, err = init(str(root))
+    assert code == 2
+    assert "found 2 ```parity-pin blocks" in err
+    assert "(docs/copy.md, docs/sync-protocol.md)" in err
+
+
+def test_not_a_directory(tmp: Path) -> None:
+    code, _, err = init(str(tmp / "nope"))
+    assert code == 2 and "is not a directory" in err
+
+
+def test_json_output(tmp: Path) -> None:
+    root = make_port(tmp)
+    code, out, _ = init(str(root), "--json")
+    assert code == 0
+    doc = json.loads(out)
+    assert doc["config"] == str(root / config.CONFIG_PATH)
+    assert doc["paths"]["protocol"] == "docs/sync-protocol.md"
+    assert doc["found"]["oracles"] == ["docs/oracles/vllm-omni.md", "docs/oracles/vllm.md"]
+    assert doc["port_roots"] == ["engine", "kernels"]
+
+
+def test_ambiguous_records_keep_defaults(tmp: Path) -> None:
+    root = make_port(tmp)
+    (root / "docs/old-ledger.md").write_text((root / "docs/ledger.md").read_text())
+    (root / "other/oracles").mkdir(parents=True)
+    (root / "other/oracles/x.md").write_text(ORACLE.format(id="x", pin="UNPINNED"))
+    found = init_cmd.discover(root)
+    assert found["found"]["ledger"] == ["docs/ledger.md", "docs/old-ledger.md"]
+    assert "ledger" not in found["paths"] and "oracles" not in found["paths"]
+    code, out, _ = init(str(root))
+    assert code == 0
+    assert "  ledger: not found uniquely (2 candidates); default kept" in out.splitlines()
+    assert config.load(root).ledger == ".agents/parity-ledger.md"
+
+
+def test_port_from_option_and_environment(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = make_port(tmp / "a")
+    out, err = io.StringIO(), io.StringIO()
+    assert cli.main(["--port", str(root), "init"], out=out, err=err) == 0
+    other = make_port(tmp / "b")
+    monkeypatch.setenv("SYNC_PORT", str(other))
+    assert cli.main(["init"], out=out, err=err) == 0
+    assert (other / config.CONFIG_PATH).exists()

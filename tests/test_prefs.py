@@ -1,0 +1,224 @@
+from __future__ import annotations
+
+import contextlib
+import subprocess
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sync import prefs
+from sync.errors import EnvironmentUnresolved, MalformedRecord, SyncError
+from sync.fastimport import History
+
+DOC = (
+    "# My machine\n"
+    "\n"
+    "```sync-preferences\n"
+    "# comments and blank lines are skipped\n"
+    "reference_checkout = ~/src/vllm\n"
+    "\n"
+    "fetch_remote = upstream\n"
+    "branch = main\n"
+    "gate_hosts = dgx-1, dgx-2 ,\n"
+    "oracle_home = /opt/venvs\n"
+    "omni_source =\n"
+    "```\n"
+)
+
+
+def write(tmp: Path, text: str) -> Path:
+    path = tmp / "developer-preferences.md"
+    path.write_text(text, newline="")
+    return path
+
+
+def malformed(text: str) -> str:
+    with pytest.raises(MalformedRecord) as exc:
+        prefs.parse(text, path="p.md")
+    message = str(exc.value)
+    assert "\n" not in message and message.startswith("p.md:")
+    assert exc.value.exit_code == 4
+    return message
+
+
+def test_parse_block() -> None:
+    assert prefs.parse(DOC, path="p.md") == {
+        "reference_checkout": "~/src/vllm", "fetch_remote": "upstream", "branch": "main",
+        "gate_hosts": "dgx-1, dgx-2 ,", "oracle_home": "/opt/venvs", "omni_source": "",
+    }
+    assert prefs.parse("```sync-preferences\n```\n", path="p.md") == {}
+    assert prefs.parse(DOC.replace("\n", "\r\n"), path="p.md")["branch"] == "main"
+
+
+def test_load_from_file(tmp: Path) -> None:
+    file = write(tmp, DOC)
+    p = prefs.load(file, environ={})
+    assert p.get("reference_checkout") == "~/src/vllm"
+    assert p.path("reference_checkout") == Path.home() / "src/vllm"
+    assert p.remote == "upstream" and p.branch == "main"
+    assert p.gate_hosts == ("dgx-1", "dgx-2")
+    assert p.get("omni_source") is None  # an empty value is unset, not ""
+    assert p.source_of("oracle_home") == str(file)
+    assert p.source_of("omni_source") == "unset"
+    assert p.file == file
+
+
+def test_defaults_without_a_file(tmp: Path) -> None:
+    p = prefs.load(tmp / "absent.md", environ={})
+    assert p.values == () and p.remote == "origin" and p.branch == "main"
+    assert p.gate_hosts == ()
+
+
+def test_environment_overrides_file(tmp: Path) -> None:
+    file = write(tmp, DOC)
+    env = {"VLLM_SOURCE": "/work/vllm", "SYNC_FETCH_REMOTE": "origin", "SYNC_BRANCH": "dev",
+           "SYNC_GATE_HOSTS": "gpu-a", "SYNC_ORACLE_HOME": "/o", "VLLM_OMNI_SOURCE": "/omni",
+           "UNRELATED": "x"}
+    p = prefs.load(file, environ=env)
+    assert dict(p.values) == {"reference_checkout": "/work/vllm", "fetch_remote": "origin",
+                              "branch": "dev", "gate_hosts": "gpu-a", "oracle_home": "/o",
+                              "omni_source": "/omni"}
+    assert p.source_of("reference_checkout") == "env VLLM_SOURCE"
+    assert p.source_of("omni_source") == "env VLLM_OMNI_SOURCE"
+    # An empty variable does not blank the file's value.
+    assert prefs.load(file, environ={"VLLM_SOURCE": ""}).get("reference_checkout") == "~/src/vllm"
+
+
+def test_process_environment_is_the_default(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SYNC_BRANCH", "release")
+    assert prefs.load(tmp / "absent.md").branch == "release"
+
+
+@pytest.mark.parametrize(("text", "expect"), [
+    ("no block here\n", "p.md: expected one ```sync-preferences block, found 0"),
+    ("```sync-preferences\nbranch = a\n```\n```sync-preferences\nbranch = b\n```\n",
+     "p.md: expected one ```sync-preferences block, found 2"),
+    ("```sync-preferences\nreference_checkout ~/vllm\n```\n",
+     "p.md:2: malformed line 'reference_checkout ~/vllm' (expected 'key = value')"),
+    ("```sync-preferences\nRemote = origin\n```\n", "p.md:2: malformed key 'Remote'"),
+    ("```sync-preferences\nremote = origin\n```\n",
+     "p.md:2: unknown key 'remote' in ```sync-preferences"),
+    ("```sync-preferences\nbranch = a\nbranch = b\n```\n",
+     "p.md:3: duplicate key 'branch' (first on line 2)"),
+    ("```sync-preferences\nbranch = a\n", "p.md:1: ```sync-preferences block is never closed"),
+    ("```sync-preferences\nfetch_remote = --upload-pack=x\n```\n",
+     "p.md:2: fetch_remote = '--upload-pack=x' is not a usable git name"),
+    ("```sync-preferences\nbranch = a..b\n```\n", "p.md:2: branch = 'a..b' is not a usable"),
+])
+def test_malformed_block(text: str, expect: str) -> None:
+    assert malformed(text).startswith(expect)
+
+
+def test_malformed_file_is_refused_on_load(tmp: Path) -> None:
+    file = write(tmp, "```sync-preferences\nbogus = 1\n```\n")
+    with pytest.raises(MalformedRecord, match="unknown key 'bogus'"):
+        prefs.load(file, environ={"VLLM_SOURCE": "/x"})
+    file.write_bytes(b"```sync-preferences\nbranch = \xff\n```\n")
+    with pytest.raises(MalformedRecord, match="not UTF-8"):
+        prefs.load(file, environ={})
+    file.unlink()
+    file.mkdir()
+    with pytest.raises(MalformedRecord, match="cannot read it"):
+        prefs.load(file, environ={})
+
+
+def test_example_parses_and_names_every_variable() -> None:
+    text = prefs.example_text()
+    values = prefs.parse(text, path="x.example")
+    assert set(values) == set(prefs.KEYS)
+    for var, _ in prefs.KEYS.values():
+        assert f"`{var}`" in text
+
+
+# -- the reference checkout ------------------------------------------------------------------
+
+
+def upstream(tmp: Path) -> Path:
+    h = History()
+    for i in range(5):
+        h.modify(f"vllm/m{i}.py", f"x = {i}\n").commit(f"[Core] step {i} (#{100 + i})")
+    repo = tmp / "upstream"
+    h.write(repo)
+    return repo
+
+
+def refused(p: prefs.Preferences) -> str:
+    with pytest.raises(EnvironmentUnresolved) as exc:
+        p.reference()
+    assert exc.value.exit_code == 3
+    message = str(exc.value)
+    assert "\n" not in message and "VLLM_SOURCE" in message
+    return message
+
+
+def test_reference_checkout_unset(tmp: Path) -> None:
+    message = refused(prefs.load(tmp / "absent.md", environ={}))
+    assert message.startswith("reference_checkout is not set")
+
+
+def test_reference_checkout_missing(tmp: Path) -> None:
+    message = refused(prefs.load(tmp / "absent.md", environ={"VLLM_SOURCE": str(tmp / "nope")}))
+    assert "does not exist" in message
+
+
+def test_reference_checkout_not_git(tmp: Path) -> None:
+    (tmp / "plain").mkdir()
+    message = refused(prefs.load(tmp / "absent.md", environ={"VLLM_SOURCE": str(tmp / "plain")}))
+    assert "is not a git repository" in message
+
+
+def test_reference_checkout_shallow(tmp: Path) -> None:
+    repo = upstream(tmp)
+    shallow = tmp / "shallow"
+    subprocess.run(["git", "clone", "-q", "--depth", "1", f"file://{repo}", str(shallow)],
+                   check=True, capture_output=True)
+    assert (shallow / ".git/shallow").exists()
+    message = refused(prefs.load(tmp / "absent.md", environ={"VLLM_SOURCE": str(shallow)}))
+    assert "is a shallow clone" in message and "fetch --unshallow" in message
+
+
+def test_reference_checkout_from_file(tmp: Path) -> None:
+    repo = upstream(tmp)
+    file = write(tmp, f"```sync-preferences\nreference_checkout = {repo}\n```\n")
+    ref = prefs.load(file, environ={}).reference()
+    assert ref.path == repo
+
+
+def test_reference_checkout_full_clone(tmp: Path) -> None:
+    repo = upstream(tmp)
+    clone = tmp / "clone"
+    subprocess.run(["git", "clone", "-q", f"file://{repo}", str(clone)], check=True,
+                   capture_output=True)
+    ref = prefs.load(tmp / "absent.md", environ={"VLLM_SOURCE": str(clone)}).reference()
+    assert ref.path == clone
+
+
+# -- property tests --------------------------------------------------------------------------
+
+_line = st.one_of(
+    st.text(max_size=40),
+    st.builds(lambda k, v: f"{k} = {v}", st.sampled_from([*prefs.KEYS, "x", "Branch", ""]),
+              st.text(max_size=20)),
+    st.sampled_from(["```", "```sync-preferences", "# note", "", "=", "branch = -x"]),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_line, max_size=12), st.sampled_from(["\n", "\r\n"]))
+def test_parse_gives_only_sync_errors(lines: list[str], nl: str) -> None:
+    text = nl.join(lines)
+    try:
+        values = prefs.parse(text, path="p.md")
+    except SyncError as exc:
+        assert "\n" not in str(exc)
+    else:
+        assert set(values) <= set(prefs.KEYS)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=200))
+def test_parse_random_text(text: str) -> None:
+    with contextlib.suppress(SyncError):
+        prefs.parse("```sync-preferences\n" + text + "\n```\n", path="p.md")
