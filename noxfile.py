@@ -1,4 +1,8 @@
-"""Sessions of upstream-sync. Each installs the package and calls one command; logic is in sync/."""
+"""Sessions of upstream-sync, in cycle order. Each installs the package and calls one command.
+
+With no port configured (no --port, no $SYNC_PORT, not inside a port) the commands
+run on the bundled example and say so. Arguments after `--` go to the command.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +13,67 @@ nox.options.reuse_existing_virtualenvs = True
 nox.options.sessions = ["tests", "lint"]
 
 PYPROJECT = nox.project.load_toml("pyproject.toml")
+
+
+def _cli(session: nox.Session, *args: str) -> None:
+    session.install(".")
+    session.run("upstream-sync", *args, *session.posargs)
+
+
+@nox.session(default=False)
+def status(session: nox.Session) -> None:
+    """How far behind upstream the port is and what blocks the advance."""
+    _cli(session, "status")
+
+
+@nox.session(default=False)
+def fetch(session: nox.Session) -> None:
+    """Step 1: fetch the upstream and freeze the cycle's target SHA."""
+    _cli(session, "fetch")
+
+
+@nox.session(default=False)
+def sync(session: nox.Session) -> None:
+    """Steps 2-4: enumerate, classify and write the sync report (the main job)."""
+    _cli(session, "sync")
+
+
+@nox.session(default=False)
+def port(session: nox.Session) -> None:
+    """Step 5: the PORT-NOW queue and the per-file pin audit."""
+    session.install(".")
+    session.run("upstream-sync", "queue", *session.posargs)
+    session.run("upstream-sync", "audit", *session.posargs)
+
+
+@nox.session(default=False)
+def oracle(session: nox.Session) -> None:
+    """Step 6: build the oracle virtualenv at the pin (or --commit) and verify it."""
+    _cli(session, "oracle", "build")
+
+
+@nox.session(default=False)
+def golden(session: nox.Session) -> None:
+    """Step 6: regenerate goldens with the verified oracle (PENDING off gate hosts)."""
+    _cli(session, "golden")
+
+
+@nox.session(default=False)
+def parity(session: nox.Session) -> None:
+    """Step 6: run the parity suites and record the gates."""
+    _cli(session, "parity")
+
+
+@nox.session(default=False)
+def check(session: nox.Session) -> None:
+    """CI: every record invariant, one line per violation."""
+    _cli(session, "check")
+
+
+@nox.session(name="check-commit", default=False)
+def check_commit(session: nox.Session) -> None:
+    """CI: refuse commits that mix a sync cycle with feature work."""
+    _cli(session, "check-commit")
 
 
 @nox.session
@@ -22,19 +87,12 @@ def tests(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """Ruff and strict mypy."""
     session.install(".", *nox.project.dependency_groups(PYPROJECT, "lint"))
-    session.run("ruff", "check", "sync", "tests", "noxfile.py")
+    session.run("ruff", "check", "sync", "tests", "noxfile.py", "examples")
     session.run("mypy", *session.posargs)
 
 
 @nox.session(default=False)
-def status(session: nox.Session) -> None:
-    """How far behind upstream the port is and what blocks the advance."""
+def bench(session: nox.Session) -> None:
+    """Measure the speed and memory bars (10,000-commit synthetic upstream, 2,000-file port)."""
     session.install(".")
-    session.run("upstream-sync", "status", *session.posargs)
-
-
-@nox.session(default=False)
-def check(session: nox.Session) -> None:
-    """Every record invariant (what a port's CI runs on each change)."""
-    session.install(".")
-    session.run("upstream-sync", "check", *session.posargs)
+    session.run("python", "-m", "sync.bench", *session.posargs)

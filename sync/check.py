@@ -10,7 +10,7 @@ import argparse
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import cycle, decisions, ledger, oraclefile, paragraph, pins, spans
+from . import cycle, decisions, events, ledger, oraclefile, paragraph, pincopies, pins, spans
 from .atomic import read_text
 from .cli import Context, add_json
 from .errors import CheckFailed, SyncError
@@ -73,8 +73,13 @@ def findings(port: Port, *, with_audit: bool = True) -> tuple[list[Finding], lis
     dec = port.sync_dir / decisions.FILE
     _guard(out, lambda: _discard(decisions.load(dec, rel=port.rel(dec))))
     _guard(out, lambda: _discard(cycle.load(port)))
-    for extra in EXTRA_CHECKS:
-        out.extend(extra(port, pin, notes))
+    try:
+        out.extend(Finding(x) for x in events.verify(port))
+        out.extend(Finding(x) for x in events.git_edits(port))
+    except SyncError as exc:
+        out.append(Finding(str(exc)))
+    if pin is not None:
+        out.extend(Finding(text, sev) for text, sev in pincopies.findings(port, pin))
     if with_audit and pin is not None:
         out.extend(_audit(port, pin, notes))
     return out, notes
@@ -103,10 +108,6 @@ def _audit(port: Port, pin: pins.Pin, notes: list[str]) -> list[Finding]:
                            "ledger note — bump the header or add a ledger row naming the file",
                            severity))
     return out
-
-
-# Further invariants (state events, pin copies) register here from their own modules.
-EXTRA_CHECKS: list[Callable[[Port, pins.Pin | None, list[str]], list[Finding]]] = []
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

@@ -24,7 +24,11 @@ COMMAND_MODULES = (
     "fetch",
     "syncrun",
     "decide",
+    "port_cmd",
+    "oracle_cmd",
+    "advance",
     "check",
+    "commitcheck",
 )
 
 
@@ -46,6 +50,11 @@ class Context:
             if self._port.example:
                 self.note(f"no port configured: running on the bundled example at "
                           f"{self._port.root}")
+            from .txn import recover
+
+            done = recover(self._port.sync_dir)
+            if done:
+                self.note(f"note: {done}")
         return self._port
 
     def note(self, message: str) -> None:
@@ -75,7 +84,19 @@ def build_parser() -> argparse.ArgumentParser:
     for name in COMMAND_MODULES:
         module = importlib.import_module(f"sync.{name}")
         module.register(sub)
+    _share_globals(sub)
     return parser
+
+
+def _share_globals(sub: argparse._SubParsersAction[Any]) -> None:
+    """Accept --port/--debug after the subcommand too (`nox -s sync -- --port DIR`)."""
+    for child in set(sub.choices.values()):
+        child.add_argument("--port", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+        child.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                           help=argparse.SUPPRESS)
+        for action in child._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                _share_globals(action)
 
 
 def add_json(p: argparse.ArgumentParser) -> None:
@@ -103,6 +124,10 @@ def main(argv: list[str] | None = None, *, out: TextIO | None = None,
             traceback.print_exc(file=err)
         print(f"upstream-sync: error: {exc}", file=err)
         return exc.exit_code
+    except BrokenPipeError:
+        # The reader went away (`| head`): not an error of ours, and nothing left to say.
+        sys.stderr = open(os.devnull, "w")  # noqa: SIM115
+        return 0
     except KeyboardInterrupt:
         print("upstream-sync: interrupted", file=err)
         return 130

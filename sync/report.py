@@ -25,7 +25,7 @@ UNPARSED = "Unparsed lines (kept verbatim)"
 NOTES = "Notes"
 NONE = "_None._"
 
-_SUBJECT_ESC = re.compile(r"([\\`*_\[\]<>|#~])")
+_SUBJECT_ESC = re.compile(r"([\\`*_\[\]<>|~])")
 _REASON_ESC = re.compile(r"([\\`*\[\]<>|])")
 _UNESC = re.compile(r"\\(.)")
 
@@ -226,6 +226,7 @@ class ReadBack:
     unparsed: tuple[str, ...]
     notes: str
     state: State | None
+    unmet: tuple[str, ...] = ()
 
 
 _ENTRY_HEAD = re.compile(r"^- `([0-9a-f]{7,40})` ")
@@ -263,6 +264,7 @@ def read_back(text: str, prefixes: dict[str, str]) -> ReadBack:
     entries: list[ParsedEntry] = []
     unparsed: list[str] = []
     notes: list[str] = []
+    unmet: list[str] = []
     state: State | None = None
     section = ""
     for raw in text.splitlines():
@@ -275,6 +277,8 @@ def read_back(text: str, prefixes: dict[str, str]) -> ReadBack:
             continue
         if section == NOTES:
             notes.append(raw)
+        elif section == "Carry-over" and raw.startswith("- unmet: "):
+            unmet.append(raw.removeprefix("- unmet: "))
         elif section == UNPARSED:
             if raw.strip() and raw.strip() != NONE:
                 unparsed.append(raw)
@@ -287,4 +291,5 @@ def read_back(text: str, prefixes: dict[str, str]) -> ReadBack:
                 unparsed.append(raw)
             else:
                 entries.append(parsed)
-    return ReadBack(tuple(entries), tuple(unparsed), "\n".join(notes).strip("\n"), state)
+    return ReadBack(tuple(entries), tuple(unparsed), "\n".join(notes).strip("\n"), state,
+                    tuple(unmet))

@@ -125,6 +125,6 @@ def _print(doc: dict[str, Any], ctx: Context) -> None:
             counts = ", ".join(f"{v} {k}" for k, v in c["counts"].items())
             say(f"  report {c['report']} [{c['state']}]: {counts}")
             for line in c["carry_over"] or []:
-                say(f"  blocks advance: {line.removeprefix('- ')}")
+                say(f"  carry-over: {line.removeprefix('- ')}")
     else:
         say("cycle: none open (run 'upstream-sync fetch' or 'nox -s sync')")

@@ -62,7 +62,14 @@ def moves(commits: list[history.Commit], surf: surface.Surface) -> tuple[report.
 
 
 def run_cycle(port: Port, ctx: Context | None = None, *, target: str | None = None,
-              retarget: bool = False, allow_divergent: bool = False) -> Result:
+              retarget: bool = False, allow_divergent: bool = False,
+              write_report: bool = True, state: report.State | None = None,
+              unmet: tuple[str, ...] | None = None) -> Result:
+    """Enumerate, classify and (unless `write_report` is False) write the report.
+
+    `state` and `unmet` come from `advance`: a refused advance marks the report STALLED
+    and lists the unmet preconditions in its carry-over until a later advance clears them.
+    """
     prefs = preferences(port)
     ref = prefs.reference()
     pin = pins.load(port.protocol).pin
@@ -97,9 +104,14 @@ def run_cycle(port: Port, ctx: Context | None = None, *, target: str | None = No
         back = report.read_back(read_text(path), prefixes)
         by_prefix = {e.sha[: report.SHA_LEN]: e for e in entries}
         today = datetime.now(UTC).strftime("%Y-%m-%d")
+        written = _previous_lines(path.with_suffix(".json"))
         for pe in back.entries:
             e = by_prefix[pe.sha_prefix[: report.SHA_LEN]]
-            if pe.line != report.entry_line(e):
+            # A hand edit is a line that differs from what the last run wrote (its JSON
+            # companion), not from what this run would write: a `decide` since then changes
+            # the rendering without anyone editing the report.
+            before = written.get(e.sha, report.entry_line(e))
+            if pe.line != before:
                 if pe.auto_rule is not None and (pe.disposition, pe.reason) == (e.disposition,
                                                                                  e.reason):
                     continue  # only the escaping or auto tag text differs: nothing decided
@@ -116,7 +128,7 @@ def run_cycle(port: Port, ctx: Context | None = None, *, target: str | None = No
         date=c.frozen_at[:10], pin=pin.commit, pin_runtime=pin.runtime_version, target=c.target,
         target_ref=c.target_ref, reference_path=str(ref.path),
         reference_head=gitio.head_sha(ref) or "", reference_dirty=gitio.is_dirty(ref),
-        stats=stats, state=(back.state if back and back.state else "ACTIVE"),
+        stats=stats, state=state or (back.state if back and back.state else "ACTIVE"),
         entries=tuple(entries),
         reverts=tuple(sorted(history.find_reverts(commits).items())),
         duplicates=tuple(history.find_duplicates(ref, commits)),
@@ -125,16 +137,32 @@ def run_cycle(port: Port, ctx: Context | None = None, *, target: str | None = No
         file_pins=pins_summary.lines, file_pin_counts=pins_summary.counts,
         gates=tuple(gates.render_section(gates.load(port, c.target)).splitlines()),
         gate_docs=tuple(g.as_doc() for g in gates.load(port, c.target)),
-        carry_over=tuple(carry.lines(port, c, entries)),
+        carry_over=tuple(
+            [f"- unmet: {u}" for u in (unmet if unmet is not None else
+                                       back.unmet if back and back.state == "STALLED" else ())]
+            + carry.lines(port, c, entries)),
         unparsed=back.unparsed if back else (), notes=back.notes if back else "",
         enumerated=len(commits), divergent=divergent,
     )
+    if not write_report:
+        return Result(model, path, path.with_suffix(".json"), warnings=tuple(warnings))
     with port_lock(port.sync_dir / ".lock"):
         if new:
             decisions.save(dec_path, decided)
         write(port, path, model)
     return Result(model, path, path.with_suffix(".json"), warnings=tuple(warnings),
                   new_decisions=new)
+
+
+def _previous_lines(json_path: Path) -> dict[str, str]:
+    """Entry lines as the last run wrote them, rebuilt from its JSON companion."""
+    try:
+        doc = json.loads(read_text(json_path))
+        return {d["sha"]: report.entry_line(classify.Entry(
+            d["sha"], d["pr"], d["subject"], d["disposition"], d["reason"], d["rule"], d["auto"],
+            tuple(d["upstream_paths"]), tuple(d["port_files"]))) for d in doc["entries"]}
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
 
 
 def write(port: Port, path: Path, model: report.Model) -> None:

@@ -1,0 +1,86 @@
+"""`check-commit`: never mix a sync cycle with feature work in one commit.
+
+A commit fails when it touches both sync-owned records (pin block, oracle files,
+files holding pin spans, sync reports, decisions, state events) and feature paths
+(configurable globs). One `git log -z --name-only` for the whole range.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from . import gitio, spans
+from .cli import Context, add_json
+from .errors import CheckFailed, UsageError
+from .port import Port
+from .surface import glob_match
+
+
+def sync_owned(port: Port) -> tuple[set[str], tuple[str, ...]]:
+    """Exact sync-owned paths and sync-owned globs (port-relative)."""
+    cfg = port.config
+    exact = {cfg.protocol}
+    exact.update(port.rel(p) for p in spans.files(port.root, cfg.span_globs)
+                 if "<!--pin:" in p.read_text(encoding="utf-8", errors="replace"))
+    globs = (cfg.oracles, cfg.sync_dir.rstrip("/") + "/**")
+    return exact, globs
+
+
+def parse_range(spec: str) -> list[str]:
+    if ".." in spec:
+        a, _, b = spec.partition("..")
+        if b.startswith("."):
+            raise UsageError(f"range {spec!r}: use A..B", "three-dot ranges are not supported")
+        return [f"{gitio.check_rev(a)}..{gitio.check_rev(b)}"]
+    return ["-1", gitio.check_rev(spec)]
+
+
+def offenders(port: Port, spec: str) -> list[tuple[str, str, list[str], list[str]]]:
+    exact, globs = sync_owned(port)
+    proc = gitio.run(port.root, ["log", "--no-merges", "--format=%x1e%H%x1f%s", "--name-only",
+                                 "-z", "--end-of-options", *parse_range(spec), "--"],
+                     check=False)
+    if proc.returncode != 0:
+        raise UsageError(f"cannot read the range {spec!r} in {port.root}",
+                         "give A..B or one commit that exists in the port repository")
+    out = []
+    for record in proc.stdout.decode("utf-8", "replace").split("\x1e")[1:]:
+        head, _, rest = record.partition("\0")
+        sha, _, subject = head.partition("\x1f")
+        subject = subject.split("\n")[0]
+        paths = [p.strip("\n") for p in rest.split("\0") if p.strip("\n")]
+        owned = [p for p in paths if p in exact or any(glob_match(p, g) for g in globs)]
+        feature = [p for p in paths if p not in owned
+                   and any(glob_match(p, g) for g in port.config.feature_globs)]
+        if owned and feature:
+            out.append((sha, subject, owned, feature))
+    return out
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("check-commit", help="refuse commits that mix sync records with feature "
+                       "work", description="Fail on any commit in RANGE that touches both "
+                       "sync-owned records and feature paths (check.feature_globs).")
+    p.add_argument("range", nargs="?", default="HEAD",
+                   help="A..B, or one commit (default: HEAD)")
+    add_json(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, ctx: Context) -> int:
+    bad = offenders(ctx.port, args.range)
+    if ctx.json:
+        ctx.emit_json({"ok": not bad, "commits": [
+            {"sha": s, "subject": subj, "sync_paths": o, "feature_paths": f}
+            for s, subj, o, f in bad]})
+    else:
+        for sha, subject, owned, feature in bad:
+            print(f"{sha[:10]} {subject}: mixes sync records ({', '.join(owned)}) with feature "
+                  f"work ({', '.join(feature)})", file=ctx.out)
+    if bad:
+        raise CheckFailed(f"{len(bad)} commit(s) mix a sync cycle with feature work",
+                          "split each into a sync commit and a feature commit")
+    if not ctx.json:
+        print(f"check-commit: no commit in {args.range} mixes sync records with feature work",
+              file=ctx.out)
+    return 0
