@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -38,6 +39,7 @@ from .fetch import preferences
 from .port import Port
 
 CORE = "vllm"
+_ADVANCED = re.compile(r"^- Cycle state: ADVANCED\r?$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -69,7 +71,7 @@ def preconditions(port: Port, ctx: Context | None) -> tuple[list[str], dict[str,
     if not path.exists():
         unmet.append(f"no sync report for the target {c.target[:10]} — run 'upstream-sync sync'")
         return unmet, seen
-    if "- Cycle state: ADVANCED" in read_text(path):
+    if _advanced(read_text(path)):
         unmet.append(f"the cycle to {c.target[:10]} already advanced — fetch a new target")
         return unmet, seen
     result = syncrun.run_cycle(port, ctx, write_report=False)
@@ -178,7 +180,7 @@ def _report_bytes(port: Port, result: syncrun.Result, state: report.State) -> di
                                      if not x.startswith("- unmet: ")))
     doc = report.to_json(model, port.rel(result.path))
     return {result.path: report.render(model).encode(),
-            result.json_path: (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode()}
+            result.json_path: report.dump_json(doc).encode()}
 
 
 def diff(p: Plan, port: Port) -> str:
@@ -190,9 +192,12 @@ def diff(p: Plan, port: Port) -> str:
     return "".join(out)
 
 
-def stall(port: Port, ctx: Context, unmet: list[str]) -> None:
+def stall(port: Port, ctx: Context, unmet: list[str]) -> bool:
+    """Mark the report STALLED and append one stall event; False when the cycle advanced."""
     c = cycle.require(port)
     path = syncrun.report_path(port, c)
+    if path.exists() and _advanced(read_text(path)):
+        return False  # a re-run after the advance: nothing stalled
     if path.exists():
         syncrun.run_cycle(port, ctx, state="STALLED", unmet=tuple(unmet))
     evs = events.load_all(port)
@@ -202,6 +207,11 @@ def stall(port: Port, ctx: Context, unmet: list[str]) -> None:
         with port_lock(port.sync_dir / ".lock"):
             events.append(port, "stall", pin_before=pin.commit, pin_after=pin.commit,
                           report=rel, detail="; ".join(unmet)[:2000])
+    return True
+
+
+def _advanced(report_text: str) -> bool:
+    return _ADVANCED.search(report_text) is not None
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -244,11 +254,10 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     if unmet:
         for line in unmet:
             print(f"unmet: {line}", file=ctx.out)
-        if not args.dry_run:
-            stall(port, ctx, unmet)
+        stalled = not args.dry_run and stall(port, ctx, unmet)
         raise BlockedCycle(f"the advance is refused: {len(unmet)} unmet precondition(s)",
                            "fix each 'unmet' line above, then run advance again"
-                           + ("" if args.dry_run else "; the report is STALLED with them"))
+                           + ("; the cycle is STALLED with them" if stalled else ""))
     p = plan(port, seen, release_label=args.release_label)
     result = seen["result"]
     assert isinstance(result, syncrun.Result)
@@ -297,6 +306,28 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     return 0
 
 
+def _reopened(port: Port, rel: str) -> dict[Path, bytes]:
+    """The rolled-back cycle's report and JSON marked ACTIVE again: its target is open anew.
+
+    Left ADVANCED, the report would refuse every later advance to the same target.
+    """
+    path = port.root / rel
+    if not path.is_file():
+        return {}
+    text = read_text(path)
+    out = {path: _ADVANCED.sub("- Cycle state: ACTIVE", text, count=1).encode()}
+    jpath = path.with_suffix(".json")
+    if jpath.is_file():
+        try:
+            doc = json.loads(read_text(jpath))
+        except ValueError:
+            doc = None  # the next 'sync' rewrites it from the report
+        if isinstance(doc, dict) and doc.get("state") == "ADVANCED":
+            doc["state"] = "ACTIVE"
+            out[jpath] = (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode()
+    return out
+
+
 def run_rollback(args: argparse.Namespace, ctx: Context) -> int:
     port = ctx.port
     evs = events.load_all(port)
@@ -330,6 +361,7 @@ def run_rollback(args: argparse.Namespace, ctx: Context) -> int:
         if found:
             writes[path] = spans.rewrite(current, found, commit=old.commit,
                                          label=old.public_version).encode()
+    writes.update(_reopened(port, last.report))
     prefs = preferences(port)
     try:
         env = oracle.env_path(oracle.oracle_home(port, prefs), CORE, old.commit)

@@ -39,22 +39,28 @@ def ported(entry: Entry, ledger_text: str) -> bool:
         entry.sha[:10] in ledger_text)
 
 
-def annotated(entry: Entry, inventory_text: str) -> bool:
-    return entry.pr is not None and re.search(rf"vllm#{entry.pr}\b", inventory_text) is not None
+def inventory_prs(inventory_text: str) -> set[int]:
+    return {int(n) for n in re.findall(r"vllm#(\d+)\b", inventory_text)}
+
+
+def annotated(entry: Entry, prs: set[int]) -> bool:
+    return entry.pr is not None and entry.pr in prs
 
 
 def own_lines(port: Port, target: str, entries: Iterable[Entry]) -> list[str]:
     led = _ledger_text(port)
-    inv = _inventory_text(port)
-    out = []
+    inv = inventory_prs(_inventory_text(port))
+    groups: dict[str, list[str]] = {"UNCLASSIFIED": [], "PORT-NOW": [], "INVENTORY": []}
     for e in entries:
         pr = f"vllm#{e.pr}" if e.pr is not None else "(no PR)"
         if e.disposition == "PORT-NOW" and not ported(e, led):
-            out.append(f"- PORT-NOW open: `{e.sha[:10]}` {pr} (no ledger row yet)")
+            groups["PORT-NOW"].append(f"- PORT-NOW open: `{e.sha[:10]}` {pr} (no ledger row yet)")
         elif e.disposition == "INVENTORY" and not annotated(e, inv):
-            out.append(f"- INVENTORY unannotated: `{e.sha[:10]}` {pr} (not in the inventory)")
+            groups["INVENTORY"].append(
+                f"- INVENTORY unannotated: `{e.sha[:10]}` {pr} (not in the inventory)")
         elif e.disposition == "UNCLASSIFIED":
-            out.append(f"- UNCLASSIFIED: `{e.sha[:10]}` {pr} (decide it)")
+            groups["UNCLASSIFIED"].append(f"- UNCLASSIFIED: `{e.sha[:10]}` {pr} (decide it)")
+    out = [line for group in groups.values() for line in group]
     for g in gates.load(port, target):
         if g.status != "PASS":
             out.append(f"- gate {g.name} {g.status}" + (f": run `{g.handoff}`" if g.handoff

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import json
 import os
 import sys
 import traceback
@@ -62,8 +61,9 @@ class Context:
         print(message, file=self.err, flush=True)
 
     def emit_json(self, doc: Any) -> None:
-        json.dump(doc, self.out, indent=2, sort_keys=False, ensure_ascii=False)
-        self.out.write("\n")
+        from .report import dump_json
+
+        self.out.write(dump_json(doc))
 
 
 class _Parser(argparse.ArgumentParser):

@@ -285,15 +285,15 @@ def _candidate_keys(commit: Commit, listed: set[str], shas: Sequence[str]) -> It
         origin = _lookup(picked.group(1), listed, shas) or picked.group(1)
         if origin != commit.sha:
             yield ("picked", origin)
-    yield ("changes", frozenset((c.status, c.path, c.old_path) for c in commit.changes))
 
 
 def find_duplicates(ref: gitio.Reference, commits: list[Commit]) -> list[tuple[str, ...]]:
     """Groups (size >= 2, upstream order) of patch-identical commits, e.g. cherry-picks.
 
-    Candidates are chosen in Python (same normalised subject, a cherry-pick trailer naming
-    another listed commit or the same origin, or the same changed paths and statuses);
-    only those are diffed, in one `git diff-tree --stdin` fed to one `git patch-id`.
+    Candidates are chosen in Python (same normalised subject, or a cherry-pick trailer
+    naming another listed commit or the same origin); only those are diffed, in one
+    `git diff-tree --stdin` fed to one `git patch-id`. Both run even with no candidates,
+    so the number of git processes per sync never depends on the range.
     """
     shas = [c.sha for c in commits]
     listed = set(shas)
@@ -304,8 +304,6 @@ def find_duplicates(ref: gitio.Reference, commits: list[Commit]) -> list[tuple[s
         for key in _candidate_keys(commit, listed, shas):
             buckets.setdefault(key, []).append(index)
     candidates = sorted({i for members in buckets.values() if len(members) > 1 for i in members})
-    if not candidates:
-        return []
     stdin = b"".join(commits[i].sha.encode() + b"\n" for i in candidates)
     # Renames off, as `git cherry` computes patch ids, so identity is about content;
     # full blob ids so binary changes (hashed by id, having no hunks) cannot collide.

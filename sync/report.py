@@ -8,6 +8,7 @@ free-text Notes section (kept as is).
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -173,6 +174,25 @@ def render(m: Model) -> str:
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
+def dump_json(doc: Any) -> str:
+    """JSON one top-level key (and one list item) per line.
+
+    `json.dumps(indent=...)` falls back to the pure-Python encoder, 25x slower on a
+    10,000-entry report; this keeps the C encoder and a diffable layout.
+    """
+    if not isinstance(doc, dict):
+        return json.dumps(doc, ensure_ascii=False) + "\n"
+    lines = []
+    for key, value in doc.items():
+        head = f"  {json.dumps(key)}: "
+        if isinstance(value, list) and value:
+            items = ",\n".join("    " + json.dumps(v, ensure_ascii=False) for v in value)
+            lines.append(f"{head}[\n{items}\n  ]")
+        else:
+            lines.append(head + json.dumps(value, ensure_ascii=False))
+    return "{\n" + ",\n".join(lines) + "\n}\n"
+
+
 def entry_doc(e: Entry) -> dict[str, Any]:
     return {"sha": e.sha, "pr": e.pr, "subject": e.subject, "disposition": e.disposition,
             "reason": e.reason, "rule": e.rule, "auto": e.auto,
@@ -268,11 +288,13 @@ def read_back(text: str, prefixes: dict[str, str]) -> ReadBack:
     state: State | None = None
     section = ""
     for raw in text.splitlines():
-        if raw.startswith("- Cycle state: "):
+        if section == "" and raw.startswith("- Cycle state: "):
             value = raw.removeprefix("- Cycle state: ").strip()
             if value in ("ACTIVE", "STALLED", "ADVANCED"):
                 state = value  # type: ignore[assignment]
-        if raw.startswith("## "):
+        # Notes is the last section and free text: a heading a human writes there is part of
+        # the notes, not the end of them (or everything after it would be lost on re-render).
+        if raw.startswith("## ") and section != NOTES:
             section = raw[3:].strip()
             continue
         if section == NOTES:

@@ -29,7 +29,7 @@ from . import (
 )
 from .atomic import port_lock, read_text, write_text
 from .cli import Context, add_json
-from .errors import UsageError
+from .errors import EnvironmentUnresolved, UsageError
 from .fetch import freeze, preferences
 from .port import Port
 
@@ -74,8 +74,10 @@ def run_cycle(port: Port, ctx: Context | None = None, *, target: str | None = No
     ref = prefs.reference()
     pin = pins.load(port.protocol).pin
     if not gitio.has_commit(ref, pin.commit):
-        raise UsageError(f"the pin {pin.commit[:10]} is not in the reference checkout {ref.path}",
-                         "run 'upstream-sync fetch' (or fetch the pin's branch) first")
+        # The checkout, not the command line, is what is wrong: the same code `status` uses.
+        raise EnvironmentUnresolved(
+            f"the pin {pin.commit[:10]} is not in the reference checkout {ref.path}",
+            "run 'upstream-sync fetch' (or fetch the pin's branch) first")
     frozen = freeze(port, ref, prefs, pin.commit, target, retarget)
     c = frozen.cycle
     if frozen.moved and ctx is not None:
@@ -170,7 +172,7 @@ def write(port: Port, path: Path, model: report.Model) -> None:
     doc = report.to_json(model, port.rel(path))
     if not path.exists() or read_text(path) != text:
         write_text(path, text)
-    body = json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+    body = report.dump_json(doc)
     jpath = path.with_suffix(".json")
     if not jpath.exists() or read_text(jpath) != body:
         write_text(jpath, body)
