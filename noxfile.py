@@ -65,6 +65,12 @@ def parity(session: nox.Session) -> None:
 
 
 @nox.session(default=False)
+def advance(session: nox.Session) -> None:
+    """Step 7: advance the parity pin from the measured oracle, or stall with what is left."""
+    _cli(session, "advance")
+
+
+@nox.session(default=False)
 def check(session: nox.Session) -> None:
     """CI: every record invariant, one line per violation."""
     _cli(session, "check")

@@ -39,7 +39,7 @@ from .fetch import preferences
 from .port import Port
 
 CORE = "vllm"
-_ADVANCED = re.compile(r"^- Cycle state: ADVANCED\r?$", re.MULTILINE)
+_ADVANCED = re.compile(r"^- Cycle state: ADVANCED(?=\r?$)", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -239,6 +239,17 @@ def _staged_elsewhere(port: Port, own: set[str]) -> list[str]:
     return [p for p in out.split("\0") if p and p not in own]
 
 
+def _refuse_foreign_staged(port: Port, commit: bool, writes: dict[Path, bytes]) -> None:
+    if not commit:
+        return
+    if not (port.root / ".git").exists():
+        raise UsageError(f"{port.root} is not a git repository", "drop --commit")
+    other = _staged_elsewhere(port, {port.rel(k) for k in writes})
+    if other:
+        raise UsageError(f"other paths are staged: {', '.join(other[:5])}",
+                         "unstage them: a sync commit carries sync records only")
+
+
 def _git_commit(port: Port, paths: list[Path], subject: str, body: str) -> str:
     rels = [port.rel(p) for p in paths]
     gitio.run(port.root, ["add", "--", *rels])
@@ -272,11 +283,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         print(f"dry run: would advance {p.old.commit[:10]} → {p.new.commit[:10]}; nothing "
               "written", file=ctx.out)
         return 0
-    if args.commit:
-        other = _staged_elsewhere(port, {port.rel(k) for k in writes})
-        if other:
-            raise UsageError(f"other paths are staged: {', '.join(other[:5])}",
-                             "unstage them: a sync commit carries sync records only")
+    _refuse_foreign_staged(port, args.commit, writes)
     with port_lock(port.sync_dir / ".lock"):
         again = events.staged(port, "advance")[0]
         if again != ev_path:
@@ -373,6 +380,7 @@ def run_rollback(args: argparse.Namespace, ctx: Context) -> int:
                                       supersedes=last.index,
                                       detail=json.dumps({"oracle_env": env_note}))
     writes[ev_path] = ev_bytes
+    _refuse_foreign_staged(port, args.commit, writes)
     with port_lock(port.sync_dir / ".lock"):
         txn.commit(port.sync_dir, writes)
     sha = None

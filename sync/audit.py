@@ -41,7 +41,7 @@ class Audit:
     control_ok: bool
 
     def counts(self) -> dict[str, int]:
-        out = {s: 0 for s in ORDER}
+        out: dict[str, int] = {s: 0 for s in ORDER}
         for f in self.files:
             out[f.status] += 1
         return out
@@ -57,8 +57,10 @@ def run_audit(port: Port, ref: gitio.Reference, pin: str, upstream_ref: str,
     shas = {c.sha for h in surf.file_headers.values() for c in h.citations if c.sha}
     shas.update(c.sha for c in control.citations if c.sha)
     status = headers.classify_shas(ref, pin, sorted(shas), upstream_ref)
+    # The control goes through the same aggregation as every real file, not just the probe.
     control_ok = (control.kind == "PORTED" and len(control.citations) == 1
-                  and status.get(pin[:10]) == "at-pin")
+                  and control.citations[0].path == CONTROL_PATH
+                  and _file_status(CONTROL_PATH, control, status, None).status == "at-pin")
     ledger_path = port.root / port.config.ledger
     table = None
     if ledger_path.exists():

@@ -64,7 +64,7 @@ def findings(port: Port, *, with_audit: bool = True) -> tuple[list[Finding], lis
             out.append(Finding(str(exc)))
             continue
         if of.id == "vllm" and pin is not None:
-            out.extend(Finding(f"{port.rel(path)}: {x}") for x in oraclefile.agreement(of, pin))
+            out.extend(Finding(x) for x in oraclefile.agreement(of, pin))
     if pin is not None:
         out.extend(Finding(x) for x in spans.check(port.root, port.config.span_globs, pin))
     ledger_path = port.root / port.config.ledger
@@ -82,7 +82,13 @@ def findings(port: Port, *, with_audit: bool = True) -> tuple[list[Finding], lis
         out.extend(Finding(text, sev) for text, sev in pincopies.findings(port, pin))
     if with_audit and pin is not None:
         out.extend(_audit(port, pin, notes))
-    return out, notes
+    return [Finding(_relative(port, f.text), f.severity) for f in out], notes
+
+
+def _relative(port: Port, text: str) -> str:
+    """Loaders name a file by its absolute path; every line of `check` names it port-relative."""
+    root = f"{port.root}/"
+    return text[len(root):] if text.startswith(root) else text
 
 
 def _audit(port: Port, pin: pins.Pin, notes: list[str]) -> list[Finding]:

@@ -65,7 +65,7 @@ def _parse(path: Path, rel: str) -> Event:
     data = path.read_bytes()
     try:
         doc = tomllib.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as exc:
         raise MalformedRecord(f"state event is not valid TOML ({exc})",
                               "restore it from git: events are immutable", path=rel) from None
     keys = set(EventDoc.__annotations__)
@@ -74,11 +74,20 @@ def _parse(path: Path, rel: str) -> Event:
         raise MalformedRecord(f"state event has wrong keys ({', '.join(missing)})",
                               "restore it from git: events are immutable", path=rel)
     if doc["kind"] not in KINDS or doc["schema"] != SCHEMA:
-        raise MalformedRecord(f"state event kind {doc['kind']!r} / schema {doc['schema']!r}",
+        raise MalformedRecord(f"state event kind {str(doc['kind'])[:40]!r} / schema "
+                              f"{str(doc['schema'])[:40]!r}",
                               "restore it from git: events are immutable", path=rel)
-    return Event(int(doc["index"]), doc["kind"], str(doc["time"]), str(doc["pin_before"]),
-                 str(doc["pin_after"]), str(doc["report"]), int(doc["supersedes"]),
-                 str(doc["previous_hash"]), str(doc["detail"]), path,
+    # Type checks, not int()/str(): `index = "x"` would escape as a ValueError and
+    # `detail = [..]` would pass as text.
+    ints = ("index", "supersedes")
+    for key in keys - {"schema", "kind"}:
+        want: type = int if key in ints else str
+        if not isinstance(doc[key], want) or isinstance(doc[key], bool):
+            what = "an integer" if want is int else "a string"
+            raise MalformedRecord(f"state event {key} is not {what}",
+                                  "restore it from git: events are immutable", path=rel)
+    return Event(doc["index"], doc["kind"], doc["time"], doc["pin_before"], doc["pin_after"],
+                 doc["report"], doc["supersedes"], doc["previous_hash"], doc["detail"], path,
                  hashlib.sha256(data).hexdigest())
 
 
@@ -122,9 +131,6 @@ def verify(port: Port, events: list[Event] | None = None) -> list[str]:
 
 def append(port: Port, kind: Kind, *, pin_before: str, pin_after: str, report: str,
            supersedes: int = 0, detail: str = "") -> Event:
-    problems = verify(port)
-    if problems:
-        raise MalformedRecord(problems[0], "repair the event chain before appending")
     path, data = staged(port, kind, pin_before=pin_before, pin_after=pin_after, report=report,
                         supersedes=supersedes, detail=detail)
     if path.exists():
@@ -135,8 +141,14 @@ def append(port: Port, kind: Kind, *, pin_before: str, pin_after: str, report: s
 
 
 def staged(port: Port, kind: Kind, **fields: str | int) -> tuple[Path, bytes]:
-    """The path and bytes `append` would write, for an all-or-nothing advance."""
+    """The path and bytes `append` would write, for an all-or-nothing advance.
+
+    Refused on a broken chain, whoever appends: nothing builds on a record that was edited.
+    """
     evs = load_all(port)
+    problems = verify(port, evs)
+    if problems:
+        raise MalformedRecord(problems[0], "repair the event chain before appending")
     index = len(evs) + 1
     doc: dict[str, str | int] = {"schema": SCHEMA, "index": index, "kind": kind,
            "time": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),

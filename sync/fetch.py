@@ -41,6 +41,10 @@ def freeze(port: Port, ref: gitio.Reference, prefs: Preferences, pin: str,
     if current is not None and current.pin == pin and target is None and not retarget:
         moved = sha if sha != current.target else None
         return Frozen(current, moved)
+    if current is not None and current.pin == pin and sha == current.target:
+        # Naming the frozen target again is the same cycle: re-saving would restamp its date
+        # and start a second report for it instead of updating the one it has.
+        return Frozen(current, None)
     return Frozen(cycle.save(port, pin, sha, want), None)
 
 

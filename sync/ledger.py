@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .atomic import read_text, write_text
-from .errors import MalformedRecord
+from .errors import MalformedRecord, UsageError
 
 COLUMNS = ("Date / commit", "What it does", "Upstream equivalent", "Parity status")
 _SEP = re.compile(r"^\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
@@ -86,18 +86,46 @@ def load(path: Path, *, rel: str) -> Table:
     if not path.exists():
         raise MalformedRecord("the parity ledger does not exist", "create it with the table "
                               "header " + " | ".join(COLUMNS), path=rel)
-    return find_table(read_text(path), path=rel)
+    return find_table(_read(path, rel), path=rel)
+
+
+def _read(path: Path, rel: str) -> str:
+    try:
+        return read_text(path)
+    except UnicodeDecodeError:
+        raise MalformedRecord("not UTF-8", "re-save it as UTF-8", path=rel) from None
+
+
+def render_row(cells: tuple[str, str, str, str]) -> str:
+    if any(not escape_cell(c) for c in cells):
+        raise UsageError("every ledger column needs a value", "fill all four")
+    return "| " + " | ".join(escape_cell(c) for c in cells) + " |"
+
+
+def appended(text: str, cells: tuple[str, str, str, str], *, rel: str) -> tuple[str, str]:
+    """(new text, row): `text` with one row added after the table's last row.
+
+    Fails closed: the new text must read back as the same table plus exactly this row,
+    and every byte before and after the insertion must be the old file's.
+    """
+    table = find_table(text, path=rel)
+    row = render_row(cells)
+    lead = table.newline if table.needs_newline else ""
+    new = text[: table.insert_at] + lead + row + table.newline + text[table.insert_at:]
+    again = find_table(new, path=rel)
+    want = tuple(escape_cell(c) for c in cells)
+    if again.rows[:-1] != table.rows or again.rows[-1].cells != want:
+        raise MalformedRecord("the new row would not read back as one row of the table",
+                              "check the table's surroundings (a '|' line right after it?)",
+                              path=rel)
+    return new, row
 
 
 def append(path: Path, cells: tuple[str, str, str, str], *, rel: str) -> str:
     """Append one row; returns the row as written. Existing bytes are never changed."""
-    text = read_text(path) if path.exists() else ""
-    table = find_table(text, path=rel)
-    if any(not c.strip() for c in cells):
-        raise MalformedRecord("every ledger column needs a value", "fill all four", path=rel)
-    row = "| " + " | ".join(escape_cell(c) for c in cells) + " |"
-    lead = table.newline if table.needs_newline else ""
-    new = text[: table.insert_at] + lead + row + table.newline + text[table.insert_at:]
+    if not path.exists():
+        load(path, rel=rel)  # raises the "does not exist" refusal
+    new, row = appended(_read(path, rel), cells, rel=rel)
     write_text(path, new)
     return row
 

@@ -16,10 +16,12 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from .atomic import write_bytes
+from .atomic import port_lock, write_bytes
+from .errors import BlockedCycle
 
 JOURNAL = ".txn-journal.json"
 INTENT = ".txn-intent.json"
+LOCK = ".lock"  # the port lock every writer of the records holds
 # Tests set this to simulate a kill between two writes.
 FAULT: Callable[[str], None] | None = None
 
@@ -59,7 +61,22 @@ def _apply(state_dir: Path) -> int:
 
 
 def recover(state_dir: Path) -> str | None:
-    """Finish a committed transaction or discard an uncommitted one; say which."""
+    """Finish a committed transaction or discard an uncommitted one; say which.
+
+    Only under the lock: a transaction whose writer still holds it is in progress, not
+    interrupted, and discarding its staged files would let it replace only the rest.
+    """
+    if not ((state_dir / JOURNAL).exists() or (state_dir / INTENT).exists()):
+        return None
+    with contextlib.ExitStack() as stack:
+        try:
+            stack.enter_context(port_lock(state_dir / LOCK))
+        except BlockedCycle:
+            return None
+        return _recover(state_dir)
+
+
+def _recover(state_dir: Path) -> str | None:
     if (state_dir / JOURNAL).exists():
         n = _apply(state_dir)
         return f"finished an interrupted transaction ({n} file(s) replaced)"

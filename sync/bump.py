@@ -1,0 +1,216 @@
+"""`bump-headers`: move ported files' per-file pins to a target by rewriting SHA tokens only.
+
+The header parser gives each citation's SHA as offsets into the original text, so
+a bump replaces exactly those characters: wrapped headers, `@ pin <sha>`, several
+citations, CRLF files all keep every other byte. Anything that would make the
+header wrong instead of current is refused with the reason, and a refusal in any
+file means nothing is written: a SHA split over lines (no single token to
+rewrite), a citation without a SHA, a path the target no longer has (upstream
+moved or deleted it; the header must follow the move by hand), a citation ahead
+of the target (a bump would move it back).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from . import gitio, headers
+from .atomic import read_text, write_text
+from .errors import BlockedCycle, EnvironmentUnresolved, MalformedRecord, SyncError, UsageError
+
+MIN_LEN = 8  # a shorter abbreviation is ambiguous in a repository of vLLM's size
+FULL_LEN = 40
+
+PlanStatus = Literal["bump", "unchanged", "refused"]
+
+
+@dataclass(frozen=True)
+class Change:
+    line: int  # 1-based line of the SHA token
+    path: str  # the upstream path the citation names
+    old: str
+    new: str
+    start: int
+    end: int
+    was: headers.ShaStatus  # where the old SHA stood against the target
+
+
+@dataclass(frozen=True)
+class FilePlan:
+    file: Path
+    rel: str
+    changes: tuple[Change, ...]
+    refusal: SyncError | None
+    text: str
+    new_text: str
+
+    @property
+    def status(self) -> PlanStatus:
+        if self.refusal is not None:
+            return "refused"
+        return "bump" if self.changes else "unchanged"
+
+
+def new_token(old: str, target: str, unique: int) -> str:
+    """The target's SHA at the old token's length (at least MIN_LEN and unique; 40 stays 40)."""
+    if len(old) >= FULL_LEN:
+        return target
+    return target[: min(FULL_LEN, max(len(old), MIN_LEN, unique))]
+
+
+def unique_length(ref: gitio.Reference, target: str) -> int:
+    """The shortest unambiguous abbreviation of `target` (at least MIN_LEN), one git process."""
+    gitio.check_rev(target)
+    out = ref.git("rev-parse", f"--short={MIN_LEN}", "--end-of-options", target)
+    short = out.decode().strip()
+    if not short or not target.startswith(short):
+        raise EnvironmentUnresolved(f"git rev-parse --short gave {short!r} for {target}",
+                                    "check the reference checkout")
+    return len(short)
+
+
+def missing_paths(ref: gitio.Reference, target: str, paths: list[str]) -> set[str]:
+    """Which of `paths` the target's tree lacks (one `git cat-file --batch-check`)."""
+    wanted = [p for p in dict.fromkeys(paths) if "\n" not in p]
+    if not wanted:
+        return set()
+    gitio.check_rev(target)
+    raw = ref.git("cat-file", "--batch-check",
+                  input="".join(f"{target}:{p}\n" for p in wanted).encode())
+    rows = raw.decode("utf-8", "replace").splitlines()
+    if len(rows) != len(wanted):
+        raise EnvironmentUnresolved(
+            f"git cat-file answered {len(rows)} lines for {len(wanted)} paths in {ref.path}",
+            "check the reference checkout with 'git fsck'")
+    return {p for p, row in zip(wanted, rows, strict=True)
+            if row.endswith((" missing", " ambiguous"))}
+
+
+def resolve_target(ref: gitio.Reference, rev: str, upstream_ref: str) -> str:
+    """The full SHA `rev` names; refused unless it is a commit on the upstream line."""
+    sha = gitio.resolve(ref, rev)
+    if sha is None:
+        raise UsageError(f"{rev} is not a commit in the reference checkout {ref.path}",
+                         "fetch it, or bump to the cycle's target (the default)")
+    if gitio.resolve(ref, upstream_ref) is None:
+        raise EnvironmentUnresolved(f"{upstream_ref} does not resolve in {ref.path}",
+                                    "run 'upstream-sync fetch' first")
+    if not gitio.is_ancestor(ref, sha, upstream_ref):
+        raise UsageError(f"{rev} ({sha[:10]}) is not an upstream commit (not on {upstream_ref})",
+                         "bump headers only to a commit of the upstream line")
+    return sha
+
+
+@dataclass
+class _Draft:
+    file: Path
+    rel: str
+    text: str
+    header: headers.Header
+    refusal: SyncError | None = None
+
+
+def _read(file: Path, rel: str) -> _Draft:
+    try:
+        text = read_text(file)
+    except UnicodeDecodeError:
+        return _Draft(file, rel, "", headers.NO_HEADER,
+                      MalformedRecord("not UTF-8", "re-save it as UTF-8", path=rel))
+    header = headers.parse_header(text, rel)
+    d = _Draft(file, rel, text, header)
+    if header.kind == "NONE":
+        d.refusal = MalformedRecord(
+            "no per-file pin header (no 'Ported from: <path> @ <sha>' in the leading comment)",
+            "write the header by hand first; bump-headers only rewrites existing SHAs", path=rel)
+    elif header.kind == "ORIGINAL":
+        d.refusal = MalformedRecord(
+            f"the header declares the file original (no upstream mirror), line "
+            f"{header.start_line}", "leave it out: only ported files carry per-file pins",
+            path=rel, line=header.start_line)
+    else:
+        for c in header.citations:
+            if c.sha is None:
+                d.refusal = MalformedRecord(
+                    f"the citation of {c.path} has no SHA to rewrite",
+                    "add '@ <sha>' to it by hand", path=rel, line=c.line)
+            elif c.sha_start is None or c.sha_end is None:
+                d.refusal = MalformedRecord(
+                    f"ambiguous header: the SHA {c.sha} citing {c.path} is split across lines, "
+                    "so there is no single token to rewrite",
+                    "join the SHA onto one line by hand, then bump again", path=rel, line=c.line)
+            elif text[c.sha_start:c.sha_end] != c.sha:
+                d.refusal = MalformedRecord(
+                    f"the header's SHA {c.sha} for {c.path} is not where the parser located it",
+                    "report this header; bump it by hand", path=rel, line=c.line)
+            if d.refusal is not None:
+                break
+    return d
+
+
+def plan(ref: gitio.Reference, target: str, upstream_ref: str,
+         files: list[tuple[Path, str]]) -> list[FilePlan]:
+    """What bumping each (file, rel) to the full SHA `target` would change; writes nothing.
+
+    A constant number of git processes whatever the number of files: one cat-file for
+    the paths, three for the SHA statuses, one for the abbreviation length.
+    """
+    drafts = [_read(f, rel) for f, rel in files]
+    live = [d for d in drafts if d.refusal is None]
+    shas = sorted({c.sha for d in live for c in d.header.citations if c.sha})
+    status = headers.classify_shas(ref, target, shas, upstream_ref) if shas else {}
+    moving = [c.path for d in live for c in d.header.citations
+              if c.sha and status.get(c.sha) != "at-pin"]
+    gone = missing_paths(ref, target, moving)
+    unique = unique_length(ref, target)
+    out: list[FilePlan] = []
+    for d in drafts:
+        changes: dict[tuple[int, int], Change] = {}
+        refusal = d.refusal
+        for c in d.header.citations if refusal is None else ():
+            assert c.sha is not None and c.sha_start is not None and c.sha_end is not None
+            was = status.get(c.sha, "not-upstream")
+            if was == "at-pin":
+                continue
+            if was == "ahead":
+                refusal = BlockedCycle(
+                    f"{d.rel}:{c.line}: {c.path} is cited at {c.sha}, which is ahead of the "
+                    f"target {target[:10]}: a bump would move it back",
+                    "leave this file out (it is a hot-fix port ahead of the target)")
+                break
+            if c.path in gone:
+                refusal = BlockedCycle(
+                    f"{d.rel}:{c.line}: the target {target[:10]} has no {c.path} (upstream "
+                    "moved or deleted it; see the report's moves section)",
+                    "port the move and fix the header's path by hand, then bump")
+                break
+            changes[(c.sha_start, c.sha_end)] = Change(
+                _line_of(d.text, c.sha_start), c.path, c.sha, new_token(c.sha, target, unique),
+                c.sha_start, c.sha_end, was)
+        if refusal is not None:
+            out.append(FilePlan(d.file, d.rel, (), refusal, d.text, d.text))
+            continue
+        ordered = sorted(changes.values(), key=lambda ch: ch.start)
+        new = d.text
+        for ch in reversed(ordered):
+            new = new[: ch.start] + ch.new + new[ch.end:]
+        out.append(FilePlan(d.file, d.rel, tuple(ordered), None, d.text, new))
+    return out
+
+
+def _line_of(text: str, offset: int) -> int:
+    return text.count("\n", 0, offset) + 1
+
+
+def write(plans: list[FilePlan]) -> int:
+    """Write every planned bump; refuses (writing nothing) when any plan was refused."""
+    for p in plans:
+        if p.refusal is not None:
+            raise p.refusal
+    n = 0
+    for p in plans:
+        if p.changes:
+            write_text(p.file, p.new_text)
+            n += 1
+    return n

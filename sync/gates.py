@@ -1,0 +1,273 @@
+"""Gate results of a cycle: `<sync_dir>/gates/<target7>.json`, one entry per gate.
+
+A gate is a re-verification step (golden regeneration, a parity suite) that must
+PASS before the pin can advance. Results are keyed by gate name (`golden`,
+`golden[1/2]`, `parity:op`, `oracle:vllm`) and recorded against the cycle's
+frozen target, so a result measured at another target can never satisfy this one.
+A host that may not run a gate records it PENDING with the exact command line
+that a gate host runs instead (the handoff).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal, TypedDict, cast, get_args
+
+from . import cycle, pins
+from .atomic import port_lock, read_text, write_text
+from .errors import BlockedCycle, MalformedRecord
+from .port import Port
+from .prefs import Preferences
+
+SCHEMA = 1
+DIR = "gates"
+Status = Literal["PASS", "FAIL", "PENDING"]
+STATUSES: tuple[Status, ...] = get_args(Status)
+
+
+class GateDoc(TypedDict):
+    status: Status
+    command: str
+    duration_s: float | None
+    host: str
+    time: str
+    handoff: str | None
+    detail: str | None
+    oracle: dict[str, str | None] | None
+
+
+class GatesDoc(TypedDict):
+    schema: int
+    target: str
+    gates: dict[str, GateDoc]
+
+
+@dataclass(frozen=True)
+class GateResult:
+    name: str
+    status: Status
+    command: str
+    duration_s: float | None
+    host: str
+    time: str
+    handoff: str | None = None  # PENDING only: what to run on a gate host
+    detail: str | None = None  # one line: drift summary, failure reason, why PENDING
+    oracle: dict[str, str | None] | None = None  # the oracle identity the gate ran with
+
+    def as_doc(self) -> dict[str, Any]:
+        return {"name": self.name, **self._body()}
+
+    def _body(self) -> GateDoc:
+        return {"status": self.status, "command": self.command, "duration_s": self.duration_s,
+                "host": self.host, "time": self.time, "handoff": self.handoff,
+                "detail": self.detail, "oracle": None if self.oracle is None else
+                dict(self.oracle)}
+
+
+def now() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def hostname() -> str:
+    return socket.gethostname()
+
+
+def path(port: Port, target: str) -> Path:
+    return port.sync_dir / DIR / f"{target[:7]}.json"
+
+
+def current_target(port: Port) -> str:
+    """What gates are recorded against: the cycle's frozen target, else the pin."""
+    c = cycle.load(port)
+    return c.target if c is not None else pins.load(port.protocol).pin.commit
+
+
+def check_target(port: Port, given: str | None) -> str:
+    """The current target; a handoff's `--target` must name the same commit."""
+    target = current_target(port)
+    if given is not None and not (len(given) >= 7 and target.startswith(given.lower())):
+        raise BlockedCycle(
+            f"this checkout's gate target is {target[:10]}, but --target names {given[:10]}",
+            "bring the port checkout to the commit the handoff was made from, then run it "
+            "again")
+    return target
+
+
+def _bad(rel: str, message: str) -> MalformedRecord:
+    return MalformedRecord(message, "delete the file and run the gates again", path=rel)
+
+
+def _opt_str(value: object) -> bool:
+    return value is None or isinstance(value, str)
+
+
+def _parse_gate(name: str, raw: object, rel: str) -> GateResult:
+    if not isinstance(raw, dict):
+        raise _bad(rel, f"gate {name!r} is not an object")
+    keys = set(GateDoc.__annotations__)
+    if set(raw) != keys:
+        missing = sorted(keys - set(raw))
+        extra = sorted(set(raw) - keys)
+        raise _bad(rel, f"gate {name!r}: " + (f"missing key {missing[0]!r}" if missing
+                                               else f"unknown key {extra[0]!r}"))
+    status = raw["status"]
+    if status not in STATUSES:
+        raise _bad(rel, f"gate {name!r}: status {status!r} is not one of {', '.join(STATUSES)}")
+    duration = raw["duration_s"]
+    if duration is not None and (isinstance(duration, bool)
+                                 or not isinstance(duration, int | float)):
+        raise _bad(rel, f"gate {name!r}: duration_s must be a number or null")
+    for key in ("command", "host", "time"):
+        if not isinstance(raw[key], str):
+            raise _bad(rel, f"gate {name!r}: {key} must be a string")
+    for key in ("handoff", "detail"):
+        if not _opt_str(raw[key]):
+            raise _bad(rel, f"gate {name!r}: {key} must be a string or null")
+    oracle = raw["oracle"]
+    if oracle is not None and not (isinstance(oracle, dict) and all(
+            isinstance(k, str) and _opt_str(v) for k, v in oracle.items())):
+        raise _bad(rel, f"gate {name!r}: oracle must be an object of strings or null")
+    if status == "PENDING" and not raw["handoff"]:
+        raise _bad(rel, f"gate {name!r} is PENDING without a handoff")
+    return GateResult(name, cast(Status, status), raw["command"],
+                      None if duration is None else float(duration), raw["host"], raw["time"],
+                      raw["handoff"], raw["detail"], None if oracle is None else dict(oracle))
+
+
+def parse(text: str, target: str, *, rel: str) -> list[GateResult]:
+    try:
+        doc = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise _bad(rel, f"not valid JSON ({type(exc).__name__})") from None
+    if not isinstance(doc, dict) or set(doc) != {"schema", "target", "gates"}:
+        raise _bad(rel, "expected an object with exactly schema, target and gates")
+    if doc["schema"] != SCHEMA:
+        raise _bad(rel, f"schema {doc['schema']!r}, expected {SCHEMA}")
+    if doc["target"] != target:
+        raise _bad(rel, f"recorded for target {str(doc['target'])[:40]!r}, not {target}")
+    gates = doc["gates"]
+    if not isinstance(gates, dict):
+        raise _bad(rel, "gates must be an object keyed by gate name")
+    return [_parse_gate(name, raw, rel) for name, raw in sorted(gates.items())]
+
+
+def load(port: Port, target: str) -> list[GateResult]:
+    """Every recorded gate for `target` (full SHA), sorted by name; [] when none ran yet."""
+    p = path(port, target)
+    if not p.exists():
+        return []
+    rel = port.rel(p)
+    try:
+        text = read_text(p)
+    except UnicodeDecodeError:
+        raise _bad(rel, "not UTF-8") from None
+    return parse(text, target, rel=rel)
+
+
+def render_doc(target: str, results: list[GateResult]) -> str:
+    doc: GatesDoc = {"schema": SCHEMA, "target": target,
+                     "gates": {r.name: r._body() for r in sorted(results, key=lambda r: r.name)}}
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+@contextlib.contextmanager
+def locked(port: Port, wait_s: float = 60.0) -> Iterator[None]:
+    """The port lock, waited for: a result measured over hours must not be lost to a
+    concurrent `sync` that holds the lock for a second."""
+    deadline = time.monotonic() + wait_s
+    with contextlib.ExitStack() as stack:
+        while True:
+            try:
+                stack.enter_context(port_lock(port.sync_dir / ".lock"))
+                break
+            except BlockedCycle:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.2)
+        yield
+
+
+def record(port: Port, target: str, result: GateResult) -> None:
+    """Replace `result.name`'s entry for `target`, atomically and under the port lock."""
+    with locked(port):
+        kept = [r for r in load(port, target) if r.name != result.name]
+        write_text(path(port, target), render_doc(target, [*kept, result]))
+
+
+def gpu_visible() -> tuple[bool, str]:
+    """Whether this host shows an NVIDIA GPU, and how we know."""
+    smi = shutil.which("nvidia-smi")
+    if smi is not None:
+        try:
+            proc = subprocess.run([smi, "-L"], capture_output=True, timeout=30, check=False)
+        except (OSError, subprocess.TimeoutExpired):
+            proc = None
+        if proc is not None and proc.returncode == 0 and proc.stdout.strip():
+            return True, proc.stdout.decode("utf-8", "replace").splitlines()[0].strip()
+    if Path("/dev/nvidia0").exists():
+        return True, "/dev/nvidia0 exists"
+    return False, "no GPU visible ('nvidia-smi -L' lists none and /dev/nvidia0 is absent)"
+
+
+def eligible(prefs: Preferences, needs_gpu: bool) -> tuple[bool, str]:
+    """(may this host run the gate, one-line reason)."""
+    host = hostname()
+    hosts = prefs.gate_hosts
+    if not hosts:
+        return False, (f"no gate hosts are configured (set SYNC_GATE_HOSTS or gate_hosts in "
+                       f"{prefs.file.name})")
+    names = {host, host.split(".")[0]}
+    if not names & set(hosts):
+        return False, f"host {host} is not a gate host ({', '.join(hosts)})"
+    if needs_gpu:
+        ok, why = gpu_visible()
+        if not ok:
+            return False, f"host {host} is a gate host but {why}"
+        return True, f"host {host} is a gate host with a GPU ({why})"
+    return True, f"host {host} is a gate host"
+
+
+def _md(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("`", "'").replace("|", "\\|").replace("\n", " ")
+
+
+def _oracle_label(oracle: dict[str, str | None]) -> str:
+    commit = (oracle.get("commit") or "?")[:10]
+    label = f"oracle {oracle.get('oracle') or '?'} @ `{commit}`"
+    runtime = oracle.get("runtime_version")
+    if runtime:
+        label += f" ({_md(runtime)})"
+    against = oracle.get("vllm_commit")
+    if against and against != oracle.get("commit"):
+        label += f" against vLLM `{against[:10]}`"
+    return label
+
+
+def render_section(results: list[GateResult]) -> str:
+    """Lines for the report's Gates section ('' when no gate has run for the target)."""
+    lines = []
+    for r in sorted(results, key=lambda r: r.name):
+        head = f"- `{_md(r.name)}` **{r.status}**"
+        if r.status == "PENDING":
+            lines.append(f"{head} — {_md(r.detail or 'not run here')}; handoff: "
+                         f"`{_md(r.handoff or '')}`")
+            continue
+        parts = [f"{r.duration_s:.1f} s" if r.duration_s is not None else None,
+                 f"on {_md(r.host)}", f"at {r.time}"]
+        text = f"{head} — " + " ".join(p for p in parts if p)
+        if r.oracle:
+            text += f"; {_oracle_label(r.oracle)}"
+        if r.detail:
+            text += f"; {_md(r.detail)}"
+        text += f"; command: `{_md(r.command)}`"
+        lines.append(text)
+    return "".join(line + "\n" for line in lines)

@@ -1,0 +1,441 @@
+"""`golden`: regenerate golden dumps with a verified oracle, and say what drifted.
+
+Configured in `[golden]` of the port's config:
+
+    [golden]
+    dir = "goldens"                   # where cases live, relative to the port
+    oracle = "vllm"                   # default --oracle
+    needs_gpu = true                  # gate hosts must show a GPU
+    scripts = [["{python}", "tools/parity/dump_ops.py", "--out", "{out}"]]
+
+Each script is an argument list run without a shell, from the port root. The
+first argument must be `{python}`: dumps are only worth anything when the
+oracle's interpreter produced them. Placeholders (`{{`/`}}` for literal braces):
+
+    {python}  the oracle's bin/python      {env}     the oracle environment
+    {out}     a fresh directory to write   {port}    the port root
+    {oracle}  the oracle id                {commit}  the oracle's commit
+    {target}  the gate target (full SHA)   {shard} {shards}  this shard, e.g. 1 and 2
+
+A script writes one directory per case under `{out}` (`{out}/<case>/...`).
+`manifest.json` is reserved; a `golden-extra.json` object in a case directory
+(device name, timings) goes into the manifest's `extra` instead of the golden
+bytes, so volatile facts never show up as drift. Every case gets
+`<dir>/<case>/manifest.json` in one shape: schema, case, gate, target, script,
+oracle identity (id, commit, runtime and distribution versions, FlashInfer,
+Torch, build mode, the vLLM commit it ran against, host, time), files and extra.
+
+Sharding (`--shard i/n`): a script whose arguments use `{shard}`/`{shards}`
+shards itself and runs in every shard; the others are dealt round-robin.
+
+Drift is measured against the committed goldens (the port's HEAD; the files on
+disk when the port is not a git checkout): a case drifted when any byte of it
+changed, appeared or went away.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shlex
+import shutil
+import string
+import subprocess
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from . import gates, gitio, oracle
+from .errors import BlockedCycle, CheckFailed, IdentityMismatch, UsageError
+from .port import Port
+from .prefs import Preferences
+
+MANIFEST = "manifest.json"
+EXTRA = "golden-extra.json"
+SCHEMA = 1
+PLACEHOLDERS = ("python", "env", "out", "port", "oracle", "commit", "target", "shard",
+                "shards")
+_CASE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
+_SHARD = re.compile(r"([0-9]{1,6})/([0-9]{1,6})")
+_DROP = ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "PYTHONUSERBASE", "PYTHONSAFEPATH",
+         "VIRTUAL_ENV", "CONDA_PREFIX", "VLLM_SOURCE", "VLLM_OMNI_SOURCE")
+Drift = Literal["unchanged", "changed", "new"]
+
+
+@dataclass(frozen=True)
+class Shard:
+    index: int
+    count: int
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
+
+
+def parse_shard(text: str) -> Shard:
+    m = _SHARD.fullmatch(text)
+    if m is None or not 1 <= int(m.group(1)) <= int(m.group(2)):
+        raise UsageError(f"--shard {text[:40]!r} is not i/n with 1 <= i <= n",
+                         "give e.g. --shard 1/2")
+    return Shard(int(m.group(1)), int(m.group(2)))
+
+
+def fields(arg: str) -> list[str]:
+    """The placeholder names `arg` uses; UsageError for anything but a plain known name."""
+    try:
+        parsed = list(string.Formatter().parse(arg))
+    except ValueError as exc:
+        raise UsageError(f"golden script argument {arg[:60]!r}: {exc}",
+                         "write literal braces as {{ and }}") from None
+    names = []
+    for _, name, spec, conv in parsed:
+        if name is None:
+            continue
+        if name not in PLACEHOLDERS or spec or conv:
+            raise UsageError(f"golden script argument {arg[:60]!r} uses {{{name}}}",
+                             f"use only {', '.join('{' + p + '}' for p in PLACEHOLDERS)}")
+        names.append(name)
+    return names
+
+
+def expand(arg: str, values: Mapping[str, str]) -> str:
+    fields(arg)
+    return arg.format_map(dict(values))
+
+
+def validate(scripts: Sequence[Sequence[str]]) -> None:
+    if not scripts:
+        raise UsageError("no golden scripts are configured",
+                         "add [golden] scripts = [[\"{python}\", ...]] to the port's config")
+    for i, script in enumerate(scripts, 1):
+        if not script or script[0] != "{python}":
+            raise UsageError(f"golden script {i} does not start with {{python}}",
+                             "run dump scripts with the oracle's interpreter: "
+                             "[\"{python}\", \"path/to/dump.py\", ...]")
+        for arg in script:
+            fields(arg)
+
+
+def self_sharding(script: Sequence[str]) -> bool:
+    return any(n in ("shard", "shards") for arg in script for n in fields(arg))
+
+
+def select(scripts: Sequence[Sequence[str]], shard: Shard | None
+           ) -> list[tuple[int, tuple[str, ...]]]:
+    """(1-based script number, script) for the scripts this shard runs."""
+    out = []
+    dealt = 0
+    for i, script in enumerate(scripts, 1):
+        if shard is None or self_sharding(script):
+            out.append((i, tuple(script)))
+            continue
+        if dealt % shard.count == shard.index - 1:
+            out.append((i, tuple(script)))
+        dealt += 1
+    return out
+
+
+def gate_name(port: Port, oracle_id: str, shard: Shard | None) -> str:
+    name = "golden" if oracle_id == port.config.golden_oracle else f"golden:{oracle_id}"
+    return name + (f"[{shard}]" if shard else "")
+
+
+def command(oracle_id: str, target: str, shard: Shard | None, *, strict: bool) -> str:
+    argv = ["upstream-sync", "golden", "--oracle", oracle_id, "--target", target]
+    argv += ["--shard", str(shard)] if shard else []
+    argv += ["--strict"] if strict else []
+    return shlex.join(argv)
+
+
+def script_environ(env: Path) -> dict[str, str]:
+    """Our environment without anything that redirects Python, oracle env first on PATH."""
+    venv = os.environ.get("VIRTUAL_ENV")
+    out = {k: v for k, v in os.environ.items() if k not in _DROP and not k.startswith("GIT_")}
+    dirs = [d for d in os.environ.get("PATH", "").split(os.pathsep)
+            if d and not (venv and (d == venv or d.startswith(venv.rstrip("/") + "/")))]
+    out["PATH"] = os.pathsep.join([str(env / "bin"), *dirs])
+    out["VIRTUAL_ENV"] = str(env)
+    out["PYTHONNOUSERSITE"] = "1"
+    return out
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    script: tuple[str, ...]
+    source: Path  # the staged directory
+    files: tuple[str, ...]  # posix paths inside the case (golden bytes only)
+    extra: dict[str, Any] | None
+
+
+@dataclass(frozen=True)
+class CaseResult:
+    name: str
+    drift: Drift
+    changed: tuple[str, ...]  # files that differ, appeared or went away
+
+
+@dataclass(frozen=True)
+class Outcome:
+    gate: gates.GateResult
+    cases: tuple[CaseResult, ...] = ()
+
+    @property
+    def summary(self) -> str:
+        return self.gate.detail or ""
+
+
+class _ScriptFailed(Exception):
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def _collect(out: Path, number: int, script: tuple[str, ...]) -> list[Case]:
+    cases = []
+    for entry in sorted(out.iterdir(), key=lambda p: p.name):
+        if entry.is_symlink() or not entry.is_dir():
+            raise _ScriptFailed(f"golden script {number} wrote {entry.name!r} directly under "
+                                "{out}: write each case into its own directory")
+        if not _CASE.fullmatch(entry.name):
+            raise _ScriptFailed(f"golden script {number} wrote case {entry.name!r}: case names "
+                                "are letters, digits, '.', '_', '+', '-'")
+        files: list[str] = []
+        extra: dict[str, Any] | None = None
+        for p in sorted(entry.rglob("*")):
+            rel = p.relative_to(entry).as_posix()
+            if p.is_symlink():
+                raise _ScriptFailed(f"golden script {number}: {entry.name}/{rel} is a symlink")
+            if not p.is_file():
+                continue
+            if rel == MANIFEST:
+                raise _ScriptFailed(f"golden script {number}: {entry.name}/{MANIFEST} is "
+                                    "reserved for upstream-sync")
+            if rel == EXTRA:
+                try:
+                    loaded = json.loads(p.read_text(encoding="utf-8"))
+                except (ValueError, UnicodeDecodeError):
+                    loaded = None
+                if not isinstance(loaded, dict):
+                    raise _ScriptFailed(f"golden script {number}: {entry.name}/{EXTRA} is not "
+                                        "a JSON object")
+                extra = loaded
+                continue
+            files.append(rel)
+        cases.append(Case(entry.name, script, entry, tuple(files), extra))
+    return cases
+
+
+def _committed(port: Port, root: str) -> tuple[str, dict[str, str]] | None:
+    """(object format, path relative to the port -> blob id at HEAD); None without HEAD."""
+    fmt = gitio.run(port.root, ["rev-parse", "--show-object-format"], check=False)
+    head = gitio.run(port.root, ["rev-parse", "--verify", "--quiet", "HEAD^{commit}"],
+                     check=False)
+    if fmt.returncode != 0 or head.returncode != 0:
+        return None
+    listing = gitio.run(port.root, ["ls-tree", "-r", "-z", "HEAD", "--", root], check=False)
+    if listing.returncode != 0:
+        return None
+    out: dict[str, str] = {}
+    for item in listing.stdout.split(b"\0"):
+        meta, _, name = item.partition(b"\t")
+        parts = meta.split()
+        if len(parts) == 3 and parts[1] == b"blob":
+            out[name.decode("utf-8", "surrogateescape")] = parts[2].decode()
+    return fmt.stdout.decode().strip(), out
+
+
+def _digest(path: Path, h: Any, header: bytes = b"") -> str:
+    h.update(header)
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return str(h.hexdigest())
+
+
+def blob_id(path: Path, fmt: str) -> str:
+    """The git object id `path` would have (compared with HEAD without reading blobs)."""
+    h = hashlib.sha256() if fmt == "sha256" else hashlib.sha1()  # noqa: S324 - git's id
+    return _digest(path, h, b"blob %d\0" % path.stat().st_size)
+
+
+def sha256(path: Path) -> str:
+    return _digest(path, hashlib.sha256())
+
+
+def _same_bytes(a: Path, b: Path) -> bool:
+    return a.stat().st_size == b.stat().st_size and sha256(a) == sha256(b)
+
+
+def drift(port: Port, cases: Sequence[Case]) -> list[CaseResult]:
+    root = port.config.golden_dir.rstrip("/")
+    committed = _committed(port, root)
+    results = []
+    for case in cases:
+        prefix = f"{root}/{case.name}/"
+        if committed is not None:
+            fmt, listing = committed
+            old = {k[len(prefix):]: v for k, v in listing.items() if k.startswith(prefix)}
+            same = {rel for rel in case.files if old.get(rel) == blob_id(case.source / rel, fmt)}
+        else:
+            base = port.root / root / case.name
+            old = {p.relative_to(base).as_posix(): "" for p in base.rglob("*")
+                   if p.is_file()} if base.is_dir() else {}
+            same = {rel for rel in case.files
+                    if rel in old and _same_bytes(base / rel, case.source / rel)}
+        old.pop(MANIFEST, None)
+        old.pop(EXTRA, None)
+        changed = sorted((set(case.files) | set(old)) - same)
+        kind: Drift = "new" if not old else "changed" if changed else "unchanged"
+        results.append(CaseResult(case.name, kind, tuple(changed)))
+    return results
+
+
+def summary(results: Sequence[CaseResult]) -> str:
+    moved = [r for r in results if r.drift != "unchanged"]
+    n = len(results)
+    if not moved:
+        return f"zero drift ({n} case{'s' if n != 1 else ''})"
+    parts = []
+    for kind in ("changed", "new"):
+        names = [r.name for r in moved if r.drift == kind]
+        if names:
+            parts.append(f"{kind} {', '.join(names)}")
+    return f"drift in {len(moved)} of {n} cases: " + "; ".join(parts)
+
+
+def _manifest(case: Case, gate: str, target: str, ident: oracle.Identity) -> str:
+    doc = {
+        "schema": SCHEMA, "case": case.name, "gate": gate, "target": target,
+        "script": list(case.script), "oracle": dict(ident),
+        "files": {rel: "sha256:" + sha256(case.source / rel) for rel in case.files},
+        "extra": case.extra,
+    }
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+def _write(port: Port, cases: Sequence[Case], gate: str, target: str,
+           ident: oracle.Identity) -> None:
+    """Replace each case directory whole: a case never mixes two runs' files."""
+    root = port.root / port.config.golden_dir
+    root.mkdir(parents=True, exist_ok=True)
+    tag = f"{os.getpid()}-{time.monotonic_ns()}"
+    for case in cases:
+        final = root / case.name
+        fresh = root / f".{case.name}.new-{tag}"
+        old = root / f".{case.name}.old-{tag}"
+        for rel in case.files:
+            dest = fresh / rel
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(case.source / rel, dest)
+        fresh.mkdir(parents=True, exist_ok=True)
+        (fresh / MANIFEST).write_text(_manifest(case, gate, target, ident), encoding="utf-8")
+        if final.exists():
+            final.rename(old)
+        fresh.rename(final)
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def _result(name: str, status: gates.Status, cmd: str, started: float | None, *,
+            detail: str | None = None, handoff: str | None = None,
+            ident: oracle.Identity | None = None) -> gates.GateResult:
+    return gates.GateResult(
+        name, status, cmd, None if started is None else round(time.monotonic() - started, 3),
+        gates.hostname(), gates.now(), handoff, detail,
+        None if ident is None else oracle.identity_map(ident))
+
+
+def run(port: Port, prefs: Preferences, *, oracle_id: str | None = None,
+        shard: Shard | None = None, strict: bool = False, target: str | None = None,
+        note: oracle.Note = lambda _: None) -> Outcome:
+    cfg = port.config
+    oid = oracle.check_id(oracle_id or cfg.golden_oracle)
+    validate(cfg.golden_scripts)
+    tgt = gates.check_target(port, target)
+    name = gate_name(port, oid, shard)
+    cmd = command(oid, tgt, shard, strict=False)
+    ok, why = gates.eligible(prefs, cfg.golden_needs_gpu)
+    if not ok:
+        handoff = command(oid, tgt, shard, strict=True)
+        pending = _result(name, "PENDING", cmd, None, detail=why, handoff=handoff)
+        gates.record(port, tgt, pending)
+        if strict:
+            raise BlockedCycle(f"gate {name} is PENDING: {why}",
+                               f"run on a gate host: {handoff}")
+        return Outcome(pending)
+    note(f"{why}: running gate {name}")
+    selected = select(cfg.golden_scripts, shard)
+    if not selected:
+        raise UsageError(f"shard {shard} has no golden script ({len(cfg.golden_scripts)} "
+                         "configured)", "use fewer shards")
+    started = time.monotonic()
+    commit = tgt if oracle.is_core(oid) else oracle.recorded_commit(port, oid)
+    verified = oracle.require(port, prefs, oid, commit, say=note)
+    ident = verified.identity
+    home = oracle.oracle_home(port, prefs)
+    env = Path(verified.probe.env)
+    with oracle.omni_watch(port, prefs, home, oid, commit, "golden") as watch:
+        try:
+            results = _run_scripts(port, prefs, home, env, oid, commit, tgt, shard, selected,
+                                   name, ident, note)
+        except _ScriptFailed as exc:
+            failed = _result(name, "FAIL", cmd, started, detail=exc.message, ident=ident)
+            gates.record(port, tgt, failed)
+            raise CheckFailed(f"gate {name} FAILED: {exc.message}",
+                              "fix the dump script and run golden again") from None
+    if watch is not None and watch.problems:
+        for line in watch.problems:
+            note(f"isolation: {line}")
+        failed = _result(name, "FAIL", cmd, started, ident=ident,
+                         detail=f"omni isolation broken: {watch.problems[0]}")
+        gates.record(port, tgt, failed)
+        raise IdentityMismatch(
+            f"gate {name}: the {oid} run changed what the core pin measures itself from",
+            "treat the omni advance as a core sync cycle")
+    passed = _result(name, "PASS", cmd, started, detail=summary(results), ident=ident)
+    gates.record(port, tgt, passed)
+    return Outcome(passed, tuple(results))
+
+
+def _run_scripts(port: Port, prefs: Preferences, home: Path, env: Path, oid: str, commit: str,
+                 target: str, shard: Shard | None, selected: list[tuple[int, tuple[str, ...]]],
+                 name: str, ident: oracle.Identity, note: oracle.Note) -> list[CaseResult]:
+    environ = script_environ(env)
+    cases: list[Case] = []
+    seen: dict[str, int] = {}
+    with oracle.scratch(port, prefs, home) as tmp:
+        for number, script in selected:
+            out = tmp / f"out-{number}"
+            out.mkdir()
+            values = {"python": str(env / "bin" / "python"), "env": str(env), "out": str(out),
+                      "port": str(port.root), "oracle": oid, "commit": commit,
+                      "target": target, "shard": str(shard.index if shard else 1),
+                      "shards": str(shard.count if shard else 1)}
+            argv = [expand(a, values) for a in script]
+            note(f"golden script {number}: {shlex.join(argv)}")
+            try:
+                proc = subprocess.run(argv, cwd=port.root, env=environ, capture_output=True,
+                                      check=False)
+            except OSError as exc:
+                raise _ScriptFailed(f"golden script {number} could not start: {exc}") from None
+            if proc.returncode != 0:
+                text = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+                for line in text[-20:]:
+                    note(f"  | {line}")
+                raise _ScriptFailed(f"golden script {number} exited {proc.returncode}"
+                                    + (f": {text[-1].strip()}" if text else ""))
+            found = _collect(out, number, script)
+            if not found and not self_sharding(script):
+                raise _ScriptFailed(f"golden script {number} wrote no case under {{out}}")
+            for case in found:
+                if case.name in seen:
+                    raise _ScriptFailed(f"case {case.name!r} written by golden scripts "
+                                        f"{seen[case.name]} and {number}")
+                seen[case.name] = number
+            cases += found
+        results = drift(port, cases)
+        _write(port, cases, name, target, ident)
+    return results

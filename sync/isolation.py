@@ -1,0 +1,402 @@
+"""Omni isolation: proof that an omni oracle never touches the core one.
+
+The protocol lets the omni pin advance without re-opening the core binding grids
+only while the omni oracle lives in its own virtualenv and touches neither
+`$VLLM_SOURCE` nor the environment the core pin measures itself from. We prove it
+instead of trusting it:
+
+- the core environment's fingerprint (every installed distribution, its version,
+  a hash of its RECORD, and the `.pth` files) and the reference checkout's state
+  (HEAD and `git status`) are taken before and after every omni operation
+  (build, verify, golden) and must be unchanged;
+- no path in the omni environment (symlinks, `.pth` lines, `direct_url.json`,
+  script shebangs, `pyvenv.cfg`, the probed `sys.path`) points into a core
+  environment or the reference checkout.
+
+Each check is recorded in `<sync_dir>/isolation/<omni-id>-<commit10>.json`; a
+failure is sticky for that omni commit, and `require` refuses the omni advance
+as one that must be re-validated as a core sync cycle.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, TypedDict, cast
+from urllib.parse import unquote, urlparse
+
+from . import gates, gitio
+from .atomic import read_text, write_text
+from .errors import BlockedCycle, MalformedRecord
+from .port import Port
+
+SCHEMA = 1
+DIR = "isolation"
+Status = Literal["PASS", "FAIL"]
+ABSENT = "absent"
+
+
+@dataclass(frozen=True)
+class Fingerprint:
+    env: str
+    present: bool
+    dists: tuple[tuple[str, str, str], ...] = ()  # (metadata dir, version, sha256 of RECORD)
+    pth: tuple[tuple[str, str], ...] = ()  # (.pth file, sha256 of its bytes)
+
+    @property
+    def digest(self) -> str:
+        if not self.present:
+            return ABSENT
+        doc = json.dumps([self.dists, self.pth], separators=(",", ":")).encode()
+        return "sha256:" + hashlib.sha256(doc).hexdigest()
+
+
+def site_dirs(env: Path) -> list[Path]:
+    """The environment's site-packages (lib64 is usually a link to lib: counted once)."""
+    found: dict[Path, Path] = {}
+    for pattern in ("lib/python*/site-packages", "lib64/python*/site-packages"):
+        for d in sorted(env.glob(pattern)):
+            found.setdefault(d.resolve(), d)
+    return list(found.values())
+
+
+def _sha256(path: Path) -> str:
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return "unreadable"
+
+
+def _metadata_version(meta_dir: Path) -> str:
+    for name in ("METADATA", "PKG-INFO"):
+        p = meta_dir / name
+        if not p.is_file():
+            continue
+        try:
+            with open(p, encoding="utf-8", errors="replace") as fh:
+                for line in fh:
+                    if not line.strip():
+                        break
+                    if line.startswith("Version:"):
+                        return line.partition(":")[2].strip()
+        except OSError:
+            return "unreadable"
+    return "unknown"
+
+
+def fingerprint(env: Path) -> Fingerprint:
+    if not env.is_dir():
+        return Fingerprint(str(env), False)
+    dists: list[tuple[str, str, str]] = []
+    pth: list[tuple[str, str]] = []
+    for site in site_dirs(env):
+        rel = site.relative_to(env).as_posix()
+        for entry in sorted(site.iterdir(), key=lambda p: p.name):
+            if entry.suffix in (".dist-info", ".egg-info") and entry.is_dir():
+                dists.append((f"{rel}/{entry.name}", _metadata_version(entry),
+                              _sha256(entry / "RECORD")))
+            elif entry.suffix == ".pth" and entry.is_file():
+                pth.append((f"{rel}/{entry.name}", _sha256(entry)))
+    return Fingerprint(str(env), True, tuple(dists), tuple(pth))
+
+
+def compare(before: Fingerprint, after: Fingerprint) -> list[str]:
+    """One line per difference (empty when the environment is unchanged)."""
+    where = f"core environment {before.env}"
+    if before.present != after.present:
+        return [f"{where} {'appeared' if after.present else 'disappeared'}"]
+    out = []
+    b = {d[0]: d for d in before.dists}
+    a = {d[0]: d for d in after.dists}
+    for name in sorted(set(b) | set(a)):
+        if name not in a:
+            out.append(f"{where}: {name} was removed")
+        elif name not in b:
+            out.append(f"{where}: {name} was added (version {a[name][1]})")
+        elif b[name] != a[name]:
+            what = "version" if b[name][1] != a[name][1] else "RECORD"
+            out.append(f"{where}: {name} {what} changed")
+    bp, ap = dict(before.pth), dict(after.pth)
+    for name in sorted(set(bp) | set(ap)):
+        if bp.get(name) != ap.get(name):
+            out.append(f"{where}: {name} was "
+                       + ("added" if name not in bp else "removed" if name not in ap
+                          else "changed"))
+    return out
+
+
+def source_state(path: Path | None) -> str | None:
+    """HEAD plus a hash of `git status`: any write to the checkout changes it."""
+    if path is None or not path.is_dir():
+        return None
+    head = gitio.run(path, ["rev-parse", "HEAD"], check=False).stdout.decode().strip()
+    status = gitio.run(path, ["status", "--porcelain=v1", "-z", "--untracked-files=all"],
+                       check=False).stdout
+    return f"{head} {hashlib.sha256(status).hexdigest()}"
+
+
+def _under(path: Path, root: Path) -> bool:
+    try:
+        path.relative_to(root)
+    except ValueError:
+        return False
+    return True
+
+
+def _resolved(text: str, base: Path) -> Path | None:
+    try:
+        p = Path(text)
+        return (p if p.is_absolute() else base / p).resolve()
+    except (OSError, ValueError, RuntimeError):
+        return None
+
+
+def _hit(text: str, base: Path, forbidden: Sequence[tuple[str, Path]]) -> str | None:
+    p = _resolved(text, base)
+    if p is None:
+        return None
+    for label, root in forbidden:
+        if _under(p, root):
+            return label
+    return None
+
+
+def scan(env: Path, forbidden: Sequence[tuple[str, Path]],
+         sys_path: Sequence[str] = ()) -> list[str]:
+    """Paths in the omni environment that point into a forbidden root (one line each)."""
+    roots = [(label, root.resolve()) for label, root in forbidden]
+    out: list[str] = []
+
+    def check(what: str, text: str, base: Path) -> None:
+        label = _hit(text.strip(), base, roots)
+        if label is not None:
+            out.append(f"{what} points into {label}: {text.strip()}")
+
+    cfg = env / "pyvenv.cfg"
+    if cfg.is_file():
+        for line in cfg.read_text(encoding="utf-8", errors="replace").splitlines():
+            key, sep, value = line.partition("=")
+            if sep and value.strip().startswith("/"):
+                check(f"pyvenv.cfg {key.strip()}", value.strip().split(" ")[0], env)
+    for dirpath, dirnames, filenames in os.walk(env):
+        d = Path(dirpath)
+        for name in [*dirnames, *filenames]:
+            p = d / name
+            if p.is_symlink():
+                check(f"symlink {p.relative_to(env)}", os.readlink(p), d)
+    for site in site_dirs(env):
+        for pth in sorted(site.glob("*.pth")):
+            for line in pth.read_text(encoding="utf-8", errors="replace").splitlines():
+                if line.strip() and not line.startswith(("#", "import ", "import\t")):
+                    check(f"{pth.relative_to(env)}", line, site)
+        for link in sorted(site.glob("*.egg-link")):
+            first = link.read_text(encoding="utf-8", errors="replace").splitlines()[:1]
+            if first:
+                check(f"{link.relative_to(env)}", first[0], site)
+        for direct in sorted(site.glob("*.dist-info/direct_url.json")):
+            try:
+                url = json.loads(direct.read_text(encoding="utf-8")).get("url", "")
+            except (ValueError, AttributeError):
+                continue
+            if isinstance(url, str) and url.startswith("file:"):
+                check(f"{direct.relative_to(env)}", unquote(urlparse(url).path), site)
+    bindir = env / "bin"
+    if bindir.is_dir():
+        for script in sorted(bindir.iterdir()):
+            if script.is_symlink() or not script.is_file():
+                continue
+            try:
+                with open(script, "rb") as fh:
+                    head = fh.read(512)
+            except OSError:
+                continue
+            if head.startswith(b"#!"):
+                line = head[2:].split(b"\n")[0].decode("utf-8", "replace").strip()
+                if line:
+                    check(f"shebang of bin/{script.name}", line.split()[0], bindir)
+    for entry in sys_path:
+        if entry:
+            check("sys.path entry", entry, env)
+    return out
+
+
+class CheckDoc(TypedDict):
+    status: Status
+    time: str
+    host: str
+    core_before: str
+    core_after: str
+    problems: list[str]
+
+
+class ProofDoc(TypedDict):
+    schema: int
+    oracle: str
+    commit: str
+    core_env: str
+    checks: dict[str, CheckDoc]
+
+
+@dataclass(frozen=True)
+class Check:
+    op: str
+    status: Status
+    time: str
+    host: str
+    core_before: str
+    core_after: str
+    problems: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Proof:
+    oracle: str
+    commit: str
+    core_env: str
+    checks: tuple[Check, ...]
+
+    @property
+    def failures(self) -> list[Check]:
+        return [c for c in self.checks if c.status == "FAIL"]
+
+
+def path(port: Port, oracle_id: str, commit: str) -> Path:
+    return port.sync_dir / DIR / f"{oracle_id}-{commit[:10]}.json"
+
+
+def _bad(rel: str, message: str) -> MalformedRecord:
+    return MalformedRecord(message, "delete it and run 'upstream-sync oracle build' for the "
+                           "omni oracle again", path=rel)
+
+
+def parse(text: str, *, rel: str) -> Proof:
+    try:
+        doc = json.loads(text)
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise _bad(rel, f"not valid JSON ({type(exc).__name__})") from None
+    if not isinstance(doc, dict) or set(doc) != set(ProofDoc.__annotations__):
+        raise _bad(rel, "expected an object with schema, oracle, commit, core_env and checks")
+    if doc["schema"] != SCHEMA:
+        raise _bad(rel, f"schema {doc['schema']!r}, expected {SCHEMA}")
+    if not all(isinstance(doc[k], str) for k in ("oracle", "commit", "core_env")):
+        raise _bad(rel, "oracle, commit and core_env must be strings")
+    raw_checks = doc["checks"]
+    if not isinstance(raw_checks, dict):
+        raise _bad(rel, "checks must be an object keyed by operation")
+    checks = []
+    for op, c in sorted(raw_checks.items()):
+        if not isinstance(c, dict) or set(c) != set(CheckDoc.__annotations__):
+            raise _bad(rel, f"check {op!r} does not have the expected keys")
+        if c["status"] not in ("PASS", "FAIL"):
+            raise _bad(rel, f"check {op!r}: status {c['status']!r} is not PASS or FAIL")
+        time, host, before, after = (c[k] for k in ("time", "host", "core_before",
+                                                     "core_after"))
+        problems = c["problems"]
+        if not all(isinstance(s, str) for s in (time, host, before, after)) or not (
+                isinstance(problems, list) and all(isinstance(p, str) for p in problems)):
+            raise _bad(rel, f"check {op!r}: values have the wrong types")
+        checks.append(Check(op, cast(Status, c["status"]), time, host, before, after,
+                            tuple(problems)))
+    return Proof(doc["oracle"], doc["commit"], doc["core_env"], tuple(checks))
+
+
+def load(port: Port, oracle_id: str, commit: str) -> Proof | None:
+    p = path(port, oracle_id, commit)
+    if not p.exists():
+        return None
+    try:
+        text = read_text(p)
+    except UnicodeDecodeError:
+        raise _bad(port.rel(p), "not UTF-8") from None
+    return parse(text, rel=port.rel(p))
+
+
+def _render(proof: Proof) -> str:
+    doc: ProofDoc = {
+        "schema": SCHEMA, "oracle": proof.oracle, "commit": proof.commit,
+        "core_env": proof.core_env,
+        "checks": {c.op: {"status": c.status, "time": c.time, "host": c.host,
+                          "core_before": c.core_before, "core_after": c.core_after,
+                          "problems": list(c.problems)} for c in proof.checks},
+    }
+    return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+def record(port: Port, oracle_id: str, commit: str, core_env: Path, check: Check) -> Proof:
+    """Store `check`; a FAIL already recorded for this omni commit is never overwritten."""
+    with gates.locked(port):
+        old = load(port, oracle_id, commit)
+        checks = {c.op: c for c in (old.checks if old else ())}
+        prev = checks.get(check.op)
+        if not (prev is not None and prev.status == "FAIL" and check.status == "PASS"):
+            checks[check.op] = check
+        proof = Proof(oracle_id, commit, str(core_env),
+                      tuple(checks[op] for op in sorted(checks)))
+        write_text(path(port, oracle_id, commit), _render(proof))
+    return proof
+
+
+@dataclass
+class Watch:
+    """Before/after state around one omni operation; `problems` collects every violation."""
+
+    core_env: Path
+    source: Path | None
+    before: Fingerprint
+    source_before: str | None
+    problems: list[str] = field(default_factory=list)
+    after: Fingerprint | None = None
+
+    def finish(self) -> None:
+        self.after = fingerprint(self.core_env)
+        self.problems[:0] = compare(self.before, self.after)
+        if source_state(self.source) != self.source_before:
+            self.problems.insert(0, f"the reference checkout {self.source} changed "
+                                    "(HEAD or work tree)")
+
+
+@contextlib.contextmanager
+def watch(port: Port, oracle_id: str, commit: str, op: str, *, core_env: Path,
+          source: Path | None) -> Iterator[Watch]:
+    """Fingerprint the core side around an omni operation and record the check.
+
+    Recorded even when the operation raises: a failed build may still have
+    written into the core environment.
+    """
+    w = Watch(core_env, source, fingerprint(core_env), source_state(source))
+    try:
+        yield w
+    finally:
+        w.finish()
+        assert w.after is not None
+        record(port, oracle_id, commit, core_env, Check(
+            op, "FAIL" if w.problems else "PASS", gates.now(), gates.hostname(),
+            w.before.digest, w.after.digest, tuple(w.problems)))
+
+
+def require(port: Port, oracle_id: str, commit: str) -> Proof:
+    """The proof an omni advance needs: build and verify checks recorded, none failed."""
+    proof = load(port, oracle_id, commit)
+    cmd = f"upstream-sync oracle build --oracle {oracle_id} --commit {commit}"
+    if proof is None:
+        raise BlockedCycle(f"isolation of oracle {oracle_id} at {commit[:10]} is not proven",
+                           f"run '{cmd}' and 'upstream-sync oracle verify --oracle "
+                           f"{oracle_id} --commit {commit}'")
+    if proof.failures:
+        first = proof.failures[0]
+        raise BlockedCycle(
+            f"isolation of oracle {oracle_id} at {commit[:10]} failed during {first.op} "
+            f"({first.problems[0] if first.problems else 'see the record'}): the omni advance "
+            "moved what the core pin measures itself from",
+            "treat it as a core sync cycle: rebuild the core oracle, regenerate the goldens "
+            "and re-verify before advancing")
+    missing = [op for op in ("build", "verify") if op not in {c.op for c in proof.checks}]
+    if missing:
+        raise BlockedCycle(f"isolation of oracle {oracle_id} at {commit[:10]} has no "
+                           f"{missing[0]} check", f"run '{cmd}' and then verify it")
+    return proof

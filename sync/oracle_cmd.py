@@ -1,0 +1,195 @@
+"""Step 6 commands: `oracle build|probe|verify`, `golden`, `parity`."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+import time
+from typing import Any
+
+from . import gates, golden, oracle, parity
+from .cli import Context, add_json
+from .errors import IdentityMismatch, UsageError
+
+
+def _oracle_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--oracle", default=oracle.CORE_ID, metavar="ID",
+                   help=f"oracle id (default {oracle.CORE_ID}; e.g. vllm-omni)")
+    p.add_argument("--commit", default=None, metavar="SHA|pin|target",
+                   help="the oracle's commit: 'pin' (default: the pin block, or the oracle "
+                   "file for omni), 'target' (the cycle's frozen target) or a commit")
+
+
+def _gate_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--strict", action="store_true",
+                   help="a gate this host cannot run is an error (exit 6), never a skip")
+    p.add_argument("--target", metavar="SHA", default=None,
+                   help="refuse unless this checkout's gate target is SHA (handoffs pass it)")
+    add_json(p)
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("oracle", help="step 6: build, probe and verify an oracle environment",
+                       description="Oracle environments live in <oracle_home>/<id>-<commit10>, "
+                       "outside every checkout; verify compares a probe with the pin block "
+                       "(core) or the oracle file (omni), fail-closed.")
+    p.set_defaults(func=_no_action)
+    osub = p.add_subparsers(dest="oracle_command", metavar="ACTION")
+    b = osub.add_parser("build", help="install upstream at a commit into a fresh environment",
+                        description="Build from a throwaway clone of the source checkout; the "
+                        "previous environments stay for rollback.")
+    _oracle_args(b)
+    b.add_argument("--rebuild", action="store_true",
+                   help="replace an existing environment for the same oracle and commit")
+    add_json(b)
+    b.set_defaults(func=run_build)
+    pr = osub.add_parser("probe", help="print the oracle's measured identity as JSON",
+                         description="Run <env>/bin/python -I from outside every checkout "
+                         "and report versions, distributions and module location.")
+    _oracle_args(pr)
+    pr.set_defaults(func=run_probe)
+    v = osub.add_parser("verify", help="compare the probe with the records (exit 5 on mismatch)",
+                        description="One line per mismatch. Verifying the core oracle at the "
+                        "gate target records gate oracle:<id> with the measured identity.")
+    _oracle_args(v)
+    add_json(v)
+    v.set_defaults(func=run_verify)
+
+    g = sub.add_parser("golden", help="step 6: regenerate goldens with a verified oracle",
+                       description="Runs the configured dump scripts with the oracle's Python "
+                       "on an eligible gate host (PENDING with a handoff elsewhere) and "
+                       "prints the drift against the committed goldens.")
+    g.add_argument("--oracle", default=None, metavar="ID",
+                   help="oracle id (default: [golden] oracle in the config, else vllm)")
+    g.add_argument("--shard", metavar="i/n", default=None, help="run shard i of n")
+    _gate_args(g)
+    g.set_defaults(func=run_golden)
+
+    pa = sub.add_parser("parity", help="step 6: run the parity suites as gates",
+                        description="Runs the configured suites (op, behavioral, model) and "
+                        "records PASS/FAIL, duration and command per suite.")
+    pa.add_argument("--suite", metavar="NAME", default=None, help="run only this suite")
+    _gate_args(pa)
+    pa.set_defaults(func=run_parity)
+
+
+def _no_action(args: argparse.Namespace, ctx: Context) -> int:
+    raise UsageError("oracle needs an action: build, probe or verify",
+                     "see 'upstream-sync oracle --help'")
+
+
+def run_build(args: argparse.Namespace, ctx: Context) -> int:
+    port = ctx.port
+    prefs = oracle.preferences(port)
+    built = oracle.build(port, prefs, args.oracle, args.commit, rebuild=args.rebuild,
+                         note=ctx.note)
+    r = built.record
+    if ctx.json:
+        ctx.emit_json({"env": str(built.env), "build": dict(r.as_doc()),
+                       "kept": [str(p) for p in built.kept],
+                       "isolation": list(built.isolation)})
+    else:
+        print(f"built oracle {r.oracle} at {r.commit[:10]}: {built.env} (build mode "
+              f"{r.build_mode}, {r.installer})", file=ctx.out)
+        for p in built.kept:
+            print(f"kept for rollback: {p}", file=ctx.out)
+        for line in built.isolation:
+            print(f"isolation: {line}", file=ctx.out)
+    if built.isolation:
+        raise IdentityMismatch(
+            f"building {r.oracle} changed what the core pin measures itself from "
+            f"({len(built.isolation)} problem(s))",
+            "an omni advance with this build is a core sync cycle: rebuild the core oracle "
+            "and re-validate it as one")
+    return 0
+
+
+def run_probe(args: argparse.Namespace, ctx: Context) -> int:
+    port = ctx.port
+    p = oracle.probe(port, oracle.preferences(port), args.oracle, args.commit)
+    ctx.emit_json(p.as_doc())
+    return 0
+
+
+def _describe(ident: oracle.Identity) -> str:
+    parts = [f"runtime {ident['runtime_version']}",
+             f"distribution {ident['distribution_version']}",
+             f"FlashInfer {ident['flashinfer_version'] or 'absent'}",
+             f"Torch {ident['torch_version'] or 'absent'}",
+             f"build mode {ident['build_mode']}"]
+    if not oracle.is_core(ident["oracle"]):
+        parts.append(f"against vLLM {ident['vllm_commit'] or ident['vllm_version'] or 'absent'}")
+    return ", ".join(parts)
+
+
+def run_verify(args: argparse.Namespace, ctx: Context) -> int:
+    port = ctx.port
+    prefs = oracle.preferences(port)
+    started = time.monotonic()
+    v = oracle.verify(port, prefs, args.oracle, args.commit)
+    ident = v.identity
+    if oracle.is_core(args.oracle) and v.probe.commit == gates.current_target(port):
+        argv = ["upstream-sync", "oracle", "verify", "--oracle", args.oracle,
+                "--commit", v.probe.commit]
+        gates.record(port, v.probe.commit, gates.GateResult(
+            f"oracle:{args.oracle}", "PASS" if v.ok else "FAIL", shlex.join(argv),
+            round(time.monotonic() - started, 3), gates.hostname(), gates.now(), None,
+            None if v.ok else f"{len(v.mismatches)} mismatch(es): {v.mismatches[0]}",
+            oracle.identity_map(ident)))
+    if ctx.json:
+        doc: dict[str, Any] = {"ok": v.ok, "identity": dict(ident),
+                               "mismatches": [{"field": m.field, "message": m.message}
+                                              for m in v.mismatches],
+                               "probe": v.probe.as_doc()}
+        ctx.emit_json(doc)
+    else:
+        for m in v.mismatches:
+            print(f"mismatch: {m}", file=ctx.out)
+        if v.ok:
+            print(f"oracle {args.oracle} at {v.probe.commit[:10]} verified: {_describe(ident)}",
+                  file=ctx.out)
+    if not v.ok:
+        raise IdentityMismatch(
+            f"oracle {args.oracle} at {v.probe.commit[:10]} failed verification with "
+            f"{len(v.mismatches)} mismatch(es)",
+            f"rebuild it ('upstream-sync oracle build --oracle {args.oracle} --commit "
+            f"{v.probe.commit} --rebuild') or correct the records from a measured oracle")
+    return 0
+
+
+def run_golden(args: argparse.Namespace, ctx: Context) -> int:
+    port = ctx.port
+    shard = golden.parse_shard(args.shard) if args.shard else None
+    outcome = golden.run(port, oracle.preferences(port), oracle_id=args.oracle, shard=shard,
+                         strict=args.strict, target=args.target, note=ctx.note)
+    g = outcome.gate
+    if ctx.json:
+        ctx.emit_json({**g.as_doc(), "cases": [
+            {"case": c.name, "drift": c.drift, "changed": list(c.changed)}
+            for c in outcome.cases]})
+    elif g.status == "PENDING":
+        print(f"{g.name} PENDING — {g.detail}", file=ctx.out)
+        print(f"handoff: {g.handoff}", file=ctx.out)
+    else:
+        print(f"{g.name} {g.status} ({g.duration_s:.1f} s)", file=ctx.out)
+        for c in outcome.cases:
+            if c.drift != "unchanged":
+                print(f"  {c.drift}: {c.name}" + (f" ({', '.join(c.changed)})"
+                                                  if c.drift == "changed" else ""),
+                      file=ctx.out)
+        print(f"golden drift: {outcome.summary}", file=ctx.out)
+    return 0
+
+
+def run_parity(args: argparse.Namespace, ctx: Context) -> int:
+    port = ctx.port
+    results = parity.run(port, oracle.preferences(port), suite=args.suite, strict=args.strict,
+                         target=args.target, say=ctx.note)
+    if ctx.json:
+        ctx.emit_json([r.as_doc() for r in results])
+    else:
+        for r in results:
+            extra = f" ({r.duration_s:.1f} s)" if r.duration_s is not None else ""
+            tail = f"; handoff: {r.handoff}" if r.handoff else ""
+            print(f"{r.name} {r.status}{extra}{tail}", file=ctx.out)
+    return 0

@@ -1,0 +1,127 @@
+"""`parity`: run the configured parity suites (op, behavioral, model) as gates.
+
+Each suite is an external command from `[parity.suites.<name>]` in the port's
+config, run without a shell from the port root. Its arguments may use `{port}`
+(the port root), `{target}` and `{target7}` (the gate target). The result is
+recorded as gate `parity:<name>`: PASS or FAIL with the duration and the command,
+or PENDING with a handoff where this host may not run it.
+"""
+
+from __future__ import annotations
+
+import shlex
+import string
+import subprocess
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from . import gates
+from .config import Suite
+from .errors import BlockedCycle, CheckFailed, UsageError
+from .port import Port
+from .prefs import Preferences
+
+PLACEHOLDERS = ("port", "target", "target7")
+Note = Callable[[str], None]
+TAIL = 20
+
+
+def gate_name(suite: Suite) -> str:
+    return f"parity:{suite.name}"
+
+
+def command(suite: str, target: str, *, strict: bool) -> str:
+    argv = ["upstream-sync", "parity", "--suite", suite, "--target", target]
+    return shlex.join(argv + (["--strict"] if strict else []))
+
+
+def expand(arg: str, values: Mapping[str, str]) -> str:
+    try:
+        parsed = list(string.Formatter().parse(arg))
+    except ValueError as exc:
+        raise UsageError(f"parity suite argument {arg[:60]!r}: {exc}",
+                         "write literal braces as {{ and }}") from None
+    for _, name, spec, conv in parsed:
+        if name is not None and (name not in PLACEHOLDERS or spec or conv):
+            raise UsageError(f"parity suite argument {arg[:60]!r} uses {{{name}}}",
+                             f"use only {', '.join('{' + p + '}' for p in PLACEHOLDERS)}")
+    return arg.format_map(dict(values))
+
+
+def chosen(port: Port, name: str | None) -> list[Suite]:
+    suites = list(port.config.suites)
+    if not suites:
+        raise UsageError("no parity suites are configured",
+                         "add [parity.suites.<name>] command = [...] to the port's config")
+    if name is None:
+        return suites
+    for s in suites:
+        if s.name == name:
+            return [s]
+    raise UsageError(f"no parity suite named {name!r}",
+                     f"configured suites: {', '.join(s.name for s in suites)}")
+
+
+@dataclass(frozen=True)
+class SuiteRun:
+    result: gates.GateResult
+    output_tail: tuple[str, ...] = ()
+
+
+def argv_of(port: Port, suite: Suite, target: str) -> list[str]:
+    values = {"port": str(port.root), "target": target, "target7": target[:7]}
+    return [expand(a, values) for a in suite.command]
+
+
+def run_suite(port: Port, suite: Suite, target: str) -> SuiteRun:
+    argv = argv_of(port, suite, target)
+    started = time.monotonic()
+    try:
+        proc = subprocess.run(argv, cwd=port.root, capture_output=True, check=False)
+        rc: int | None = proc.returncode
+        text = (proc.stdout + proc.stderr).decode("utf-8", "replace").splitlines()
+    except OSError as exc:
+        rc, text = None, [f"could not start {argv[0]}: {exc}"]
+    duration = round(time.monotonic() - started, 3)
+    status: gates.Status = "PASS" if rc == 0 else "FAIL"
+    detail = None if rc == 0 else (f"exit {rc}" if rc is not None else text[0])
+    return SuiteRun(gates.GateResult(gate_name(suite), status, shlex.join(argv), duration,
+                                     gates.hostname(), gates.now(), None, detail),
+                    tuple(text[-TAIL:]) if rc != 0 else ())
+
+
+def run(port: Port, prefs: Preferences, *, suite: str | None = None, strict: bool = False,
+        target: str | None = None, say: Note = lambda _: None) -> list[gates.GateResult]:
+    """Run (or mark PENDING) each chosen suite; FAIL raises CheckFailed after recording all."""
+    suites = chosen(port, suite)
+    tgt = gates.check_target(port, target)
+    results: list[gates.GateResult] = []
+    for s in suites:
+        ok, why = gates.eligible(prefs, s.needs_gpu)
+        if not ok:
+            r = gates.GateResult(gate_name(s), "PENDING",
+                                 shlex.join(argv_of(port, s, tgt)), None, gates.hostname(),
+                                 gates.now(), command(s.name, tgt, strict=True), why)
+            gates.record(port, tgt, r)
+            say(f"{r.name} PENDING — {why}; run on a gate host: {r.handoff}")
+            results.append(r)
+            continue
+        say(f"{gate_name(s)}: running {shlex.join(argv_of(port, s, tgt))}")
+        done = run_suite(port, s, tgt)
+        gates.record(port, tgt, done.result)
+        for line in done.output_tail:
+            say(f"  | {line}")
+        say(f"{done.result.name} {done.result.status} ({done.result.duration_s:.1f} s)")
+        results.append(done.result)
+    failed = [r.name for r in results if r.status == "FAIL"]
+    if failed:
+        raise CheckFailed(f"{len(failed)} parity suite(s) failed: {', '.join(failed)}",
+                          "see the output above; fix the port and run parity again")
+    pending = [r for r in results if r.status == "PENDING"]
+    if pending and strict:
+        raise BlockedCycle(f"{len(pending)} parity suite(s) PENDING under --strict: "
+                           + ", ".join(r.name for r in pending),
+                           f"run on a gate host: {pending[0].handoff}")
+    return results
+

@@ -1,0 +1,219 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from port_fixture import World, make_world, run, with_port_cmd, write
+
+from sync import bump, gitio
+from sync.errors import SyncError
+
+pytestmark = pytest.mark.usefixtures("with_port_cmd")
+__all__ = ["with_port_cmd"]
+
+
+@pytest.fixture
+def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> World:
+    return make_world(tmp_path, monkeypatch)
+
+
+def shapes(w: World) -> dict[str, tuple[str, list[str]]]:
+    """file -> (text, the SHA tokens a bump must replace, in order)."""
+    older, pin = w.up.older, w.up.pin
+    return {
+        "src/wrapped.cpp": (
+            "/* SPDX-License-Identifier: Apache-2.0 */\n\n"
+            "// Ported from: vllm/a.py (EngineCore.step, EngineCore.abort)\n"
+            f"//   @ {older}\n// More text.\n\nint x;\n", [older]),
+        "src/pinword.cpp": (f"// Ported from vllm/a.py @ pin {older[:10]}\nint x;\n",
+                            [older[:10]]),
+        "src/multi.cpp": (
+            f"// Mirrors:\n//   - vllm/a.py @ {older[:10]}\n"
+            f"//   - vllm/c.py:10-20 @ pin {older[:7]}\n\nint x;\n", [older[:10], older[:7]]),
+        "src/crlf.cpp": (
+            f"// Ported from: vllm/b.py @ `{older[:10]}`\r\n//   (kept in step)\r\n\r\n"
+            "int x;\r\n", [older[:10]]),
+        "tools/dump.py": (
+            f"#!/usr/bin/env python\n# Ported from: vllm/c.py @ {pin[:12]}\nx = 1\n",
+            [pin[:12]]),
+        "src/group.cpp": (f"// Ported from: vllm/a.py and vllm/c.py @ {older[:10]}\nint x;\n",
+                          [older[:10]]),
+    }
+
+
+def expected(text: str, tokens: list[str], target: str) -> str:
+    out = text
+    for tok in tokens:
+        new = target if len(tok) == 40 else target[: max(len(tok), 8)]
+        out = out.replace(tok, new, 1)
+    return out
+
+
+def test_bump_is_byte_exact_except_sha_tokens(world: World) -> None:
+    world.freeze()
+    cases = shapes(world)
+    for rel, (text, _) in cases.items():
+        write(world.root, rel, text)
+    r = run(world.root, "bump-headers", *(str(world.root / rel) for rel in cases))
+    assert r.rc == 0, r.err
+    target = world.up.target
+    for rel, (text, tokens) in cases.items():
+        got = (world.root / rel).read_bytes()
+        assert got == expected(text, tokens, target).encode(), rel
+    crlf = (world.root / "src/crlf.cpp").read_bytes()
+    assert crlf.count(b"\r\n") == 4 and crlf.count(b"\n") == 4
+    assert f"src/multi.cpp:3: bumped vllm/c.py {world.up.older[:7]} → {target[:8]} (was behind)" \
+        in r.out
+    # A second run has nothing left to do.
+    again = run(world.root, "bump-headers", *(str(world.root / rel) for rel in cases))
+    assert again.rc == 0
+    assert all(line.endswith(f"already at {target[:10]}") for line in again.out.splitlines())
+
+
+def test_check_lists_and_writes_nothing(world: World) -> None:
+    before = (world.root / "src/a.cpp").read_bytes()
+    r = run(world.root, "bump-headers", "src/a.cpp", "src/c.cpp", "--to", world.up.target,
+            "--check", "--json")
+    assert r.rc == 0, r.err
+    doc = json.loads(r.out)
+    assert doc["target"] == world.up.target and doc["check"] is True and doc["written"] == 0
+    assert [(f["path"], f["status"]) for f in doc["files"]] == [("src/a.cpp", "bump"),
+                                                               ("src/c.cpp", "bump")]
+    change = doc["files"][0]["changes"][0]
+    assert change == {"line": 1, "path": "vllm/a.py", "old": world.up.older[:10],
+                      "new": world.up.target[:10], "was": "behind"}
+    assert doc["files"][1]["changes"][0]["old"] == world.up.pin[:8]
+    assert (world.root / "src/a.cpp").read_bytes() == before
+
+
+def test_default_target_is_the_cycle_target(world: World) -> None:
+    no_cycle = run(world.root, "bump-headers", "src/a.cpp")
+    assert no_cycle.rc == 2 and "no sync cycle is open" in no_cycle.err
+    world.freeze()
+    r = run(world.root, "bump-headers", "src/a.cpp")
+    assert r.rc == 0, r.err
+    assert (world.root / "src/a.cpp").read_text() == (
+        f"// Ported from: vllm/a.py @ {world.up.target[:10]}\n\nint a = 2;\n")
+
+
+def test_bump_to_an_ancestor_of_the_target_is_allowed(world: World) -> None:
+    r = run(world.root, "bump-headers", "src/a.cpp", "--to", world.up.a_again[:12])
+    assert r.rc == 0, r.err
+    assert world.up.a_again[:10] in (world.root / "src/a.cpp").read_text()
+
+
+def refused(world: World, *argv: str) -> tuple[int, str, str]:
+    files = sorted((world.root / "src").iterdir())
+    before = {p: p.read_bytes() for p in files}
+    r = run(world.root, "bump-headers", *argv)
+    assert {p: p.read_bytes() for p in files} == before, "a refusal must write nothing"
+    assert r.err.count("\n") == 1 and " — " in r.err
+    return r.rc, r.out, r.err
+
+
+def test_refuses_a_file_without_header_and_writes_nothing(world: World) -> None:
+    rc, _, err = refused(world, "src/a.cpp", "src/none.cpp", "--to", world.up.target)
+    assert rc == 4
+    assert "src/none.cpp: no per-file pin header" in err and "nothing was written" in err
+
+
+def test_refuses_an_original_file(world: World) -> None:
+    rc, _, err = refused(world, "src/orig.cpp", "--to", world.up.target)
+    assert rc == 4 and "declares the file original" in err
+
+
+def test_refuses_a_sha_not_in_the_reference(world: World) -> None:
+    rc, _, err = refused(world, "src/a.cpp", "--to", "0123456789abcdef0123456789abcdef01234567")
+    assert rc == 2 and "is not a commit in the reference checkout" in err
+    rc, _, err = refused(world, "src/a.cpp", "--to=--help")
+    assert rc == 2 and "not a usable git revision" in err
+
+
+def test_refuses_a_target_off_the_upstream_line(world: World) -> None:
+    rc, _, err = refused(world, "src/a.cpp", "--to", world.up.pr_head)
+    assert rc == 2 and "is not an upstream commit" in err
+
+
+def test_refuses_a_path_upstream_deleted(world: World) -> None:
+    rc, out, err = refused(world, "src/gone.cpp", "src/a.cpp", "--to", world.up.target)
+    assert rc == 6
+    assert f"the target {world.up.target[:10]} has no vllm/gone.py" in err
+    assert out.splitlines()[0].startswith("refused: src/gone.cpp:1:")
+    assert f"src/a.cpp:1: would bump vllm/a.py {world.up.older[:10]}" in out
+
+
+def test_refuses_a_citation_ahead_of_the_target(world: World) -> None:
+    rc, _, err = refused(world, "src/hot.cpp", "--to", world.up.target)
+    assert rc == 6 and "ahead of the target" in err
+
+
+def test_refuses_ambiguous_headers(world: World) -> None:
+    older = world.up.older
+    write(world.root, "src/split.cpp",
+          f"// Ported from: vllm/a.py @ {older[:20]}\n// {older[20:]}\nint x;\n")
+    write(world.root, "src/nosha.cpp", "// Ported from: vllm/a.py\nint x;\n")
+    rc, out, err = refused(world, "src/split.cpp", "src/nosha.cpp", "--to", world.up.target)
+    assert rc == 4
+    assert "2 of 2 files cannot be bumped safely" in err
+    assert "split across lines" in out and "has no SHA to rewrite" in out
+
+
+def test_refuses_files_outside_the_port_or_missing(world: World, tmp_path: Path) -> None:
+    outside = write(tmp_path, "elsewhere.cpp", "// Ported from: vllm/a.py @ 1234567\n")
+    r = run(world.root, "bump-headers", str(outside), "--to", world.up.target)
+    assert r.rc == 2 and "is not inside the port" in r.err
+    r = run(world.root, "bump-headers", "src/missing.cpp", "--to", world.up.target)
+    assert r.rc == 2 and "no such file" in r.err
+
+
+def test_not_upstream_citation_is_bumped_and_said(world: World) -> None:
+    r = run(world.root, "bump-headers", "src/pr.cpp", "--to", world.up.target)
+    assert r.rc == 0, r.err
+    assert "(was not-upstream)" in r.out
+
+
+def test_new_token_lengths() -> None:
+    t = "0123456789abcdef0123456789abcdef01234567"
+    assert bump.new_token("a" * 40, t, 8) == t
+    assert bump.new_token("abcdef1", t, 8) == t[:8]
+    assert bump.new_token("abcdef12345", t, 8) == t[:11]
+    assert bump.new_token("abcdef12", t, 12) == t[:12]
+
+
+def test_git_processes_do_not_grow_with_files(world: World) -> None:
+    ref = gitio.open_repo(world.up.repo)
+    for n in range(30):
+        write(world.root, f"src/many/f{n}.cpp",
+              f"// Ported from: vllm/a.py @ {world.up.older[:10]}\nint x;\n")
+    few = [(world.root / "src/a.cpp", "src/a.cpp")]
+    many = [(p, p.relative_to(world.root).as_posix())
+            for p in sorted((world.root / "src/many").iterdir())]
+    start = gitio.PROCESS_COUNT
+    bump.plan(ref, world.up.target, "origin/main", few)
+    one = gitio.PROCESS_COUNT - start
+    start = gitio.PROCESS_COUNT
+    plans = bump.plan(ref, world.up.target, "origin/main", many)
+    assert gitio.PROCESS_COUNT - start == one
+    assert all(p.status == "bump" for p in plans)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.text(alphabet=st.sampled_from(list("/*#@ \n\r\tvlm.py:-`abcdef0123456789Portedfrom")),
+               max_size=300))
+def test_header_reading_never_crashes(text: str) -> None:
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "f.cpp"
+        path.write_bytes(text.encode())
+        try:
+            draft = bump._read(path, "f.cpp")
+        except SyncError:
+            return
+        if draft.refusal is None:
+            for c in draft.header.citations:
+                assert c.sha is not None and c.sha_start is not None and c.sha_end is not None
+                assert draft.text[c.sha_start:c.sha_end] == c.sha

@@ -1,0 +1,84 @@
+"""`check-commit`: a commit may carry a sync cycle or feature work, never both."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from portfixture import Fixture, build, port_git, run, write
+
+
+@pytest.fixture
+def fx(tmp_path: Path) -> Fixture:
+    return build(tmp_path)
+
+
+def commit(fx: Fixture, message: str, files: dict[str, str]) -> str:
+    for rel, text in files.items():
+        write(fx.port, rel, text)
+    port_git(fx.port, "add", "-A", "--", *files)
+    port_git(fx.port, "commit", "-q", "--no-verify", "-m", message)
+    return port_git(fx.port, "rev-parse", "HEAD").strip()
+
+
+def protocol_edit(fx: Fixture) -> str:
+    text = (fx.port / ".agents/upstream-sync.md").read_text(encoding="utf-8")
+    return text + "\nA note added during the sync cycle.\n"
+
+
+def test_mixed_commit_fails_naming_both_sides(fx: Fixture) -> None:
+    sha = commit(fx, "Sync and a feature at once", {
+        ".agents/upstream-sync.md": protocol_edit(fx), "src/x.cpp": "int x = 1;\n"})
+    r = run(fx.port, "check-commit")
+    assert r.rc == 7
+    assert r.out == (f"{sha[:10]} Sync and a feature at once: mixes sync records "
+                     "(.agents/upstream-sync.md) with feature work (src/x.cpp)\n")
+    assert r.err.startswith("upstream-sync: error: 1 commit(s) mix a sync cycle with feature "
+                            "work")
+    j = run(fx.port, "check-commit", "--json", sha)
+    assert j.rc == 7
+    assert json.loads(j.out) == {"ok": False, "commits": [
+        {"sha": sha, "subject": "Sync and a feature at once",
+         "sync_paths": [".agents/upstream-sync.md"], "feature_paths": ["src/x.cpp"]}]}
+
+
+def test_separate_commits_pass(fx: Fixture) -> None:
+    base = port_git(fx.port, "rev-parse", "HEAD").strip()
+    commit(fx, "Sync: note in the protocol", {".agents/upstream-sync.md": protocol_edit(fx)})
+    commit(fx, "Feature: x", {"src/x.cpp": "int x = 1;\n"})
+    commit(fx, "Sync: report", {".agents/sync/2026-01-01-abcdef0.md": "# report\n"})
+    r = run(fx.port, "check-commit", f"{base}..HEAD")
+    assert r.rc == 0, r.out + r.err
+    assert r.out == f"check-commit: no commit in {base}..HEAD mixes sync records with feature work\n"
+    assert run(fx.port, "check-commit").rc == 0
+
+
+def test_a_range_finds_the_one_mixed_commit(fx: Fixture) -> None:
+    base = port_git(fx.port, "rev-parse", "HEAD").strip()
+    commit(fx, "Feature: y", {"src/y.cpp": "int y;\n"})
+    bad = commit(fx, "Decisions plus a test", {
+        ".agents/sync/decisions.toml": "schema = 1\n", "tests/test_y.cpp": "// y\n"})
+    commit(fx, "Feature: z", {"src/z.cpp": "int z;\n"})
+    r = run(fx.port, "check-commit", f"{base}..HEAD")
+    assert r.rc == 7
+    assert r.out.splitlines() == [
+        f"{bad[:10]} Decisions plus a test: mixes sync records (.agents/sync/decisions.toml) "
+        "with feature work (tests/test_y.cpp)"]
+
+
+def test_files_holding_pin_spans_are_sync_records(fx: Fixture) -> None:
+    commit(fx, "Docs with a pin span", {
+        "docs/BENCH.md": f"Measured at <!--pin:commit-->{fx.pin[:10]}<!--/pin--> today.\n"})
+    commit(fx, "Bench numbers plus code", {
+        "docs/BENCH.md": f"Measured at <!--pin:commit-->{fx.pin[:10]}<!--/pin--> again.\n",
+        "src/bench.cpp": "int b;\n"})
+    r = run(fx.port, "check-commit")
+    assert r.rc == 7 and "(docs/BENCH.md) with feature work (src/bench.cpp)" in r.out
+
+
+def test_bad_ranges_are_one_line_usage_errors(fx: Fixture) -> None:
+    for spec in ("no-such-ref", "HEAD...HEAD~1", "--all"):
+        r = run(fx.port, "check-commit", "--", spec)
+        assert r.rc == 2, (spec, r.err)
+        assert len(r.err.strip().splitlines()) == 1

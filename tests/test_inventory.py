@@ -1,0 +1,288 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from port_fixture import INVENTORY, World, make_world, run, with_port_cmd
+
+from sync import gitio, history, inventory, surface
+from sync.atomic import read_text
+from sync.errors import MalformedRecord, SyncError, UsageError
+
+pytestmark = pytest.mark.usefixtures("with_port_cmd")
+__all__ = ["with_port_cmd"]
+
+REAL = Path(__file__).resolve().parents[1] / "examples/port/.agents/porting-inventory.md"
+
+LIST_STYLE = (
+    "# Inventory\n"
+    "\n"
+    "### Tier 1\n"
+    "\n"
+    "| item | upstream | status |\n"
+    "|---|---|---|\n"
+    "| RoPE | `vllm/rope.py` | ✅ `1234567` |\n"
+    "\n"
+    "## §9 Deviations from upstream\n"
+    "\n"
+    "Intro paragraph.\n"
+    "\n"
+    "1. **Sampler order** — `vllm/sample.py` sorts first; we do not.\n"
+    "   Continued, see vllm#77.\n"
+    "2. Scheduler fairness: differs (`vllm/sched/` at e24d1b24).\n"
+    "- **9.7 Bold numbered** body cites nothing.\n"
+    "\n"
+    "```\n"
+    "## 9. not a heading inside a fence\n"
+    "```\n"
+)
+
+
+def test_parse_the_example_inventory() -> None:
+    inv = inventory.parse(read_text(REAL), path="inv.md")
+    rows = inv.rows()
+    assert [r.tier for r in rows].count("T0") == 6 and len(rows) == 15
+    assert rows[0].status == "done" and rows[0].prs == (30104, 33121, 35168)
+    assert [r.status for r in rows if r.tier == "T1"] == ["done", "wip", "wip", "todo"]
+    assert inv.section9 is not None and inv.section9.text == "9. Deviations"
+    assert [(d.label, d.title) for d in inv.deviations] == [
+        ("§9.1", "Synchronous scheduling only"),
+        ("§9.2", "Block hashes cover token ids only"),
+        ("§9.2", "Top-p renormalises without a sort"),
+        ("§9.3", "Hermes parser rejects non-JSON arguments"),
+    ]
+    assert inv.deviations[0].paths == ("vllm/v1/engine/core.py",)
+
+
+def test_parse_list_style_section9_and_tables() -> None:
+    inv = inventory.parse(LIST_STYLE, path="inv.md")
+    (row,) = inv.rows()
+    assert (row.kind, row.tier, row.status, row.line) == ("table", "T1", "done", 7)
+    assert [(d.label, d.title, d.paths, d.shas, d.prs) for d in inv.deviations] == [
+        ("§9.1", "Sampler order", ("vllm/sample.py",), (), (77,)),
+        ("§9.2", "Scheduler fairness", ("vllm/sched/",), ("e24d1b24",), ()),
+        ("§9.7", "Bold numbered", (), (), ()),
+    ]
+
+
+def test_no_section9() -> None:
+    inv = inventory.parse("# Inventory\n\n## T0\n\n- a\n", path="inv.md")
+    assert inv.section9 is None and inv.deviations == ()
+
+
+# -- deviations touched -----------------------------------------------------------------------
+
+
+@pytest.fixture
+def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> World:
+    return make_world(tmp_path, monkeypatch)
+
+
+def range_of(world: World) -> list[history.Commit]:
+    return history.log_range(gitio.open_repo(world.up.repo), world.up.pin, world.up.target)
+
+
+def test_deviations_touched_golden(world: World) -> None:
+    port = world.port
+    lines = inventory.deviations_touched(port, range_of(world), surface.build(port))
+    up = world.up
+    assert lines == [
+        f'- §9.1 "A is synchronous": vllm/a.py touched by `{up.a_again[:10]}` vllm#12',
+        f'- §9.1 "B keeps fp32": vllm/b.py (via src/b.cpp) touched by `{up.target[:10]}` '
+        "vllm#15",
+    ]
+
+
+def test_deviations_keyed_by_title_and_cited_shas_and_prs(world: World) -> None:
+    up = world.up
+    text = INVENTORY + (
+        "\n### 9.5 A is synchronous\n\nAlso `vllm/c.py`.\n"
+        f"\n### 9.6 Cites a commit\n\nSince {up.delete[:9]}, and vllm#14 too.\n"
+    )
+    inv = inventory.parse(text, path="inv.md")
+    lines = inventory.touched(inv, range_of(world), surface.build(world.port))
+    assert lines[0] == (f'- §9.1 "A is synchronous": vllm/a.py touched by `{up.a_again[:10]}` '
+                        f"vllm#12; vllm/c.py touched by `{up.target[:10]}` vllm#15")
+    assert lines[2] == (f'- §9.6 "Cites a commit": cites `{up.delete[:9]}`, in the range: '
+                        f"`{up.delete[:10]}` vllm#13; cites vllm#14, in the range: "
+                        f"`{up.add_model[:10]}`")
+    assert len(lines) == 3
+
+
+def test_deviations_touched_without_inventory_or_section9(world: World) -> None:
+    port = world.port
+    inv_path = world.root / ".agents/porting-inventory.md"
+    inv_path.write_text("# Inventory\n\n## T0\n\n- `vllm/a.py`\n")
+    assert inventory.deviations_touched(port, range_of(world), surface.build(port)) == []
+    inv_path.unlink()
+    assert inventory.deviations_touched(port, range_of(world), surface.build(port)) == []
+
+
+# -- annotate (pure) --------------------------------------------------------------------------
+
+
+def annotate(text: str, **kw: object) -> inventory.Annotation:
+    args: dict[str, object] = {"pr": 42, "tier": "T0", "paths": ["vllm/c.py"], "subject": None,
+                               "note": None, "section_title": "Sync 2026-01-05-abcdef0: INVENTORY",
+                               "intro": "Intro."}
+    args.update(kw)
+    return inventory.annotate(inventory.parse(text, path="inv.md"), **args)  # type: ignore[arg-type]
+
+
+def test_annotate_existing_row_inserts_only_the_reference() -> None:
+    a = annotate(INVENTORY, note="needs   a look")
+    row = "- Module c, `vllm/c.py` (not started)"
+    assert a.where == "row" and a.line == 6
+    assert a.text == INVENTORY.replace(row, row + " (vllm#42 — needs a look)")
+    assert a.row == row + " (vllm#42 — needs a look)"
+
+
+def test_annotate_table_row_in_the_citing_cell() -> None:
+    a = annotate(LIST_STYLE, paths=["vllm/rope.py"], tier="T1")
+    assert a.text == LIST_STYLE.replace("| `vllm/rope.py` |", "| `vllm/rope.py` (vllm#42) |")
+
+
+def test_annotate_multiline_bullet_at_its_end_keeping_crlf() -> None:
+    text = ("## T1 — x\r\n\r\n- Scheduler `vllm/s.py`\r\n  continued  \r\n"
+            "  - nested `vllm/n.py`\r\n\r\n## 9. Deviations\r\n")
+    a = annotate(text, paths=["vllm/s.py"], tier="T1")
+    assert a.text == text.replace("  continued  \r\n", "  continued (vllm#42)  \r\n")
+
+
+def test_annotate_goes_to_the_cycle_section_before_section9() -> None:
+    a = annotate(INVENTORY, pr=14, tier="T2", paths=["vllm/models/new.py"],
+                 subject="[Model] Add new model (#14)")
+    bullet = "- T2 (vllm#14) \\[Model\\] Add new model — `vllm/models/new.py`"
+    block = f"## Sync 2026-01-05-abcdef0: INVENTORY\n\nIntro.\n\n{bullet}\n\n"
+    assert a.where == "section" and a.row == bullet and a.line == 16
+    assert a.text == INVENTORY.replace("## 9. Deviations", block + "## 9. Deviations")
+    assert a.text.splitlines()[a.line - 1] == bullet
+    b = annotate(a.text, pr=15, tier="T3", paths=[], note="later")
+    assert b.where == "section" and b.line == 17
+    assert b.text == a.text.replace(bullet + "\n", bullet + "\n- T3 (vllm#15) — later\n")
+    # The section's rows are rows: annotating them again is a no-op.
+    c = annotate(b.text, pr=14, tier="T2", paths=["vllm/models/new.py"])
+    assert c.where == "already" and c.text == b.text and c.line == 16
+
+
+def test_annotate_already_recorded_and_tier_mismatch() -> None:
+    assert annotate(INVENTORY, pr=10, paths=[]).where == "already"
+    with pytest.raises(UsageError, match="under T0, not T1"):
+        annotate(INVENTORY, tier="T1")
+
+
+def test_annotate_several_rows_need_row() -> None:
+    text = INVENTORY.replace("- Models under", "- Also `vllm/c.py`; models under")
+    with pytest.raises(UsageError, match=r"2 inventory rows cite vllm/c\.py"):
+        annotate(text, tier="T1")
+    assert annotate(text, tier="T2").line == 10  # only one of them is in the asked tier
+    assert annotate(text, tier="T0", row_line=6).line == 6
+    with pytest.raises(UsageError, match="is not an inventory row"):
+        annotate(text, row_line=1)
+
+
+def test_annotate_refuses_without_section9() -> None:
+    text = INVENTORY[: INVENTORY.index("## 9.")]
+    with pytest.raises(MalformedRecord, match="no §9"):
+        annotate(text, paths=["vllm/zzz.py"])
+    # An existing row does not need §9.
+    assert annotate(text).where == "row"
+
+
+# -- the command ------------------------------------------------------------------------------
+
+
+def test_annotate_command_from_the_report(world: World) -> None:
+    up = world.up
+    assert run(world.root, "sync", "--target", up.target).rc == 0
+    report = next((world.root / ".agents/sync").glob("*.md"))
+    assert "INVENTORY unannotated: " in read_text(report)
+    r = run(world.root, "inventory", "annotate", "--pr", "14", "--tier", "t2", "--json")
+    assert r.rc == 0, r.err
+    doc = json.loads(r.out)
+    assert doc["where"] == "section" and doc["tier"] == "T2"
+    text = read_text(world.root / ".agents/porting-inventory.md")
+    title = f"## Sync {report.stem}: INVENTORY"
+    assert f"{title}\n\nINVENTORY items of the sync cycle to `{up.target[:10]}` (report: " \
+        f"[{report.name}](sync/{report.name}))" in text
+    assert "- T2 (vllm#14) \\[Model\\] Add new model — `vllm/models/new.py`\n" in text
+    assert text.index(title) < text.index("## 9. Deviations")
+    # The carry-over stops listing it once the report is regenerated.
+    assert run(world.root, "sync").rc == 0
+    assert "INVENTORY unannotated" not in read_text(report)
+    again = run(world.root, "inventory", "annotate", "--pr", "14", "--tier", "T2")
+    assert again.rc == 0 and "already recorded" in again.out
+    assert read_text(world.root / ".agents/porting-inventory.md") == text
+
+
+def test_annotate_command_bad_input(world: World) -> None:
+    inv = world.root / ".agents/porting-inventory.md"
+    r = run(world.root, "inventory", "annotate", "--pr", "99", "--tier", "T1")
+    assert r.rc == 2 and "no --path was given" in r.err
+    r = run(world.root, "inventory", "annotate", "--pr", "99", "--tier", "T1", "--path",
+            "vllm/x.py")
+    assert r.rc == 2 and "no sync cycle is open" in r.err
+    r = run(world.root, "inventory", "annotate", "--pr", "99", "--tier", "T9", "--path", "x")
+    assert r.rc == 2
+    assert run(world.root, "sync", "--target", world.up.target).rc == 0
+    r = run(world.root, "inventory", "annotate", "--pr", "12", "--tier", "T1")
+    assert r.rc == 2 and "lists vllm#12 as PORT-NOW" in r.err
+    no9 = INVENTORY[: INVENTORY.index("## 9.")]
+    inv.write_text(no9)
+    r = run(world.root, "inventory", "annotate", "--pr", "14", "--tier", "T2")
+    assert r.rc == 4 and "no §9" in r.err and r.err.count("\n") == 1
+    assert read_text(inv) == no9
+    inv.unlink()
+    r = run(world.root, "inventory", "annotate", "--pr", "14", "--tier", "T2")
+    assert r.rc == 4 and "does not exist" in r.err
+
+
+def test_annotate_command_on_an_existing_row(world: World) -> None:
+    r = run(world.root, "inventory", "annotate", "--pr", "15", "--tier", "T0", "--path",
+            "vllm/c.py")
+    assert r.rc == 0, r.err
+    assert read_text(world.root / ".agents/porting-inventory.md") == INVENTORY.replace(
+        "(not started)", "(not started) (vllm#15)")
+
+
+# -- properties -------------------------------------------------------------------------------
+
+_LINES = st.sampled_from([
+    "# Inventory", "## T0 — core", "### Tier 2", "## 9. Deviations", "## §9", "### 9.1 Title",
+    "### 9.1", "- item `vllm/a.py`", "  continued", "1. **Bold** — body vllm#12", "- **9.2 X**:",
+    "| a | `vllm/a.py` |", "|---|---|", "```", "~~~", "", "9.3 plain", "- T1 (vllm#3) x",
+    "## Sync 2026-01-05-abcdef0: INVENTORY", "**", "|", "#", "- ", "\t- x", "e24d1b24",
+])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_LINES, max_size=25), st.sampled_from(["\n", "\r\n", "\r"]),
+       st.lists(st.sampled_from(["vllm/a.py", "vllm/b.py"]), max_size=2),
+       st.sampled_from(inventory.TIERS))
+def test_parse_and_annotate_never_crash(lines: list[str], nl: str, paths: list[str],
+                                        tier: str) -> None:
+    text = nl.join(lines)
+    inv = inventory.parse(text, path="inv.md")
+    for d in inv.deviations:
+        assert d.title and d.key
+    try:
+        a = inventory.annotate(inv, pr=5, tier=tier, paths=paths, subject="S (#5)", note=None,
+                               section_title="Sync 2026-01-05-abcdef0: INVENTORY", intro="I.")
+    except SyncError:
+        return
+    if a.where == "already":
+        assert a.text == text
+    else:
+        assert "vllm#5" in a.text and len(a.text) > len(text)
+        again = inventory.parse(a.text, path="inv.md")
+        assert any("vllm#5" in r.text for r in again.rows()) or a.where == "section"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=400))
+def test_parse_random_text(text: str) -> None:
+    inventory.parse(text, path="inv.md")
+

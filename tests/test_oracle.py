@@ -1,0 +1,678 @@
+"""Oracle build/probe/verify and omni isolation, against real virtualenvs of a fake upstream."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import socket
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import pytest
+from fakeupstream import (
+    FLASHINFER,
+    Upstream,
+    add_distribution,
+    copy_env,
+    make_port,
+    make_upstream,
+    oracle_doc,
+    pin_doc,
+    run_cli,
+    site_packages,
+    uv_install,
+)
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sync import config, golden, isolation, oracle
+from sync.errors import (
+    BlockedCycle,
+    EnvironmentUnresolved,
+    MalformedRecord,
+    SyncError,
+    UsageError,
+)
+from sync.fastimport import git
+from sync.port import Port
+
+CONFIG = """\
+[oracles.vllm]
+build_env = { VLLM_USE_PRECOMPILED = "1" }
+build_mode = "precompiled"
+"""
+
+
+@dataclass(frozen=True)
+class World:
+    up: Upstream
+    omni_up: Upstream
+    port: Path
+    home: Path
+    env: Path  # the core oracle at the pin
+    omni_env: Path
+    base: Path
+
+    def environ(self, home: Path | None = None) -> dict[str, str]:
+        return {"VLLM_SOURCE": str(self.up.path), "VLLM_OMNI_SOURCE": str(self.omni_up.path),
+                "SYNC_ORACLE_HOME": str(home or self.home)}
+
+
+def _setenv(mp: pytest.MonkeyPatch, values: dict[str, str]) -> None:
+    for k, v in values.items():
+        mp.setenv(k, v)
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    base = tmp_path_factory.mktemp("oracle")
+    mp = pytest.MonkeyPatch()
+    home_dir = base / "userhome"
+    home_dir.mkdir()
+    (home_dir / ".gitconfig").write_text("[user]\n\tname = T\n\temail = t@example.invalid\n")
+    mp.setenv("HOME", str(home_dir))
+    mp.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    for var in ("SYNC_PORT", "SYNC_GATE_HOSTS", "SETUPTOOLS_SCM_PRETEND_VERSION"):
+        mp.delenv(var, raising=False)
+    try:
+        up = make_upstream(base / "vllm")
+        omni_up = make_upstream(base / "vllm-omni", package="vllm_omni", dist="vllm-omni",
+                                tag="0.1.0")
+        omni_runtime = omni_up.runtime(omni_up.pin, 2)
+        port = make_port(base / "port", up, config=CONFIG,
+                         omni=(omni_up.pin, omni_runtime.split("+")[0]))
+        home = base / "venvs"
+        w = World(up, omni_up, port, home, home / f"vllm-{up.pin[:10]}",
+                  home / f"vllm-omni-{omni_up.pin[:10]}", base)
+        _setenv(mp, w.environ())
+        p = Port(port, config.load(port))
+        prefs = oracle.preferences(p)
+        oracle.build(p, prefs, "vllm")
+        add_distribution(site_packages(w.env), "flashinfer-python", FLASHINFER)
+        oracle.build(p, prefs, "vllm-omni")
+        yield w
+    finally:
+        mp.undo()
+
+
+@pytest.fixture
+def env(world: World, monkeypatch: pytest.MonkeyPatch) -> World:
+    _setenv(monkeypatch, world.environ())
+    return world
+
+
+def port_of(w: World, **changes: object) -> Port:
+    p = Port(w.port, config.load(w.port))
+    return replace(p, config=replace(p.config, **changes)) if changes else p
+
+
+def verify_lines(w: World, port: Port | None = None, commit: str | None = None) -> list[str]:
+    p = port or port_of(w)
+    v = oracle.verify(p, oracle.preferences(p), "vllm", commit)
+    return [str(m) for m in v.mismatches]
+
+
+def other_home(w: World, tmp: Path, env_src: Path | None = None, commit: str | None = None
+               ) -> Path:
+    """A second oracle home holding a copy of the good oracle (optionally under another commit)."""
+    home = tmp / "venvs"
+    copy_env(env_src or w.env, home / f"vllm-{(commit or w.up.pin)[:10]}")
+    return home
+
+
+def rewrite_pin(port: Path, up: Upstream, **values: str) -> None:
+    runtime = up.runtime(up.pin, 2)
+    doc = {"commit": up.pin, "runtime": runtime, "dist": runtime + ".precompiled",
+           "flashinfer": FLASHINFER, **values}
+    (port / ".agents/upstream-sync.md").write_text(pin_doc(**doc))
+
+
+@pytest.fixture
+def port_copy(world: World, tmp_path: Path) -> Path:
+    dst = tmp_path / "port"
+    shutil.copytree(world.port, dst)
+    return dst
+
+
+# -- build -----------------------------------------------------------------------------------
+
+
+def test_build_layout_record_and_untouched_reference(env: World) -> None:
+    assert env.env.name == f"vllm-{env.up.pin[:10]}"
+    rec = oracle.read_marker(env.env)
+    assert rec is not None
+    assert (rec.oracle, rec.commit, rec.build_mode) == ("vllm", env.up.pin, "precompiled")
+    assert dict(rec.build_env) == {"VLLM_USE_PRECOMPILED": "1"}
+    assert rec.installer in ("uv", "pip")
+    # The reference checkout's work tree, HEAD, worktrees and refs are as fast-import left them.
+    assert git(env.up.path, "status", "--porcelain", "--untracked-files=all") == ""
+    assert git(env.up.path, "rev-parse", "HEAD").strip() == env.up.pin
+    assert len(git(env.up.path, "worktree", "list").splitlines()) == 1
+    assert not (env.up.path / "vllm" / "_version.py").exists()
+    assert sorted(git(env.up.path, "for-each-ref", "--format=%(refname)").split()) == [
+        "refs/heads/main", "refs/heads/side", "refs/tags/v0.2.1rc1"]
+
+
+def test_existing_env_needs_rebuild(env: World) -> None:
+    rc, _, err = run_cli(["--port", str(env.port), "oracle", "build"])
+    assert rc == 2 and "already exists" in err and "--rebuild" in err
+
+
+def test_pretend_version_refused(env: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SETUPTOOLS_SCM_PRETEND_VERSION", "0.2.1")
+    rc, _, err = run_cli(["--port", str(env.port), "oracle", "build", "--rebuild"])
+    assert rc == 2 and "SETUPTOOLS_SCM_PRETEND_VERSION is set in the environment" in err
+    monkeypatch.delenv("SETUPTOOLS_SCM_PRETEND_VERSION")
+    forged = config.OracleConfig("vllm", build_env=(("SETUPTOOLS_SCM_PRETEND_VERSION_FOR_VLLM",
+                                                     "1.0"),))
+    p = port_of(env, oracle_configs=(forged,))
+    with pytest.raises(UsageError, match=r"oracles\.vllm\.build_env"):
+        oracle.build(p, oracle.preferences(p), "vllm", rebuild=True)
+    assert oracle.read_marker(env.env) is not None  # nothing was torn down
+
+
+@pytest.mark.parametrize("where", ["port", "reference", "port-repo"])
+def test_oracle_home_inside_a_checkout_refused(env: World, monkeypatch: pytest.MonkeyPatch,
+                                               where: str) -> None:
+    inside = {"port": env.port / ".venvs", "reference": env.up.path / "venvs",
+              "port-repo": env.port / ".agents" / "venvs"}[where]
+    monkeypatch.setenv("SYNC_ORACLE_HOME", str(inside))
+    rc, _, err = run_cli(["--port", str(env.port), "oracle", "probe"])
+    assert rc == 3 and "lies inside" in err and "SYNC_ORACLE_HOME" in err
+    assert not inside.exists()
+
+
+def test_oracle_home_unset_refused(env: World, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("SYNC_ORACLE_HOME")
+    rc, _, err = run_cli(["--port", str(env.port), "oracle", "verify"])
+    assert rc == 3 and "oracle_home is not set" in err and "SYNC_ORACLE_HOME" in err
+
+
+def test_source_mode_release_build_keeps_previous_env(env: World, port_copy: Path) -> None:
+    """Building at the tagged commit in source mode: no suffix, a released-wheel version."""
+    (port_copy / ".agents/upstream-sync.toml").write_text("")
+    p = Port(port_copy, config.load(port_copy))
+    built = oracle.build(p, oracle.preferences(p), "vllm", env.up.released)
+    try:
+        assert env.env in built.kept  # the pin's environment stays for rollback
+        assert env.env.is_dir()
+        probe = oracle.probe(p, oracle.preferences(p), "vllm", env.up.released)
+        assert probe.runtime_version == "0.2.1rc1"
+        assert probe.distribution_version == "0.2.1rc1"  # source mode adds no suffix
+        lines = verify_lines(env, p, env.up.released)
+        assert lines == [
+            "commit: runtime version '0.2.1rc1' has no +g<sha> local segment: a released "
+            f"wheel cannot name commit {env.up.released[:10]}",
+            "flashinfer: FlashInfer is not installed (config requires it)",
+        ]
+    finally:
+        shutil.rmtree(built.env)
+
+
+# -- probe -----------------------------------------------------------------------------------
+
+
+def test_probe_reports_the_installed_oracle(env: World) -> None:
+    rc, out, err = run_cli(["--port", str(env.port), "oracle", "probe"])
+    assert rc == 0, err
+    doc = json.loads(out)
+    runtime = env.up.runtime(env.up.pin, 2)
+    assert doc["runtime_version"] == runtime
+    assert doc["distribution_version"] == runtime + ".precompiled"
+    assert doc["distribution_count"] == 1
+    assert doc["module_file"] == str(site_packages(env.env) / "vllm" / "__init__.py")
+    assert doc["sys_prefix"] == str(env.env)
+    assert doc["flashinfer_version"] == FLASHINFER
+    assert doc["torch_version"] is None
+    assert doc["editable"] is False and doc["isolated"] is True
+    assert doc["build"]["build_mode"] == "precompiled"
+
+
+def test_probe_from_inside_the_source_checkout(env: World, monkeypatch: pytest.MonkeyPatch
+                                               ) -> None:
+    """cwd, PYTHONPATH and an active venv all point at the checkout: the env still wins."""
+    monkeypatch.chdir(env.up.path)
+    monkeypatch.setenv("PYTHONPATH", str(env.up.path))
+    monkeypatch.setenv("VIRTUAL_ENV", str(env.base))
+    # Positive control: without the tool's isolation the checkout shadows the install.
+    naive = subprocess.run([str(env.env / "bin" / "python"), "-c",
+                            "import vllm; print(vllm.__file__)"], capture_output=True,
+                           text=True, check=True)
+    assert naive.stdout.strip() == str(env.up.path / "vllm" / "__init__.py")
+    rc, out, err = run_cli(["--port", str(env.port), "oracle", "probe"])
+    assert rc == 0, err
+    doc = json.loads(out)
+    assert doc["module_file"] == str(site_packages(env.env) / "vllm" / "__init__.py")
+    assert str(env.up.path) not in doc["sys_path"]
+    assert verify_lines(env) == []
+
+
+def test_probe_without_an_env(env: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                              ) -> None:
+    monkeypatch.setenv("SYNC_ORACLE_HOME", str(tmp_path / "empty"))
+    rc, _, err = run_cli(["--port", str(env.port), "oracle", "probe"])
+    assert rc == 3 and "no oracle environment for vllm" in err and "oracle build" in err
+
+
+# -- verify ----------------------------------------------------------------------------------
+
+
+def test_verify_good_oracle_records_the_measurement(env: World, port_copy: Path) -> None:
+    rc, out, err = run_cli(["--port", str(port_copy), "oracle", "verify"])
+    assert rc == 0, err
+    runtime = env.up.runtime(env.up.pin, 2)
+    assert out == (f"oracle vllm at {env.up.pin[:10]} verified: runtime {runtime}, distribution "
+                   f"{runtime}.precompiled, FlashInfer {FLASHINFER}, Torch absent, build mode "
+                   "precompiled\n")
+    doc = json.loads((port_copy / f".agents/sync/gates/{env.up.pin[:7]}.json").read_text())
+    gate = doc["gates"]["oracle:vllm"]
+    assert gate["status"] == "PASS"
+    assert gate["oracle"]["runtime_version"] == runtime
+    assert gate["oracle"]["build_mode"] == "precompiled"
+
+
+@pytest.mark.parametrize(("change", "expected"), [
+    ({"runtime": "RT9", "dist": "RT9.precompiled"}, [
+        "runtime version: oracle reports 'RT2', the pin block (.agents/upstream-sync.md) "
+        "says 'RT9'",
+        "distribution version: oracle reports 'RT2.precompiled', the pin block "
+        "(.agents/upstream-sync.md) says 'RT9.precompiled'"]),
+    ({"dist": "RT2"}, [
+        "distribution version: oracle reports 'RT2.precompiled', the pin block "
+        "(.agents/upstream-sync.md) says 'RT2'"]),
+    ({"flashinfer": "0.6.16"}, [
+        f"flashinfer: oracle reports '{FLASHINFER}', the pin block (.agents/upstream-sync.md) "
+        "says '0.6.16'"]),
+])
+def test_each_string_mismatch(env: World, port_copy: Path, change: dict[str, str],
+                              expected: list[str]) -> None:
+    runtime = {"RT2": env.up.runtime(env.up.pin, 2), "RT9": env.up.runtime(env.up.pin, 9)}
+
+    def real(s: str) -> str:
+        for k, v in runtime.items():
+            s = s.replace(k, v)
+        return s
+
+    rewrite_pin(port_copy, env.up, **{k: real(v) for k, v in change.items()})
+    rc, out, err = run_cli(["--port", str(port_copy), "oracle", "verify"])
+    assert rc == 5
+    assert out.splitlines() == [f"mismatch: {real(e)}" for e in expected]
+    assert f"failed verification with {len(expected)} mismatch" in err
+    gates_doc = json.loads((port_copy / f".agents/sync/gates/{env.up.pin[:7]}.json").read_text())
+    assert gates_doc["gates"]["oracle:vllm"]["status"] == "FAIL"
+
+
+def test_build_mode_label_must_match_the_suffix(env: World, tmp_path: Path) -> None:
+    home = other_home(env, tmp_path)
+    marker = home / env.env.name / oracle.MARKER
+    doc = json.loads(marker.read_text())
+    marker.write_text(json.dumps({**doc, "build_mode": "source"}))
+    os.environ["SYNC_ORACLE_HOME"] = str(home)
+    assert verify_lines(env) == [
+        "build mode: recorded build mode 'source' but the distribution version adds "
+        ".precompiled"]
+
+
+def test_env_built_for_another_commit(env: World, tmp_path: Path, port_copy: Path) -> None:
+    """The pin moved to `middle` but the environment there is a copy of the pin's build."""
+    home = other_home(env, tmp_path, commit=env.up.middle)
+    os.environ["SYNC_ORACLE_HOME"] = str(home)
+    runtime = env.up.runtime(env.up.middle, 1)
+    rewrite_pin(port_copy, env.up, commit=env.up.middle, runtime=runtime,
+                dist=runtime + ".precompiled")
+    lines = verify_lines(env, Port(port_copy, config.load(port_copy)))
+    pin_runtime = env.up.runtime(env.up.pin, 2)
+    assert lines[0] == f"build: built at {env.up.pin[:10]}, expected {env.up.middle[:10]}"
+    assert lines[1] == (f"commit: runtime version '{pin_runtime}' names g{env.up.pin[:9]}, not "
+                        f"a prefix of {env.up.middle[:10]} (built from another checkout? a "
+                        "shallow clone yields 0.1.devN+g<sha>)")
+    assert [line.split(":")[0] for line in lines[2:]] == ["runtime version",
+                                                         "distribution version"]
+
+
+def test_shallow_clone_version_against_a_different_pin(env: World, tmp_path: Path) -> None:
+    shallow = tmp_path / "shallow"
+    subprocess.run(["git", "clone", "-q", "--depth", "1", "--branch", "side",
+                    f"file://{env.up.path}", str(shallow)], check=True)
+    home = tmp_path / "venvs"
+    bad = home / env.env.name
+    uv_install(bad, shallow, extra_env={"VLLM_USE_PRECOMPILED": "1"})
+    shutil.copy(env.env / oracle.MARKER, bad / oracle.MARKER)
+    add_distribution(site_packages(bad), "flashinfer-python", FLASHINFER)
+    os.environ["SYNC_ORACLE_HOME"] = str(home)
+    shallow_runtime = f"0.1.dev1+g{env.up.middle[:9]}"
+    pin_runtime = env.up.runtime(env.up.pin, 2)
+    where = "the pin block (.agents/upstream-sync.md)"
+    assert verify_lines(env) == [
+        f"commit: runtime version '{shallow_runtime}' names g{env.up.middle[:9]}, not a prefix "
+        f"of {env.up.pin[:10]} (built from another checkout? a shallow clone yields "
+        "0.1.devN+g<sha>)",
+        f"runtime version: oracle reports '{shallow_runtime}', {where} says '{pin_runtime}'",
+        f"distribution version: oracle reports '{shallow_runtime}.precompiled', {where} says "
+        f"'{pin_runtime}.precompiled'",
+    ]
+
+
+def test_editable_install_from_the_reference_checkout(env: World, tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    home = other_home(env, tmp_path)
+    src = tmp_path / "reference"
+    subprocess.run(["git", "clone", "-q", str(env.up.path), str(src)], check=True)
+    uv_install(home / env.env.name, src, editable=True,
+               extra_env={"VLLM_USE_PRECOMPILED": "1"})
+    monkeypatch.setenv("SYNC_ORACLE_HOME", str(home))
+    monkeypatch.setenv("VLLM_SOURCE", str(src))
+    module = src / "vllm" / "__init__.py"
+    assert verify_lines(env) == [
+        f"module file: {module} is not under the env {home / env.env.name}",
+        f"module file: {module} is under $VLLM_SOURCE (vllm source checkout) ({src})",
+        "editable: vllm is installed editable: the oracle must be a non-editable install",
+    ]
+
+
+def test_two_distributions_on_the_path(env: World, tmp_path: Path) -> None:
+    home = other_home(env, tmp_path)
+    extra = tmp_path / "extra"
+    add_distribution(extra, "vllm", "0.0.1")
+    (site_packages(home / env.env.name) / "extra.pth").write_text(f"{extra}\n")
+    os.environ["SYNC_ORACLE_HOME"] = str(home)
+    lines = verify_lines(env)
+    assert len(lines) == 1
+    assert lines[0].startswith("distributions: 2 distributions named vllm on the path, "
+                               "expected exactly one (")
+    assert "0.0.1 at " + str(extra) in lines[0]
+
+
+def test_flashinfer_absent_and_torch_required(env: World, tmp_path: Path) -> None:
+    home = other_home(env, tmp_path)
+    for d in site_packages(home / env.env.name).glob("flashinfer_python-*"):
+        shutil.rmtree(d)
+    os.environ["SYNC_ORACLE_HOME"] = str(home)
+    strict = config.OracleConfig("vllm", build_env=(("VLLM_USE_PRECOMPILED", "1"),),
+                                 build_mode="precompiled", require_torch=True)
+    assert verify_lines(env, port_of(env, oracle_configs=(strict,))) == [
+        "flashinfer: FlashInfer is not installed (config requires it)",
+        "torch: Torch is not installed (config requires it)",
+    ]
+    relaxed = replace(strict, require_flashinfer=False, require_torch=False)
+    assert verify_lines(env, port_of(env, oracle_configs=(relaxed,))) == []
+
+
+def test_missing_build_record_and_broken_import(env: World, tmp_path: Path) -> None:
+    home = other_home(env, tmp_path)
+    (home / env.env.name / oracle.MARKER).unlink()
+    (site_packages(home / env.env.name) / "vllm" / "ops.py").write_text("raise OSError('x')\n")
+    os.environ["SYNC_ORACLE_HOME"] = str(home)
+    lines = verify_lines(env)
+    assert lines[0] == ("build: upstream-sync-oracle.json is missing: not built by "
+                        "upstream-sync, or the build did not finish")
+    assert lines[1] == "module: import vllm failed: OSError: x"
+
+
+def test_malformed_build_record(env: World, tmp_path: Path) -> None:
+    home = other_home(env, tmp_path)
+    (home / env.env.name / oracle.MARKER).write_text("{")
+    os.environ["SYNC_ORACLE_HOME"] = str(home)
+    rc, _, err = run_cli(["--port", str(env.port), "oracle", "verify"])
+    assert rc == 4 and oracle.MARKER in err
+
+
+def test_commit_rule_messages() -> None:
+    sha = "c1edac23945dac33a317da7651db4e8c274f314e"
+    assert oracle.commit_rule("0.2.1rc1.dev2+gc1edac239", sha) is None
+    assert oracle.commit_rule("0.2.1rc1.dev2+gc1edac239.precompiled", sha) is None
+    assert "no +g<sha>" in (oracle.commit_rule("0.26.0", sha) or "")
+    assert "not g<7..40 hex>" in (oracle.commit_rule("0.26.0+cu130", sha) or "")
+    assert "not a valid version" in (oracle.commit_rule("banana", sha) or "")
+    assert "not a prefix" in (oracle.commit_rule("0.1.dev1+gdeadbeef", sha) or "")
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=60))
+def test_commit_rule_never_raises(text: str) -> None:
+    result = oracle.commit_rule(text, "c1edac23945dac33a317da7651db4e8c274f314e")
+    assert result is None or isinstance(result, str)
+
+
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False)
+                    | st.text(max_size=20),
+                    lambda inner: st.lists(inner, max_size=4)
+                    | st.dictionaries(st.text(max_size=12), inner, max_size=5), max_leaves=20)
+GOOD_MARKER = {"schema": 1, "oracle": "vllm", "commit": "a" * 40, "build_mode": "source",
+               "build_env": {}, "installer": "uv", "python": "/p", "source": "/s", "host": "h",
+               "built_at": "t"}
+
+
+def _mutations(good: dict[str, object]) -> st.SearchStrategy[object]:
+    return st.builds(lambda key, value: {**good, key: value},
+                     st.sampled_from(sorted(good)), JSON) | JSON
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=200) | _mutations(GOOD_MARKER).map(lambda d: json.dumps(d).encode()))
+def test_build_record_fuzz(tmp_path_factory: pytest.TempPathFactory, data: bytes) -> None:
+    env = tmp_path_factory.getbasetemp() / "marker-fuzz"
+    env.mkdir(exist_ok=True)
+    (env / oracle.MARKER).write_bytes(data)
+    with contextlib.suppress(SyncError):
+        oracle.read_marker(env)
+
+
+# -- omni ------------------------------------------------------------------------------------
+
+
+def test_omni_oracle_verifies_and_proves_isolation(env: World) -> None:
+    rc, out, err = run_cli(["--port", str(env.port), "oracle", "verify", "--oracle",
+                            "vllm-omni"])
+    assert rc == 0, err + out
+    runtime = env.omni_up.runtime(env.omni_up.pin, 2)
+    assert out.startswith(f"oracle vllm-omni at {env.omni_up.pin[:10]} verified: runtime "
+                          f"{runtime}, distribution {runtime}, ")
+    assert out.rstrip().endswith("against vLLM absent")
+    assert env.omni_env.is_dir() and env.omni_env != env.env
+    p = port_of(env)
+    proof = isolation.require(p, "vllm-omni", env.omni_up.pin)
+    assert {c.op: c.status for c in proof.checks} == {"build": "PASS", "verify": "PASS"}
+    assert proof.core_env == str(env.env)
+    assert all(c.core_before == c.core_after != isolation.ABSENT for c in proof.checks)
+    # The omni verification records no core gate.
+    gates_file = env.port / f".agents/sync/gates/{env.up.pin[:7]}.json"
+    assert not gates_file.exists() or "vllm-omni" not in gates_file.read_text()
+
+
+OMNI_DUMP = ("import os, sys, vllm_omni; d = os.path.join(sys.argv[1], 'omni-case'); "
+             "os.makedirs(d); open(os.path.join(d, 'v.txt'), 'w').write(vllm_omni.__version__)")
+
+
+def test_omni_golden_carries_both_commits(env: World, port_copy: Path,
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SYNC_GATE_HOSTS", socket.gethostname())
+    p = replace(Port(port_copy, config.load(port_copy)), config=replace(
+        config.load(port_copy), golden_scripts=(("{python}", "-c", OMNI_DUMP, "{out}"),),
+        golden_needs_gpu=False))
+    outcome = golden.run(p, oracle.preferences(p), oracle_id="vllm-omni")
+    g = outcome.gate
+    assert (g.name, g.status) == ("golden:vllm-omni", "PASS")
+    assert g.oracle is not None and g.oracle["commit"] == env.omni_up.pin
+    assert "vllm_commit" in g.oracle  # the vLLM it ran against (none installed here)
+    manifest = json.loads((port_copy / "goldens/omni-case/manifest.json").read_text())
+    assert manifest["oracle"]["oracle"] == "vllm-omni"
+    assert (port_copy / "goldens/omni-case/v.txt").read_text() == \
+        env.omni_up.runtime(env.omni_up.pin, 2)
+    proof = isolation.require(p, "vllm-omni", env.omni_up.pin)
+    assert {c.op: c.status for c in proof.checks}["golden"] == "PASS"
+    # Pending elsewhere, with a handoff naming the omni oracle.
+    monkeypatch.setenv("SYNC_GATE_HOSTS", "dgx")
+    pending = golden.run(p, oracle.preferences(p), oracle_id="vllm-omni").gate
+    assert pending.handoff == (f"upstream-sync golden --oracle vllm-omni --target {env.up.pin} "
+                               "--strict")
+
+
+def test_omni_pin_label_mismatch(env: World, port_copy: Path) -> None:
+    (port_copy / ".agents/oracles/vllm-omni.md").write_text(
+        oracle_doc("vllm-omni", "omni", env.omni_up.pin, "0.1.1"))
+    p = Port(port_copy, config.load(port_copy))
+    v = oracle.verify(p, oracle.preferences(p), "vllm-omni")
+    public = env.omni_up.runtime(env.omni_up.pin, 2).split("+")[0]
+    assert [str(m) for m in v.mismatches] == [
+        f"pin label: oracle reports '{public}', .agents/oracles/vllm-omni.md (pin_label) says "
+        "'0.1.1'"]
+
+
+def test_omni_unpinned_refused(env: World, port_copy: Path) -> None:
+    text = oracle_doc("vllm-omni", "omni", "UNPINNED", "none").replace("2026-01-01", "-")
+    (port_copy / ".agents/oracles/vllm-omni.md").write_text(text)
+    rc, _, err = run_cli(["--port", str(port_copy), "oracle", "probe", "--oracle",
+                          "vllm-omni"])
+    assert rc == 5 and "UNPINNED" in err
+
+
+def test_omni_build_that_modifies_the_core_env_is_detected(env: World, tmp_path: Path,
+                                                          port_copy: Path) -> None:
+    home = other_home(env, tmp_path)
+    record = next(site_packages(home / env.env.name).glob("vllm-*.dist-info")) / "RECORD"
+    (port_copy / ".agents/upstream-sync.toml").write_text(
+        CONFIG + f'\n[oracles.vllm-omni]\nbuild_env = {{ FAKE_UPSTREAM_TOUCH = "{record}" }}\n')
+    os.environ["SYNC_ORACLE_HOME"] = str(home)
+    rc, out, err = run_cli(["--port", str(port_copy), "oracle", "build", "--oracle",
+                            "vllm-omni"])
+    assert rc == 5
+    assert out.splitlines()[1:] == [
+        f"isolation: core environment {home / env.env.name}: lib/python3.11/site-packages/"
+        f"{record.parent.name} RECORD changed"]
+    assert "core sync cycle" in err
+    p = Port(port_copy, config.load(port_copy))
+    proof = isolation.load(p, "vllm-omni", env.omni_up.pin)
+    assert proof is not None and [c.op for c in proof.failures] == ["build"]
+    with pytest.raises(BlockedCycle, match="treat it as a core sync cycle"):
+        isolation.require(p, "vllm-omni", env.omni_up.pin)
+    # Sticky: a clean verify afterwards does not clear the failed build.
+    oracle.verify(p, oracle.preferences(p), "vllm-omni")
+    with pytest.raises(BlockedCycle):
+        isolation.require(p, "vllm-omni", env.omni_up.pin)
+
+
+def test_omni_env_pointing_into_the_core_env_is_detected(env: World, tmp_path: Path,
+                                                         port_copy: Path) -> None:
+    home = other_home(env, tmp_path)
+    omni = copy_env(env.omni_env, home / env.omni_env.name)
+    core_site = site_packages(home / env.env.name)
+    (site_packages(omni) / "core.pth").write_text(f"{core_site}\n")
+    os.environ["SYNC_ORACLE_HOME"] = str(home)
+    p = Port(port_copy, config.load(port_copy))
+    v = oracle.verify(p, oracle.preferences(p), "vllm-omni")
+    lines = [str(m) for m in v.mismatches]
+    label = f"the core environment {env.env.name}"
+    assert f"isolation: lib/python3.11/site-packages/core.pth points into {label}: " \
+           f"{core_site}" in lines
+    assert f"isolation: sys.path entry points into {label}: {core_site}" in lines
+    with pytest.raises(BlockedCycle, match="failed during verify"):
+        isolation.require(p, "vllm-omni", env.omni_up.pin)
+
+
+def test_omni_needs_the_core_env(env: World, tmp_path: Path, port_copy: Path) -> None:
+    home = tmp_path / "venvs"
+    copy_env(env.omni_env, home / env.omni_env.name)
+    os.environ["SYNC_ORACLE_HOME"] = str(home)
+    rc, _, err = run_cli(["--port", str(port_copy), "oracle", "verify", "--oracle",
+                          "vllm-omni"])
+    assert rc == 3 and "build the core oracle first" in err
+
+
+# -- isolation units -------------------------------------------------------------------------
+
+
+def test_fingerprint_and_compare(tmp_path: Path) -> None:
+    env = tmp_path / "env"
+    site = env / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    assert isolation.fingerprint(tmp_path / "nope").digest == isolation.ABSENT
+    d = add_distribution(site, "vllm", "1.0")
+    before = isolation.fingerprint(env)
+    assert isolation.compare(before, isolation.fingerprint(env)) == []
+    (d / "RECORD").write_text("changed\n")
+    add_distribution(site, "intruder", "2.0")
+    (site / "x.pth").write_text("/tmp\n")
+    after = isolation.fingerprint(env)
+    assert before.digest != after.digest
+    where = f"core environment {env}"
+    assert isolation.compare(before, after) == [
+        f"{where}: lib/python3.11/site-packages/intruder-2.0.dist-info was added (version 2.0)",
+        f"{where}: lib/python3.11/site-packages/vllm-1.0.dist-info RECORD changed",
+        f"{where}: lib/python3.11/site-packages/x.pth was added",
+    ]
+
+
+def test_scan_finds_links_shebangs_and_direct_urls(tmp_path: Path) -> None:
+    core = tmp_path / "core"
+    core.mkdir()
+    env = tmp_path / "omni"
+    site = env / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    (env / "bin").mkdir()
+    (env / "bin" / "tool").write_text(f"#!{core}/bin/python\nprint()\n")
+    (env / "link").symlink_to(core)
+    d = add_distribution(site, "x", "1")
+    (d / "direct_url.json").write_text(json.dumps({"url": f"file://{core}/src"}))
+    (env / "pyvenv.cfg").write_text(f"home = {core}/bin\n")
+    lines = isolation.scan(env, [("core", core)])
+    assert sorted(line.split(" points")[0] for line in lines) == sorted([
+        "pyvenv.cfg home", "symlink link", "shebang of bin/tool",
+        "lib/python3.11/site-packages/x-1.dist-info/direct_url.json"])
+
+
+GOOD_CHECK = {"status": "PASS", "time": "t", "host": "h", "core_before": "x", "core_after": "x",
+              "problems": []}
+GOOD_PROOF = {"schema": 1, "oracle": "vllm-omni", "commit": "a" * 40, "core_env": "/e",
+              "checks": {"build": GOOD_CHECK}}
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=200) | _mutations(GOOD_PROOF).map(json.dumps)
+       | _mutations(GOOD_CHECK).map(lambda c: json.dumps({**GOOD_PROOF, "checks": {"b": c}})))
+def test_isolation_record_fuzz(text: str) -> None:
+    with contextlib.suppress(MalformedRecord):
+        isolation.parse(text, rel="p.json")
+
+
+def test_require_without_proof(tmp_path: Path) -> None:
+    (tmp_path / ".agents").mkdir()
+    p = Port(tmp_path, config.Config())
+    with pytest.raises(BlockedCycle, match="is not proven"):
+        isolation.require(p, "vllm-omni", "a" * 40)
+
+
+def test_ids_and_commit_specs(env: World) -> None:
+    p = port_of(env)
+    prefs = oracle.preferences(p)
+    with pytest.raises(UsageError):
+        oracle.check_id("../x")
+    assert oracle.resolve_commit(p, prefs, "vllm", "side") == env.up.middle
+    assert oracle.resolve_commit(p, prefs, "vllm", env.up.middle[:8]) == env.up.middle
+    with pytest.raises(UsageError, match="not a commit"):
+        oracle.resolve_commit(p, prefs, "vllm", "nope")
+    with pytest.raises(UsageError, match="follows its own pin"):
+        oracle.resolve_commit(p, prefs, "vllm-omni", "target")
+    with pytest.raises(UsageError, match="no sync cycle"):
+        oracle.resolve_commit(p, prefs, "vllm", "target")
+    with pytest.raises(EnvironmentUnresolved):
+        oracle.build(p, prefs, "vllm", "f" * 40)
+
+
+def test_omni_identity_names_the_vllm_it_ran_against() -> None:
+    p = oracle.Probe(
+        oracle="vllm-omni", commit="b" * 40, env="/e", python="/e/bin/python",
+        distribution="vllm-omni", runtime_version="0.1.0.dev2+gbbbbbbbbb",
+        distribution_version="0.1.0.dev2+gbbbbbbbbb", distributions=(), module_file=None,
+        import_error=None, sys_prefix="/e", sys_path=(), isolated=True,
+        flashinfer_version=None, torch_version="2.13.0",
+        vllm_version="0.2.1rc1.dev2+gc1edac239.precompiled", build=None)
+    ident = oracle.identity(p)
+    assert (ident["commit"], ident["vllm_commit"], ident["vllm_version"]) == (
+        "b" * 40, "c1edac239", "0.2.1rc1.dev2+gc1edac239.precompiled")
+    core = oracle.identity(replace(p, oracle="vllm", commit="c" * 40))
+    assert core["vllm_commit"] == "c" * 40

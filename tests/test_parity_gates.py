@@ -1,0 +1,275 @@
+"""Gate records, eligibility, the report's Gates section, and `parity` suites."""
+
+from __future__ import annotations
+
+import json
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+from fakeupstream import pin_doc, run_cli
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sync import config, cycle, gates, prefs
+from sync.atomic import port_lock
+from sync.errors import BlockedCycle, MalformedRecord, SyncError
+from sync.fastimport import History
+from sync.port import Port
+
+PIN = "c1edac23945dac33a317da7651db4e8c274f314e"
+TARGET = "e24d1b24aa0f7c3e8d5b6a1c2f9e0d4b3a2c1f00"
+RUNTIME = "0.2.1rc1.dev2+gc1edac239"
+PY = sys.executable
+
+CONFIG = f"""\
+[parity.suites.op]
+command = ["{PY}", "-c", "import sys; print('op', sys.argv[1:])", "{{port}}", "{{target7}}"]
+
+[parity.suites.behavioral]
+command = ["{PY}", "-c", "import sys; print('line one'); print('broken'); sys.exit(4)"]
+
+[parity.suites.model]
+command = ["{PY}", "-c", "pass"]
+needs_gpu = true
+"""
+
+
+def make(tmp: Path, config_text: str = CONFIG) -> Path:
+    root = tmp / "port"
+    h = History()
+    h.modify(".agents/upstream-sync.md", pin_doc(PIN, RUNTIME, RUNTIME + ".precompiled"))
+    h.modify(".agents/upstream-sync.toml", config_text)
+    h.commit("Port")
+    h.write(root)
+    return root
+
+
+def port_at(root: Path) -> Port:
+    return Port(root, config.load(root))
+
+
+def result(name: str, status: gates.Status = "PASS", **kw: object) -> gates.GateResult:
+    base: dict[str, object] = {"command": "cmd", "duration_s": 1.25, "host": "dgx",
+                               "time": "2026-01-02T03:04:05Z"}
+    base.update(kw)
+    return gates.GateResult(name, status, **base)  # type: ignore[arg-type]
+
+
+def gate_host(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SYNC_GATE_HOSTS", socket.gethostname())
+
+
+# -- the gates record -------------------------------------------------------------------------
+
+
+def test_record_and_load_round_trip(tmp_path: Path) -> None:
+    p = port_at(make(tmp_path))
+    assert gates.load(p, PIN) == []
+    a = result("parity:op")
+    b = result("golden", "PENDING", duration_s=None, handoff="upstream-sync golden --strict",
+               detail="host x is not a gate host")
+    gates.record(p, PIN, a)
+    gates.record(p, PIN, b)
+    assert gates.load(p, PIN) == [b, a]
+    a2 = result("parity:op", "FAIL", detail="exit 4")
+    gates.record(p, PIN, a2)
+    assert gates.load(p, PIN) == [b, a2]
+    path = p.sync_dir / "gates" / f"{PIN[:7]}.json"
+    doc = json.loads(path.read_text())
+    assert doc["schema"] == 1 and doc["target"] == PIN and list(doc["gates"]) == [
+        "golden", "parity:op"]
+    assert gates.load(p, TARGET) == []  # another target has its own file
+
+
+def test_record_waits_for_the_port_lock(tmp_path: Path) -> None:
+    p = port_at(make(tmp_path))
+    with (port_lock(p.sync_dir / ".lock"), pytest.raises(BlockedCycle, match="holds the lock"),
+          gates.locked(p, wait_s=0.3)):
+        pass
+    with gates.locked(p, wait_s=0.3):
+        pass
+
+
+@pytest.mark.parametrize(("text", "why"), [
+    ("{", "not valid JSON"),
+    ("[]", "exactly schema, target and gates"),
+    (json.dumps({"schema": 2, "target": PIN, "gates": {}}), "schema 2, expected 1"),
+    (json.dumps({"schema": 1, "target": TARGET, "gates": {}}), "recorded for target"),
+    (json.dumps({"schema": 1, "target": PIN, "gates": []}), "keyed by gate name"),
+    (json.dumps({"schema": 1, "target": PIN, "gates": {"g": {"status": "OK"}}}), "missing key"),
+])
+def test_malformed_gates_file(tmp_path: Path, text: str, why: str) -> None:
+    p = port_at(make(tmp_path))
+    path = p.sync_dir / "gates" / f"{PIN[:7]}.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(text)
+    with pytest.raises(MalformedRecord, match=why) as info:
+        gates.load(p, PIN)
+    assert str(info.value).startswith(f".agents/sync/gates/{PIN[:7]}.json: ")
+    rc, _, _ = run_cli(["--port", str(p.root), "parity", "--suite", "model"])
+    assert rc == 4
+
+
+GOOD_GATE = {"status": "PASS", "command": "c", "duration_s": 1.0, "host": "h", "time": "t",
+             "handoff": None, "detail": None, "oracle": {"oracle": "vllm", "commit": None}}
+JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False)
+                    | st.text(max_size=10),
+                    lambda inner: st.lists(inner, max_size=3)
+                    | st.dictionaries(st.text(max_size=8), inner, max_size=4), max_leaves=12)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=200)
+       | st.builds(lambda k, v: json.dumps({"schema": 1, "target": PIN,
+                                            "gates": {"g": {**GOOD_GATE, k: v}}}),
+                   st.sampled_from(sorted(GOOD_GATE)), JSON)
+       | JSON.map(lambda v: json.dumps({"schema": 1, "target": PIN, "gates": v})))
+def test_gates_parser_fuzz(text: str) -> None:
+    try:
+        out = gates.parse(text, PIN, rel="g.json")
+    except SyncError as exc:
+        assert isinstance(exc, MalformedRecord)
+        return
+    assert all(isinstance(r, gates.GateResult) for r in out)
+
+
+# -- eligibility -----------------------------------------------------------------------------
+
+
+def prefs_with(tmp_path: Path, hosts: str | None) -> prefs.Preferences:
+    env = {"SYNC_GATE_HOSTS": hosts} if hosts is not None else {}
+    return prefs.load(tmp_path / "none.md", env)
+
+
+def test_eligibility(tmp_path: Path) -> None:
+    host = socket.gethostname()
+    ok, why = gates.eligible(prefs_with(tmp_path, None), needs_gpu=False)
+    assert not ok and why.startswith("no gate hosts are configured (set SYNC_GATE_HOSTS")
+    ok, why = gates.eligible(prefs_with(tmp_path, "dgx, dgx2"), needs_gpu=False)
+    assert (ok, why) == (False, f"host {host} is not a gate host (dgx, dgx2)")
+    ok, why = gates.eligible(prefs_with(tmp_path, f"dgx,{host.split('.')[0]}"), needs_gpu=False)
+    assert (ok, why) == (True, f"host {host} is a gate host")
+    ok, why = gates.eligible(prefs_with(tmp_path, host), needs_gpu=True)
+    gpu, how = gates.gpu_visible()
+    assert ok is gpu and how in why
+
+
+# -- the report section ----------------------------------------------------------------------
+
+
+def test_render_section_golden_text() -> None:
+    omni = {"oracle": "vllm-omni", "commit": "b" * 40, "runtime_version": "0.1.0.dev2+gbbbbbbbbb",
+            "vllm_commit": "a" * 40}
+    core = {"oracle": "vllm", "commit": PIN, "runtime_version": RUNTIME, "vllm_commit": PIN}
+    results = [
+        result("parity:op", "FAIL", detail="exit 4", command="ctest -R op|x"),
+        result("golden", oracle=core, detail="zero drift (3 cases)",
+               command="upstream-sync golden --oracle vllm --target " + PIN),
+        result("golden:vllm-omni", oracle=omni, detail="drift in 1 of 2 cases: changed `x`",
+               duration_s=None),
+        result("parity:model", "PENDING", duration_s=None, detail="no GPU visible",
+               handoff=f"upstream-sync parity --suite model --target {PIN} --strict"),
+    ]
+    assert gates.render_section(results) == (
+        f"- `golden` **PASS** — 1.2 s on dgx at 2026-01-02T03:04:05Z; oracle vllm @ "
+        f"`{PIN[:10]}` ({RUNTIME}); zero drift (3 cases); command: `upstream-sync golden "
+        f"--oracle vllm --target {PIN}`\n"
+        f"- `golden:vllm-omni` **PASS** — on dgx at 2026-01-02T03:04:05Z; oracle vllm-omni @ "
+        f"`bbbbbbbbbb` (0.1.0.dev2+gbbbbbbbbb) against vLLM `aaaaaaaaaa`; drift in 1 of 2 "
+        "cases: changed 'x'; command: `cmd`\n"
+        "- `parity:model` **PENDING** — no GPU visible; handoff: `upstream-sync parity --suite "
+        f"model --target {PIN} --strict`\n"
+        "- `parity:op` **FAIL** — 1.2 s on dgx at 2026-01-02T03:04:05Z; exit 4; command: "
+        "`ctest -R op\\|x`\n"
+    )
+    assert gates.render_section([]) == ""
+
+
+# -- parity ----------------------------------------------------------------------------------
+
+
+def test_parity_pass_fail_and_pending(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = make(tmp_path)
+    gate_host(monkeypatch)
+    rc, _, err = run_cli(["--port", str(root), "parity"])
+    assert rc == 7
+    assert "1 parity suite(s) failed: parity:behavioral" in err
+    assert "  | line one\n  | broken\n" in err  # the failing suite's output tail
+    recorded = {r.name: r for r in gates.load(port_at(root), PIN)}
+    assert recorded["parity:op"].status == "PASS"
+    assert recorded["parity:op"].command.endswith(f"{root} {PIN[:7]}")
+    assert recorded["parity:op"].duration_s is not None
+    assert recorded["parity:behavioral"].status == "FAIL"
+    assert recorded["parity:behavioral"].detail == "exit 4"
+    model = recorded["parity:model"]
+    if gates.gpu_visible()[0]:
+        assert model.status == "PASS"
+    else:
+        assert model.status == "PENDING"
+        assert model.handoff == f"upstream-sync parity --suite model --target {PIN} --strict"
+
+
+def test_parity_one_suite_and_json(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = make(tmp_path)
+    gate_host(monkeypatch)
+    rc, out, err = run_cli(["--port", str(root), "parity", "--suite", "op", "--json"])
+    assert rc == 0, err
+    doc = json.loads(out)
+    assert [d["name"] for d in doc] == ["parity:op"] and doc[0]["status"] == "PASS"
+    assert [r.name for r in gates.load(port_at(root), PIN)] == ["parity:op"]
+
+
+def test_parity_pending_and_strict(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = make(tmp_path)
+    monkeypatch.setenv("SYNC_GATE_HOSTS", "dgx")
+    rc, out, err = run_cli(["--port", str(root), "parity", "--suite", "op"])
+    handoff = f"upstream-sync parity --suite op --target {PIN} --strict"
+    assert rc == 0 and out == f"parity:op PENDING; handoff: {handoff}\n"
+    rc, out, err = run_cli(["--port", str(root), "parity", "--suite", "op", "--strict"])
+    assert rc == 6 and "1 parity suite(s) PENDING under --strict: parity:op" in err
+    assert handoff in err
+    (r,) = gates.load(port_at(root), PIN)
+    assert (r.status, r.handoff) == ("PENDING", handoff)
+
+
+def test_parity_records_against_the_cycle_target(tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    root = make(tmp_path)
+    gate_host(monkeypatch)
+    cycle.save(port_at(root), PIN, TARGET, "origin/main")
+    rc, _, err = run_cli(["--port", str(root), "parity", "--suite", "op"])
+    assert rc == 0, err
+    assert [r.name for r in gates.load(port_at(root), TARGET)] == ["parity:op"]
+    assert gates.load(port_at(root), PIN) == []
+    rc, _, err = run_cli(["--port", str(root), "parity", "--suite", "op", "--target", PIN])
+    assert rc == 6 and f"gate target is {TARGET[:10]}" in err
+
+
+@pytest.mark.parametrize(("config_text", "argv", "why"), [
+    ("", [], "no parity suites are configured"),
+    (CONFIG, ["--suite", "nope"], "no parity suite named 'nope'"),
+    ('[parity.suites.x]\ncommand = ["{bad}"]\n', [], "uses {bad}"),
+])
+def test_parity_usage_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, config_text: str,
+                             argv: list[str], why: str) -> None:
+    root = make(tmp_path, config_text)
+    gate_host(monkeypatch)
+    rc, _, err = run_cli(["--port", str(root), "parity", *argv])
+    assert rc == 2 and why in err
+
+
+def test_parity_command_that_cannot_start(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                          ) -> None:
+    root = make(tmp_path, '[parity.suites.x]\ncommand = ["/nonexistent/tool"]\n')
+    gate_host(monkeypatch)
+    rc, _, _ = run_cli(["--port", str(root), "parity"])
+    assert rc == 7
+    (r,) = gates.load(port_at(root), PIN)
+    assert r.status == "FAIL" and r.detail is not None and "could not start" in r.detail
+
+
+def test_oracle_needs_an_action(tmp_path: Path) -> None:
+    rc, _, err = run_cli(["--port", str(make(tmp_path)), "oracle"])
+    assert rc == 2 and "build, probe or verify" in err

@@ -1,0 +1,161 @@
+"""`status --json` and `check`: the keys machines read, and one line per corrupted record."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+from portfixture import Fixture, build, run
+
+from sync import example
+from sync.fastimport import git
+
+REPO = Path(__file__).resolve().parents[1]
+STALE = "6f721c3215a0885393d5c5f9b0298cccb63c3026"
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled example, built once into a private directory; tests corrupt copies."""
+    tmp = tmp_path_factory.mktemp("example")
+    examples = tmp / "examples"
+    shutil.copytree(REPO / "examples", examples,
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return example.build(tmp / "ex", examples)
+
+
+@pytest.fixture
+def copy(built: Path, tmp_path: Path) -> Path:
+    dest = tmp_path / "port"
+    shutil.copytree(built, dest, symlinks=True)
+    return dest
+
+
+def test_status_json_keys(tmp_path: Path) -> None:
+    fx = build(tmp_path)
+    r = run(fx.port, "status", "--json")
+    assert r.rc == 0, r.err
+    doc = json.loads(r.out)
+    assert set(doc["pin"]) == {"vllm_commit", "vllm_runtime_version",
+                               "vllm_distribution_version", "flashinfer_version"}
+    assert doc["pin"]["vllm_commit"] == fx.pin
+    ref = doc["reference"]
+    assert (ref["path"], ref["head"], ref["shallow"]) == (str(fx.reference), fx.pin, False)
+    newest = git(fx.reference, "log", "-1", "--format=%cI", fx.tip).strip()
+    assert {k: doc["behind"][k] for k in ("commits", "newest_date")} == {
+        "commits": 13, "newest_date": newest}
+    assert [{k: o[k] for k in ("id", "pin", "agrees")} for o in doc["oracles"]] == [
+        {"id": "vllm", "pin": fx.pin, "agrees": True}]
+    assert doc["cycle"] is None
+    assert run(fx.port, "sync").rc == 0
+    after = json.loads(run(fx.port, "status", "--json").out)
+    assert after["cycle"]["counts"] == {"PORT-NOW": 7, "INVENTORY": 2, "IGNORE": 4,
+                                        "UNCLASSIFIED": 0}
+    text = run(fx.port, "status")
+    assert text.rc == 0 and "behind origin/main: 13 commits" in text.out
+
+
+def test_status_on_the_example_reports_a_disagreeing_oracle(copy: Path) -> None:
+    oracle = copy / ".agents/oracles/vllm.md"
+    oracle.write_text(oracle.read_text(encoding="utf-8").replace(
+        "pin = b236b54116c1bde253bd75f442c2483692241ef3", f"pin = {STALE}"), encoding="utf-8")
+    doc = json.loads(run(copy, "status", "--json").out)
+    (core,) = [o for o in doc["oracles"] if o["id"] == "vllm"]
+    assert (core["pin"], core["agrees"]) == (STALE, False)
+    assert doc["behind"]["commits"] == 40
+
+
+def test_check_on_the_example_is_clean(copy: Path) -> None:
+    r = run(copy, "check")
+    assert r.rc == 0, r.out + r.err
+    assert [ln for ln in r.out.splitlines() if not ln.startswith("warning: ")] == [
+        f"check: all record invariants hold in {copy}"]
+    j = run(copy, "check", "--json")
+    assert j.rc == 0 and json.loads(j.out)["errors"] == []
+
+
+def _line_of(path: Path, needle: str) -> int:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    (number,) = [i for i, line in enumerate(lines, start=1) if needle in line]
+    return number
+
+
+def _corrupt(copy: Path, rel: str, old: str, new: str) -> Path:
+    path = copy / rel
+    text = path.read_text(encoding="utf-8")
+    assert text.count(old) == 1, old
+    path.write_text(text.replace(old, new), encoding="utf-8")
+    return path
+
+
+PROTOCOL = ".agents/upstream-sync.md"
+ORACLE = ".agents/oracles/vllm.md"
+COMMIT = "b236b54116c1bde253bd75f442c2483692241ef3"
+
+
+def _check_lines(copy: Path) -> list[str]:
+    r = run(copy, "check", "--no-audit")
+    assert r.rc == 7, r.out + r.err
+    assert r.err.strip().splitlines()[-1].startswith("upstream-sync: error: ")
+    assert "record invariant(s) violated" in r.err
+    return r.out.splitlines()
+
+
+def test_check_span_not_a_prefix(copy: Path) -> None:
+    path = _corrupt(copy, PROTOCOL, "<!--pin:commit-->b236b54116<!--/pin-->",
+                    "<!--pin:commit-->b236b54117<!--/pin-->")
+    n = _line_of(path, "b236b54117")
+    assert _check_lines(copy) == [
+        f"{PROTOCOL}:{n}: pin commit span b236b54117 is not a prefix of vllm_commit {COMMIT}"]
+
+
+def test_check_oracle_pin_mismatch(copy: Path) -> None:
+    path = _corrupt(copy, ORACLE, f"pin = {COMMIT}", f"pin = {STALE}")
+    n = _line_of(path, f"pin = {STALE}")
+    assert _check_lines(copy) == [
+        f"{ORACLE}:{n}: pin = {STALE} but the pin block's vllm_commit is {COMMIT}"]
+
+
+def test_check_two_parity_pin_blocks(copy: Path) -> None:
+    path = copy / PROTOCOL
+    text = path.read_text(encoding="utf-8")
+    start = text.index("```parity-pin")
+    block = text[start:text.index("```\n", start + 3) + 4]
+    path.write_text(text + "\n" + block, encoding="utf-8")
+    (line,) = _check_lines(copy)
+    assert re.fullmatch(rf"{re.escape(PROTOCOL)}:(\d+:)? expected exactly one ```parity-pin "
+                        r"block, found 2 \(lines \d+, \d+\) — keep exactly one ```parity-pin "
+                        "block", line), line
+
+
+def test_check_released_wheel_runtime(copy: Path) -> None:
+    path = _corrupt(copy, PROTOCOL, "vllm_runtime_version = 0.23.1rc1.dev75+gb236b5411",
+                    "vllm_runtime_version = 0.24.0")
+    n = _line_of(path, "vllm_runtime_version = 0.24.0")
+    (line,) = _check_lines(copy)
+    assert line.startswith(f"{PROTOCOL}:{n}: vllm_runtime_version = '0.24.0' has no local "
+                           "segment: a released-wheel shape is unusable")
+
+
+def test_check_paragraph_sha_mismatch(copy: Path) -> None:
+    path = _corrupt(copy, PROTOCOL, "current parity pin b236b5411",
+                    "current parity pin 6f721c321")
+    n = _line_of(path, "current parity pin 6f721c321")
+    assert _check_lines(copy) == [
+        f"{PROTOCOL}:{n}: PARITY PIN line names 6f721c321, which is not a prefix of "
+        f"vllm_commit {COMMIT}"]
+
+
+def test_check_reports_every_corruption_at_once(copy: Path) -> None:
+    _corrupt(copy, PROTOCOL, "<!--pin:commit-->b236b54116<!--/pin-->",
+             "<!--pin:commit-->b236b54117<!--/pin-->")
+    _corrupt(copy, PROTOCOL, "current parity pin b236b5411", "current parity pin 6f721c321")
+    _corrupt(copy, ORACLE, f"pin = {COMMIT}", f"pin = {STALE}")
+    lines = _check_lines(copy)
+    assert len(lines) == 3
+    assert all(re.match(r"^\.agents/[\w/.-]+\.md:\d+: ", line) for line in lines), lines
+    j = run(copy, "check", "--json", "--no-audit")
+    assert j.rc == 7 and json.loads(j.out)["errors"] == lines

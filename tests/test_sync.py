@@ -1,0 +1,409 @@
+"""`sync` and `decide` end to end: classification order, hand edits, decisions, bad input."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from portfixture import Fixture, advance_remote, build, run, write
+
+from sync import classify, cycle, decisions, example, gitio, port
+from sync.config import Rule
+from sync.history import Change, Commit
+from sync.surface import Surface
+
+REPO = Path(__file__).resolve().parents[1]
+OTHER_SHA = "0123456789abcdef0123456789abcdef01234567"
+
+
+@pytest.fixture
+def fx(tmp_path: Path) -> Fixture:
+    return build(tmp_path)
+
+
+def synced(fx: Fixture, *argv: str) -> dict[str, Any]:
+    r = run(fx.port, "sync", "--json", *argv)
+    assert r.rc == 0, r.err
+    doc: dict[str, Any] = json.loads(r.out)
+    return doc
+
+
+def entries(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {e["sha"]: e for e in doc["entries"]}
+
+
+def decided(fx: Fixture) -> dict[str, decisions.Decision]:
+    return decisions.load(fx.sync_dir / "decisions.toml", rel="decisions.toml")
+
+
+def line_of(text: str, sha: str) -> str:
+    (line,) = [ln for ln in text.splitlines() if ln.startswith(f"- `{sha[:10]}` ")]
+    return line
+
+
+def edit_report(fx: Fixture, old: str, new: str) -> None:
+    md = fx.report()
+    text = md.read_text(encoding="utf-8")
+    assert text.count(old) == 1, old
+    md.write_text(text.replace(old, new), encoding="utf-8")
+
+
+# -- classification order -------------------------------------------------------------------------
+
+
+def test_defaults_rules_and_demotions(fx: Fixture) -> None:
+    e = {k: entries(synced(fx))[v] for k, v in fx.marks.items() if k in fx.range_names()}
+    assert (e["change_a"]["disposition"], e["change_a"]["rule"]) == ("PORT-NOW", "ported-path")
+    assert e["change_a"]["reason"] == "vllm/a.py → src/a.cpp"
+    assert e["change_a"]["upstream_paths"] == ["vllm/a.py"]
+    assert e["change_a"]["port_files"] == ["src/a.cpp"]
+    assert e["fix_c"]["reason"] == "vllm/c.py → src/c.cpp, src/c_old.cpp"
+    # A tag rule demotes a ported-path commit, but the entry keeps the port files and rule id.
+    rocm = e["rocm_b"]
+    assert (rocm["disposition"], rocm["rule"], rocm["auto"]) == ("IGNORE", "rule rocm", True)
+    assert rocm["port_files"] == ["src/b.cpp"]
+    assert rocm["reason"] == "platform we don't target; touches ported code: vllm/b.py → src/b.cpp"
+    assert (e["lora"]["disposition"], e["lora"]["rule"]) == ("INVENTORY", "rule lora")
+    assert (e["tests_only"]["disposition"], e["tests_only"]["rule"]) == ("IGNORE",
+                                                                         "rule tests-only")
+    # paths_all needs every path to match: tests/ plus vllm/a.py falls through to the default.
+    assert (e["tests_and_a"]["disposition"], e["tests_and_a"]["rule"]) == ("PORT-NOW",
+                                                                           "ported-path")
+    assert (e["add_model"]["disposition"], e["add_model"]["rule"]) == ("INVENTORY",
+                                                                       "mirrored-path")
+    assert e["add_model"]["reason"] == "not yet ported: vllm/models/new.py"
+    assert e["add_model"]["port_files"] == []
+    assert (e["docs"]["disposition"], e["docs"]["rule"]) == ("IGNORE", "unmirrored")
+    assert e["docs"]["reason"] == "touches no mirrored path (docs/)"
+    assert e["no_pr"]["pr"] is None
+
+
+def _commit(subject: str, *paths: str) -> Commit:
+    return Commit("f" * 40, (), "a <a@b>", "2026-01-01T00:00:00+00:00", subject, "",
+                  tuple(Change("M", p) for p in paths))
+
+
+SURF = Surface({"vllm/a.py": ("src/a.cpp",), "vllm/b.py": ("src/b.cpp", "src/b.h")}, {},
+               ("vllm/",))
+
+
+def test_classify_order_decision_then_rules_then_defaults() -> None:
+    tag = Rule("rocm", "IGNORE", "not our platform", tags=("ROCm",))
+    any_ = Rule("lora", "INVENTORY", "later", paths_any=("vllm/lora/**",))
+    all_ = Rule("tests", "IGNORE", "tests only", paths_all=("tests/**",))
+    both = Rule("both", "INVENTORY", "tagged and in lora", tags=("Core",),
+                paths_any=("vllm/lora/**",))
+    rules = (tag, any_, all_, both)
+    c = _commit("[rocm][Core] Tune (#5)", "vllm/b.py")
+    # Rules match tags case-insensitively, in order; the first match wins.
+    e = classify.classify_one(c, SURF, rules, {})
+    assert (e.disposition, e.rule, e.port_files) == ("IGNORE", "rule rocm",
+                                                     ("src/b.cpp", "src/b.h"))
+    assert e.reason == "not our platform; touches ported code: vllm/b.py → src/b.cpp, src/b.h"
+    # A decision outranks every rule and carries no auto tag.
+    d = decisions.Decision(c.sha, "PORT-NOW", "we need it", "me", "2026-01-01")
+    e = classify.classify_one(c, SURF, rules, {c.sha: d})
+    assert (e.disposition, e.reason, e.rule, e.auto) == ("PORT-NOW", "we need it", None, False)
+    assert e.port_files == ("src/b.cpp", "src/b.h")
+    assert classify.classify_one(_commit("x", "vllm/lora/a.py"), SURF, rules, {}).rule == \
+        "rule lora"
+    assert classify.classify_one(_commit("x", "tests/a.py", "tests/b.py"), SURF, rules,
+                                 {}).rule == "rule tests"
+    assert classify.classify_one(_commit("x", "tests/a.py", "vllm/a.py"), SURF, rules,
+                                 {}).rule == "ported-path"
+    # tags AND paths: both must hold.
+    assert classify.classify_one(_commit("[Core] x", "vllm/lora/a.py"), SURF, (both,),
+                                 {}).rule == "rule both"
+    assert classify.classify_one(_commit("[Core] x", "vllm/c.py"), SURF, (both,),
+                                 {}).rule == "mirrored-path"
+    assert classify.classify_one(_commit("x", "docs/a.md", "README.md"), SURF, (), {}).reason \
+        == "touches no mirrored path (README.md, docs/)"
+    assert classify.classify_one(_commit("empty"), SURF, (), {}).reason == "changes no files"
+    many = classify.classify_one(_commit("x", *(f"vllm/m{i}.py" for i in range(5))), SURF,
+                                 (), {})
+    assert many.reason == "not yet ported: vllm/m0.py, vllm/m1.py, vllm/m2.py (+2 more)"
+
+
+# -- hand edits -----------------------------------------------------------------------------------
+
+
+def test_hand_edited_disposition_becomes_a_decision(fx: Fixture) -> None:
+    synced(fx)
+    sha = fx.marks["change_a"]
+    old = line_of(fx.report().read_text(encoding="utf-8"), sha)
+    new = old.split(" — ")[0] + " — IGNORE: covered by the W5 refactor already"
+    edit_report(fx, old, new)
+    r = run(fx.port, "sync")
+    assert r.rc == 0, r.err
+    assert "read back 1 hand-edited entries" in r.err
+    d = decided(fx)[sha]
+    assert (d.disposition, d.reason) == ("IGNORE", "covered by the W5 refactor already")
+    assert d.by.startswith("hand edit of ")
+    text = fx.report().read_text(encoding="utf-8")
+    assert line_of(text, sha) == new
+    assert new in text.split("## IGNORE\n", 1)[1].split("## UNCLASSIFIED")[0]
+    doc = json.loads(fx.report().with_suffix(".json").read_text(encoding="utf-8"))
+    e = entries(doc)[sha]
+    assert (e["disposition"], e["auto"], e["rule"]) == ("IGNORE", False, None)
+    # Kept on the next runs, without being read back again.
+    before = fx.report().read_bytes()
+    again = run(fx.port, "sync")
+    assert again.rc == 0 and "read back" not in again.err
+    assert fx.report().read_bytes() == before
+
+
+def test_hand_edited_reason_and_removed_auto_tag(fx: Fixture) -> None:
+    synced(fx)
+    text = fx.report().read_text(encoding="utf-8")
+    model, lora = fx.marks["add_model"], fx.marks["lora"]
+    old = line_of(text, model)
+    assert old.endswith(" _(auto: mirrored-path)_")
+    edit_report(fx, old, old.removesuffix(" _(auto: mirrored-path)_"))
+    old_lora = line_of(text, lora)
+    edit_report(fx, old_lora, old_lora.replace("LoRA not ported yet", "tier T2, next quarter"))
+    assert run(fx.port, "sync").rc == 0
+    table = decided(fx)
+    assert (table[model].disposition, table[model].reason) == (
+        "INVENTORY", "not yet ported: vllm/models/new.py")
+    assert (table[lora].disposition, table[lora].reason) == ("INVENTORY",
+                                                             "tier T2, next quarter")
+    after = fx.report().read_text(encoding="utf-8")
+    assert "_(auto:" not in line_of(after, model)
+    assert line_of(after, lora).endswith("INVENTORY: tier T2, next quarter")
+    assert run(fx.port, "sync").rc == 0
+    assert fx.report().read_text(encoding="utf-8") == after
+
+
+def test_unparseable_line_is_kept_verbatim_with_a_warning(fx: Fixture) -> None:
+    synced(fx)
+    sha = fx.marks["change_a"]
+    text = fx.report().read_text(encoding="utf-8")
+    bad = "- `" + sha[:10] + "` this line lost its disposition"
+    stray = "* a stray bullet somebody typed"
+    edit_report(fx, line_of(text, sha), bad + "\n" + stray)
+    r = run(fx.port, "sync")
+    assert r.rc == 0, r.err
+    assert "warning:" in r.err and "kept an unparseable line verbatim" in r.err
+    assert "this line lost its disposition" in r.err
+    after = fx.report().read_text(encoding="utf-8")
+    section = after.split("## Unparsed lines (kept verbatim)\n\n", 1)[1].split("\n\n")[0]
+    assert section.splitlines() == [bad, stray]
+    # The commit itself is still classified (once), from the rules.
+    assert line_of(after.split("## Unparsed")[0], sha).endswith("_(auto: ported-path)_")
+    assert run(fx.port, "sync").rc == 0
+    assert fx.report().read_text(encoding="utf-8") == after
+
+
+def test_notes_survive_reruns(fx: Fixture) -> None:
+    synced(fx)
+    md = fx.report()
+    notes = ("Talked to the scheduler owners: #101 lands with W6.\n\n"
+             "## Follow-ups\n\n- check the MI300 numbers\n")
+    md.write_text(md.read_text(encoding="utf-8") + notes, encoding="utf-8")
+    for _ in range(2):
+        assert run(fx.port, "sync").rc == 0
+        assert md.read_text(encoding="utf-8").endswith("## Notes\n\n" + notes)
+
+
+# -- decide ---------------------------------------------------------------------------------------
+
+
+def test_decide_by_sha_prefix_outranks_rules_and_survives(fx: Fixture) -> None:
+    synced(fx)
+    sha = fx.marks["rocm_b"]
+    r = run(fx.port, "decide", sha[:8], "port-now", "the", "MI300", "path", "is", "shared")
+    assert r.rc == 0, r.err
+    assert f"{sha[:10]} PORT-NOW: the MI300 path is shared" in r.out
+    d = decided(fx)[sha]
+    assert (d.disposition, d.reason, d.subject) == ("PORT-NOW", "the MI300 path is shared",
+                                                    "[ROCm] Tune b for MI300 (#102)")
+    for _ in range(2):  # the decision, not the rule, on every later run
+        e = entries(synced(fx))[sha]
+        assert (e["disposition"], e["reason"], e["rule"], e["auto"]) == (
+            "PORT-NOW", "the MI300 path is shared", None, False)
+        assert decided(fx)[sha] == d
+    line = line_of(fx.report().read_text(encoding="utf-8"), sha)
+    assert line.endswith("— PORT-NOW: the MI300 path is shared")
+
+
+def test_decide_by_pr_number(fx: Fixture) -> None:
+    synced(fx)
+    r = run(fx.port, "decide", "#103", "IGNORE", "not a model we ship", "--json")
+    assert r.rc == 0, r.err
+    doc = json.loads(r.out)
+    assert doc["sha"] == fx.marks["add_model"] and doc["disposition"] == "IGNORE"
+    assert entries(synced(fx))[fx.marks["add_model"]]["reason"] == "not a model we ship"
+
+
+def test_decide_ambiguous_pr_is_refused(fx: Fixture) -> None:
+    synced(fx)
+    r = run(fx.port, "decide", "#110", "IGNORE", "x")
+    assert r.rc == 2
+    assert "PR #110 matches 2 commits" in r.err
+    assert fx.marks["fix_c"][:10] in r.err and fx.marks["reland_c"][:10] in r.err
+    assert len(r.err.strip().splitlines()) == 1
+    assert not (fx.sync_dir / "decisions.toml").exists()
+
+
+@pytest.mark.parametrize("key", ["#999", "deadbeef", OTHER_SHA])
+def test_decide_unknown_commit_is_refused(fx: Fixture, key: str) -> None:
+    synced(fx)
+    r = run(fx.port, "decide", key, "IGNORE", "x")
+    assert r.rc == 2
+    assert "is not in the cycle's range" in r.err
+    assert len(r.err.strip().splitlines()) == 1
+
+
+def test_decide_refuses_garbage_keys_and_empty_reasons(fx: Fixture) -> None:
+    synced(fx)
+    bad = run(fx.port, "decide", "--", "--help", "IGNORE", "x")
+    assert bad.rc == 2 and "neither a SHA nor #N" in bad.err
+    empty = run(fx.port, "decide", fx.marks["docs"][:10], "IGNORE", " ")
+    assert empty.rc == 2 and "the reason is empty" in empty.err
+    wrong = run(fx.port, "decide", fx.marks["docs"][:10], "MAYBE", "x")
+    assert wrong.rc == 2 and "invalid choice" in wrong.err
+
+
+def test_decisions_outlive_a_retarget(fx: Fixture) -> None:
+    synced(fx)
+    sha = fx.marks["docs"]
+    assert run(fx.port, "decide", sha[:10], "PORT-NOW", "docs drive our CLI help").rc == 0
+    advance_remote(fx, "later1")
+    assert run(fx.port, "fetch", "--retarget").rc == 0
+    doc = synced(fx)
+    assert doc["target"] == fx.marks["later1"]
+    assert entries(doc)[sha]["reason"] == "docs drive our CLI help"
+    assert len(fx.reports()) == 2
+
+
+# -- bad input ------------------------------------------------------------------------------------
+
+
+def test_unknown_target_ref(fx: Fixture) -> None:
+    r = run(fx.port, "sync", "--target", "no-such-branch")
+    assert r.rc == 2
+    assert r.err.startswith("upstream-sync: error: target 'no-such-branch' does not name a commit")
+    assert len(r.err.strip().splitlines()) == 1
+    assert run(fx.port, "sync", "--target", "--upload-pack=x").rc == 2
+
+
+def test_target_equal_to_the_pin_is_nothing_to_sync(fx: Fixture) -> None:
+    r = run(fx.port, "sync", "--target", fx.pin)
+    assert (r.rc, r.err) == (0, "")
+    assert r.out == f"nothing to sync: the target {fx.pin[:10]} is the pin\n"
+    assert fx.reports() == []
+    j = run(fx.port, "sync", "--json")
+    assert j.rc == 0 and json.loads(j.out)["nothing_to_sync"] is True
+
+
+def test_pin_missing_from_the_reference_checkout(fx: Fixture) -> None:
+    proto = fx.port / ".agents/upstream-sync.md"
+    text = proto.read_text(encoding="utf-8").replace(fx.pin, OTHER_SHA)
+    proto.write_text(text.replace(f"+g{fx.pin[:9]}", f"+g{OTHER_SHA[:9]}"), encoding="utf-8")
+    r = run(fx.port, "sync")
+    assert r.rc == 3
+    assert f"the pin {OTHER_SHA[:10]} is not in the reference checkout" in r.err
+    assert len(r.err.strip().splitlines()) == 1
+
+
+def test_shallow_reference_checkout_is_refused(fx: Fixture, tmp_path: Path) -> None:
+    from sync.fastimport import git
+
+    shallow = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{fx.remote}", str(shallow))
+    prefs = fx.port / ".agents/developer-preferences.md"
+    prefs.write_text(example.preferences_text(shallow, tmp_path / "oracles"), encoding="utf-8")
+    for cmd in ("sync", "fetch"):
+        r = run(fx.port, cmd)
+        assert r.rc == 3, r.err
+        assert "shallow clone" in r.err and "fetch --unshallow" in r.err
+        assert len(r.err.strip().splitlines()) == 1
+
+
+def test_malformed_decisions_toml(fx: Fixture) -> None:
+    write(fx.port, ".agents/sync/decisions.toml", "[decisions.abc\nbroken = ")
+    r = run(fx.port, "sync")
+    assert r.rc == 4
+    assert r.err.startswith("upstream-sync: error: .agents/sync/decisions.toml: not valid TOML")
+    assert len(r.err.strip().splitlines()) == 1
+    write(fx.port, ".agents/sync/decisions.toml",
+          f'[decisions.{fx.marks["docs"]}]\ndisposition = "LATER"\nreason = "x"\n')
+    r = run(fx.port, "sync")
+    assert r.rc == 4 and "disposition 'LATER' is not one of" in r.err
+
+
+def test_divergent_target_needs_allow_divergent(fx: Fixture) -> None:
+    side = fx.marks["side"]
+    r = run(fx.port, "sync", "--target", "origin/side")
+    assert r.rc == 2
+    assert f"target {side[:10]} does not descend from the pin {fx.pin[:10]}" in r.err
+    assert "--allow-divergent" in r.err
+    assert fx.reports() == []
+    doc = synced(fx, "--target", "origin/side", "--allow-divergent")
+    assert doc["divergent"] is True and doc["target"] == side
+    assert [e["sha"] for e in doc["entries"]] == [side]
+    assert "(divergent: does not descend from the pin)" in fx.report().read_text(encoding="utf-8")
+
+
+def test_explicit_same_target_keeps_the_cycle_and_its_report(fx: Fixture) -> None:
+    synced(fx)
+    p = port.locate(str(fx.port))
+    # The cycle was frozen on an earlier day; naming the same target again must update that
+    # cycle's report, not start a new one under today's date.
+    path = cycle.path(p)
+    c = cycle.load(p)
+    assert c is not None
+    path.write_text(path.read_text(encoding="utf-8").replace(c.frozen_at, "2026-01-05T00:00:00Z"),
+                    encoding="utf-8")
+    old = fx.report()
+    old.rename(old.with_name(f"2026-01-05-{fx.tip[:7]}.md"))
+    old.with_suffix(".json").unlink()
+    doc = synced(fx, "--target", fx.tip[:12])
+    assert doc["report"] == f".agents/sync/2026-01-05-{fx.tip[:7]}.md"
+    assert [p.name for p in fx.reports()] == [f"2026-01-05-{fx.tip[:7]}.md"]
+    again = cycle.load(p)
+    assert again is not None and again.frozen_at == "2026-01-05T00:00:00Z"
+
+
+def test_bundled_example_end_to_end(tmp_path: Path) -> None:
+    examples = tmp_path / "examples"
+    shutil.copytree(REPO / "examples", examples,
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    root = example.build(tmp_path / "ex", examples)
+    marks = example.marks(examples)
+    assert run(root, "fetch").rc == 0
+    doc = json.loads(run(root, "sync", "--json").out)
+    assert doc["pin"] == marks["pin"] and doc["target"] == marks["tip"]
+    assert doc["range"]["commits"] == len(doc["entries"]) == 40
+    assert sum(doc["counts"].values()) == 40 and doc["counts"]["UNCLASSIFIED"] == 0
+    assert all(c["ok"] for c in doc["checks"])
+    md = root / doc["report"]
+    text = md.read_text(encoding="utf-8")
+    assert f"- `{marks['minp_revert'][:10]}` reverts `{marks['minp_fix'][:10]}`" in text
+    assert re.search(r"deleted in `" + marks["delete_xgrammar"][:10], text)
+    before = md.read_bytes(), md.with_suffix(".json").read_bytes()
+    r = run(root, "decide", marks["docs_quant"][:10], "INVENTORY", "quantization docs drive T2")
+    assert r.rc == 0, r.err
+    after = json.loads(run(root, "sync", "--json").out)
+    assert after["counts"]["INVENTORY"] == doc["counts"]["INVENTORY"] + 1
+    assert (md.read_bytes(), md.with_suffix(".json").read_bytes()) != before
+    stable = md.read_bytes()
+    assert run(root, "sync").rc == 0 and md.read_bytes() == stable
+
+
+def test_git_processes_do_not_grow_with_the_range(tmp_path: Path) -> None:
+    def spawned(fx: Fixture) -> int:
+        synced(fx)  # the first run writes the report; the second reads it back as well
+        before = gitio.PROCESS_COUNT
+        synced(fx)
+        return gitio.PROCESS_COUNT - before
+
+    small = spawned(build(tmp_path / "small"))
+    many = [(f"[Core] Change a, step {i} (#{500 + i})", {"vllm/a.py": f"a = {i}\n"})
+            for i in range(40)]
+    large = spawned(build(tmp_path / "large", extra=many))
+    assert large == small

@@ -1,0 +1,229 @@
+from __future__ import annotations
+
+import contextlib
+import json
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from port_fixture import World, make_world, run, with_port_cmd, write
+
+from sync import gitio, workqueue
+from sync.errors import MalformedRecord
+from sync.fastimport import git
+
+pytestmark = pytest.mark.usefixtures("with_port_cmd")
+__all__ = ["with_port_cmd"]
+
+
+@pytest.fixture
+def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> World:
+    w = make_world(tmp_path, monkeypatch)
+    r = run(w.root, "sync", "--target", w.up.target)
+    assert r.rc == 0, r.err
+    return w
+
+
+def test_queue_json(world: World) -> None:
+    up = world.up
+    r = run(world.root, "queue", "--json")
+    assert r.rc == 0, r.err
+    doc = json.loads(r.out)
+    assert doc["pin"] == up.pin and doc["target"] == up.target
+    assert doc["report"].startswith(".agents/sync/") and doc["report"].endswith(
+        f"-{up.target[:7]}.md")
+    items = doc["items"]
+    # Upstream order; only PORT-NOW (vllm#14 is INVENTORY).
+    assert [(i["index"], i["sha"], i["pr"]) for i in items] == [
+        (1, up.a_again, 12), (2, up.delete, 13), (3, up.target, 15)]
+    first = items[0]
+    assert first["port_files"] == ["src/a.cpp", "src/hot.cpp", "src/pr.cpp"]
+    assert first["pins"] == [
+        {"port_file": "src/a.cpp", "upstream_path": "vllm/a.py", "sha": up.older[:10],
+         "status": "behind"},
+        {"port_file": "src/hot.cpp", "upstream_path": "vllm/a.py", "sha": up.beyond[:12],
+         "status": "ahead"},
+        {"port_file": "src/pr.cpp", "upstream_path": "vllm/a.py", "sha": up.pr_head[:10],
+         "status": "not-upstream"},
+    ]
+    assert first["diffs"][0] == {
+        "upstream_path": "vllm/a.py", "base": up.older, "base_from": f"file pin {up.older[:10]}",
+        "insertions": 2, "deletions": 1, "binary": False,
+        "command": f"git diff {up.older[:12]}..{up.target[:12]} -- vllm/a.py"}
+    assert [d["base"] for d in first["diffs"]] == [up.older, up.beyond, up.pr_head]
+    gone = items[1]["diffs"]
+    assert [(d["upstream_path"], d["insertions"], d["deletions"]) for d in gone] == [
+        ("vllm/gone.py", 0, 1)]
+    last = items[2]
+    assert [(d["upstream_path"], d["base"]) for d in last["diffs"]] == [
+        ("vllm/b.py", up.pin), ("vllm/c.py", up.pin), ("vllm/c.py", up.older)]
+    assert [d["insertions"] for d in last["diffs"]] == [1, 1, 1]
+    assert not any(i["ledgered"] for i in items)
+    assert all(i["patch"] is None for i in items)
+
+
+def test_queue_numbers_match_git(world: World) -> None:
+    ref = gitio.open_repo(world.up.repo)
+    q = workqueue.build(world.port, ref, "origin/main")
+    for item in q.items:
+        for d in item.diffs:
+            out = git(world.up.repo, "diff", "--numstat", d.base, world.up.target, "--",
+                      d.upstream_path).split()
+            assert (d.insertions, d.deletions) == (int(out[0]), int(out[1]))
+
+
+def test_queue_text_golden(world: World) -> None:
+    up = world.up
+    r = run(world.root, "queue")
+    assert r.rc == 0, r.err
+    lines = r.out.splitlines()
+    assert lines[1] == f"1. `{up.a_again[:10]}` vllm#12 [Core] Change a again (#12) [open]"
+    assert lines[2] == f"   src/a.cpp: vllm/a.py @ {up.older[:10]} (behind)"
+    assert lines[5] == (f"   git diff {up.older[:12]}..{up.target[:12]} -- vllm/a.py   "
+                        f"(+2 -1; from the file pin {up.older[:10]})")
+
+
+def test_queue_patch_files(world: World, tmp_path: Path) -> None:
+    up = world.up
+    out = tmp_path / "patches"
+    r = run(world.root, "queue", "--patch", str(out), "--json")
+    assert r.rc == 0, r.err
+    doc = json.loads(r.out)
+    names = sorted(p.name for p in out.iterdir())
+    assert names == [f"001-{up.a_again[:10]}-vllm12.patch", f"002-{up.delete[:10]}-vllm13.patch",
+                     f"003-{up.target[:10]}-vllm15.patch"]
+    assert doc["items"][0]["patch"] == str(out / names[0])
+    text = (out / names[0]).read_text()
+    assert text.startswith(f"# 1. {up.a_again} vllm#12 [Core] Change a again (#12)\n"
+                           f"# git diff {up.older[:12]}..{up.target[:12]} -- vllm/a.py")
+    assert text.count("diff --git a/vllm/a.py b/vllm/a.py") == 3
+    assert "+extra = True" in text
+    gone = (out / names[1]).read_text()
+    assert "deleted file mode" in gone and "-gone = 1" in gone
+    # The patch is the upstream diff itself: it applies to the file pin's tree.
+    body = text[text.index("diff --git"):]
+    first = body[: body.index("diff --git", 1)]
+    work = tmp_path / "wt"
+    git(up.repo, "worktree", "add", "-q", "--detach", str(work), up.older)
+    git(work, "apply", "--check", input=first.encode())
+
+
+def test_queue_marks_ledgered_items(world: World) -> None:
+    r = run(world.root, "ledger", "add", "--commit", "abc1234", "--what", "port a", "--pr", "12",
+            "--status", "ok")
+    assert r.rc == 0, r.err
+    doc = json.loads(run(world.root, "queue", "--json").out)
+    assert [i["ledgered"] for i in doc["items"]] == [True, False, False]
+
+
+def test_queue_after_bump_diffs_from_the_target(world: World) -> None:
+    assert run(world.root, "bump-headers", "src/a.cpp").rc == 0
+    doc = json.loads(run(world.root, "queue", "--json").out)
+    d = doc["items"][0]["diffs"][0]
+    assert d["base"] == world.up.target and (d["insertions"], d["deletions"]) == (0, 0)
+    assert doc["items"][0]["pins"][0]["status"] == "ahead"
+
+
+def test_queue_missing_port_file_and_unknown_pin(world: World) -> None:
+    (world.root / "src/gone.cpp").unlink()
+    write(world.root, "src/pr.cpp", "// Ported from: vllm/a.py @ 0123abcd\n")
+    r = run(world.root, "queue", "--json")
+    assert r.rc == 0, r.err
+    doc = json.loads(r.out)
+    assert doc["items"][1]["pins"] == [{"port_file": "src/gone.cpp", "upstream_path":
+                                        "vllm/gone.py", "sha": None, "status": "missing file"}]
+    assert doc["items"][1]["diffs"][0]["base_from"] == "parity pin"
+    assert any("0123abcd is not a commit" in n for n in doc["notes"])
+    assert "note: src/pr.cpp:1: cited SHA 0123abcd" in r.err
+
+
+def test_queue_refuses_without_or_with_a_stale_report(world: World, tmp_path: Path) -> None:
+    jpath = next((world.root / ".agents/sync").glob("*.json"))
+    doc = json.loads(jpath.read_text())
+    doc["target"] = world.up.delete
+    jpath.write_text(json.dumps(doc))
+    r = run(world.root, "queue")
+    assert r.rc == 2 and "run 'upstream-sync sync' again" in r.err
+    jpath.write_text("{not json")
+    r = run(world.root, "queue")
+    assert r.rc == 4 and "not valid JSON" in r.err
+    jpath.unlink()
+    r = run(world.root, "queue")
+    assert r.rc == 2 and "does not exist" in r.err
+    (tmp_path / "afile").write_text("x")
+    r = run(world.root, "queue", "--patch", str(tmp_path / "afile"))
+    assert r.rc == 2 and "is not a directory" in r.err
+
+
+def test_queue_needs_an_open_cycle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    w = make_world(tmp_path, monkeypatch)
+    r = run(w.root, "queue")
+    assert r.rc == 2 and "no sync cycle is open" in r.err
+
+
+def test_git_processes_do_not_depend_on_item_count(world: World) -> None:
+    ref = gitio.open_repo(world.up.repo)
+    start = gitio.PROCESS_COUNT
+    q = workqueue.build(world.port, ref, "origin/main")
+    used = gitio.PROCESS_COUNT - start
+    bases = {d.base for it in q.items for d in it.diffs}
+    # classify (3) + resolve (1) + one numstat per distinct base commit.
+    assert used == 4 + len(bases)
+
+
+_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+        st.sampled_from(["pin", "target", "entries", "sha", "pr", "subject", "disposition",
+                         "reason", "rule", "upstream_paths", "port_files"]), inner, max_size=8),
+    max_leaves=20)
+
+
+@settings(max_examples=100, deadline=None)
+@given(_JSON)
+def test_report_json_reader_only_refuses(doc: object) -> None:
+    try:
+        pin, target, entries = workqueue.entries_from_json(json.dumps(doc), path="r.json")
+    except MalformedRecord:
+        return
+    assert isinstance(pin, str) and isinstance(target, str)
+    assert all(len(e.sha) >= 7 for e in entries)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.text(max_size=200))
+def test_report_json_reader_random_text(text: str) -> None:
+    with contextlib.suppress(MalformedRecord):
+        workqueue.entries_from_json(text, path="r.json")
+
+
+# -- the bundled example ----------------------------------------------------------------------
+
+
+def test_example_port_step5(tmp_path: Path) -> None:
+    from sync import example
+    from sync.atomic import read_text
+
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    root = example.build(tmp_path / "ex", examples)
+    assert run(root, "sync").rc == 0
+    doc = json.loads(run(root, "queue", "--json").out)
+    items = doc["items"]
+    assert items and all(i["diffs"] for i in items)
+    ported = [i for i in items if i["pins"] and all(p["status"] == "at-pin" for p in i["pins"])]
+    item = ported[0]
+    files = sorted({p["port_file"] for p in item["pins"]})
+    before = {f: read_text(root / f) for f in files}
+    r = run(root, "bump-headers", *files)
+    assert r.rc == 0, r.out + r.err
+    for f in files:
+        after = read_text(root / f)
+        assert after != before[f] and len(after.splitlines()) == len(before[f].splitlines())
+    r = run(root, "ledger", "add", "--commit", "abc1234", "--what", "port it", "--pr",
+            str(item["pr"]), "--status", "✅ goldens")
+    assert r.rc == 0, r.err
+    again = json.loads(run(root, "queue", "--json").out)["items"]
+    mine = next(i for i in again if i["sha"] == item["sha"])
+    assert mine["ledgered"] is True
+    assert all(d["base"] == doc["target"] for d in mine["diffs"])
