@@ -35,8 +35,10 @@ def _inventory_text(port: Port) -> str:
 
 
 def ported(entry: Entry, ledger_text: str) -> bool:
-    return (entry.pr is not None and f"vllm#{entry.pr}" in ledger_text) or (
-        entry.sha[:10] in ledger_text)
+    # Whole references only: a row for vllm#1010 does not port vllm#101.
+    if entry.pr is not None and re.search(rf"vllm#{entry.pr}\b", ledger_text):
+        return True
+    return entry.sha[:10] in ledger_text
 
 
 def inventory_prs(inventory_text: str) -> set[int]:

@@ -26,19 +26,23 @@ def sync_owned(port: Port) -> tuple[set[str], tuple[str, ...]]:
     return exact, globs
 
 
-def parse_range(spec: str) -> list[str]:
+def parse_range(spec: str) -> tuple[list[str], list[str]]:
+    """(git log options, revisions) for `A..B` or one commit."""
     if ".." in spec:
         a, _, b = spec.partition("..")
         if b.startswith("."):
             raise UsageError(f"range {spec!r}: use A..B", "three-dot ranges are not supported")
-        return [f"{gitio.check_rev(a)}..{gitio.check_rev(b)}"]
-    return ["-1", gitio.check_rev(spec)]
+        return [], [f"{gitio.check_rev(a)}..{gitio.check_rev(b)}"]
+    # The option must stay before --end-of-options (after it, "-1" is read as a revision),
+    # and --no-walk means that commit itself, not the newest non-merge one below a merge.
+    return ["--no-walk"], [gitio.check_rev(spec)]
 
 
 def offenders(port: Port, spec: str) -> list[tuple[str, str, list[str], list[str]]]:
     exact, globs = sync_owned(port)
+    options, revisions = parse_range(spec)
     proc = gitio.run(port.root, ["log", "--no-merges", "--format=%x1e%H%x1f%s", "--name-only",
-                                 "-z", "--end-of-options", *parse_range(spec), "--"],
+                                 "-z", *options, "--end-of-options", *revisions, "--"],
                      check=False)
     if proc.returncode != 0:
         raise UsageError(f"cannot read the range {spec!r} in {port.root}",

@@ -82,3 +82,12 @@ def test_bad_ranges_are_one_line_usage_errors(fx: Fixture) -> None:
         r = run(fx.port, "check-commit", "--", spec)
         assert r.rc == 2, (spec, r.err)
         assert len(r.err.strip().splitlines()) == 1
+
+
+def test_one_commit_means_that_commit(fx: Fixture) -> None:
+    mixed = commit(fx, "Mixed", {".agents/sync/decisions.toml": "schema = 1\n",
+                                 "src/m.cpp": "int m;\n"})
+    clean = commit(fx, "Feature only", {"src/n.cpp": "int n;\n"})
+    assert run(fx.port, "check-commit", clean[:12]).rc == 0
+    r = run(fx.port, "check-commit", mixed)
+    assert r.rc == 7 and r.out.startswith(f"{mixed[:10]} Mixed: ")

@@ -407,3 +407,19 @@ def test_git_processes_do_not_grow_with_the_range(tmp_path: Path) -> None:
             for i in range(40)]
     large = spawned(build(tmp_path / "large", extra=many))
     assert large == small
+
+
+def test_carry_over_matches_whole_pr_references_in_the_ledger(fx: Fixture) -> None:
+    ledger = fx.port / ".agents/parity-ledger.md"
+    row = "| 2026-01-03 / `def5678` | Port {what} | vllm#{pr} (`vllm/x.py`) | ✅ |\n"
+    ledger.write_text(ledger.read_text(encoding="utf-8") + row.format(what="z", pr=1010),
+                      encoding="utf-8")
+    doc = synced(fx)
+    open_ = [line for line in doc["carry_over"] if line.startswith("- PORT-NOW open")]
+    assert f"- PORT-NOW open: `{fx.marks['change_a'][:10]}` vllm#101 (no ledger row yet)" \
+        in open_
+    ledger.write_text(ledger.read_text(encoding="utf-8") + row.format(what="a", pr=101),
+                      encoding="utf-8")
+    again = synced(fx)
+    assert not any("vllm#101 " in line for line in again["carry_over"])
+    assert len(again["carry_over"]) == len(doc["carry_over"]) - 1
