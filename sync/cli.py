@@ -26,6 +26,7 @@ COMMAND_MODULES = (
     "port_cmd",
     "oracle_cmd",
     "advance",
+    "omni",
     "check",
     "commitcheck",
 )

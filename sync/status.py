@@ -4,6 +4,7 @@ disagreeing spans, and the open cycle's blockers."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 from typing import Any
 
@@ -30,6 +31,11 @@ def collect(ctx: Context) -> tuple[dict[str, Any], SyncError | None]:
         problem = exc
         doc["reference"] = {"path": prefs.get("reference_checkout"), "head": None,
                             "shallow": None, "pin_present": None, "error": str(exc)}
+        # A refused checkout that is still a git repository (a shallow clone) says what it is.
+        with contextlib.suppress(SyncError):
+            seen = gitio.open_repo(prefs.path("reference_checkout"), allow_shallow=True)
+            doc["reference"].update(path=str(seen.path), head=gitio.head_sha(seen),
+                                    shallow=gitio.is_shallow(seen))
     else:
         present = gitio.has_commit(ref, pin.commit)
         doc["reference"] = {"path": str(ref.path), "head": gitio.head_sha(ref),

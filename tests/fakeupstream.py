@@ -11,7 +11,6 @@ plays an omni build that writes into the core environment.
 
 from __future__ import annotations
 
-import argparse
 import io
 import json
 import shutil
@@ -19,8 +18,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from sync import cli, oracle_cmd
-from sync.errors import SyncError
+from sync import cli
 from sync.fastimport import History, git
 
 SETUP_PY = '''\
@@ -220,21 +218,9 @@ def uv_install(env: Path, source: Path, *, editable: bool = False,
 
 
 def run_cli(argv: list[str]) -> tuple[int, str, str]:
-    """The CLI boundary of sync.cli.main, with only this package's commands registered."""
-    parser = cli._Parser(prog="upstream-sync")
-    parser.add_argument("--port")
-    parser.add_argument("--debug", action="store_true")
-    sub = parser.add_subparsers(dest="command", parser_class=cli._Parser)
-    oracle_cmd.register(sub)
+    """The real CLI boundary (sync.cli.main), output captured."""
     out, err = io.StringIO(), io.StringIO()
-    try:
-        args: argparse.Namespace = parser.parse_args(argv)
-        ctx = cli.Context(port_arg=args.port, json=getattr(args, "json", False), out=out,
-                          err=err)
-        rc = int(args.func(args, ctx))
-    except SyncError as exc:
-        print(f"upstream-sync: error: {exc}", file=err)
-        rc = exc.exit_code
+    rc = cli.main(argv, out=out, err=err)
     return rc, out.getvalue(), err.getvalue()
 
 

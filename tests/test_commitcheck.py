@@ -50,7 +50,8 @@ def test_separate_commits_pass(fx: Fixture) -> None:
     commit(fx, "Sync: report", {".agents/sync/2026-01-01-abcdef0.md": "# report\n"})
     r = run(fx.port, "check-commit", f"{base}..HEAD")
     assert r.rc == 0, r.out + r.err
-    assert r.out == f"check-commit: no commit in {base}..HEAD mixes sync records with feature work\n"
+    assert r.out == (f"check-commit: no commit in {base}..HEAD mixes sync records with "
+                     "feature work\n")
     assert run(fx.port, "check-commit").rc == 0
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import shutil
 from pathlib import Path
 
 import pytest
@@ -78,7 +79,7 @@ def test_verify_detects_gaps_and_bad_supersedes(fx: Fixture) -> None:
 
 
 def test_git_edits_detects_a_modified_committed_event(fx: Fixture) -> None:
-    p, evs = chain(fx)
+    p, _ = chain(fx)
     port_git(fx.port, "add", "-A", "--", ".agents/sync/events")
     port_git(fx.port, "commit", "-q", "--no-verify", "-m", "Sync: state events")
     assert events.git_edits(p) == []
@@ -101,8 +102,6 @@ def test_git_edits_detects_a_modified_committed_event(fx: Fixture) -> None:
 def test_git_edits_outside_a_git_repository(tmp_path: Path) -> None:
     fx = build(tmp_path)
     p, _ = chain(fx)
-    import shutil
-
     shutil.rmtree(fx.port / ".git")
     assert events.git_edits(p) == []
 
@@ -121,7 +120,7 @@ _VALUES = st.one_of(st.integers(-3, 10**20), st.text(max_size=8), st.booleans(),
                     st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
 
 
-@settings(max_examples=150, deadline=None,
+@settings(max_examples=100, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(overrides=st.dictionaries(st.sampled_from(sorted(events.EventDoc.__annotations__)),
                                  _VALUES, max_size=4),

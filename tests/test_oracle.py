@@ -676,3 +676,38 @@ def test_omni_identity_names_the_vllm_it_ran_against() -> None:
         "b" * 40, "c1edac239", "0.2.1rc1.dev2+gc1edac239.precompiled")
     core = oracle.identity(replace(p, oracle="vllm", commit="c" * 40))
     assert core["vllm_commit"] == "c" * 40
+
+
+def test_advance_omni_with_isolation_proof(env: World, port_copy: Path) -> None:
+    rc, _, err = run_cli(["--port", str(port_copy), "oracle", "verify", "--oracle",
+                          "vllm-omni"])
+    assert rc == 0, err
+    before = (port_copy / ".agents/upstream-sync.md").read_bytes()
+    rc, out, err = run_cli(["--port", str(port_copy), "advance-omni", env.omni_up.pin])
+    assert rc == 0, err + out
+    assert "isolation proven (build, verify)" in out
+    text = (port_copy / ".agents/oracles/vllm-omni.md").read_text()
+    assert f"pin = {env.omni_up.pin}" in text
+    # The core pin block is untouched; the event names both commits.
+    assert (port_copy / ".agents/upstream-sync.md").read_bytes() == before
+    (event,) = (port_copy / ".agents/sync/events").glob("*-omni-advance.toml")
+    assert env.omni_up.pin in event.read_text() and "vllm_commit" in event.read_text()
+
+
+def test_advance_omni_refused_as_core_cycle_when_isolation_failed(
+        env: World, tmp_path: Path, port_copy: Path) -> None:
+    home = other_home(env, tmp_path)
+    record = next(site_packages(home / env.env.name).glob("vllm-*.dist-info")) / "RECORD"
+    (port_copy / ".agents/upstream-sync.toml").write_text(
+        CONFIG + f'\n[oracles.vllm-omni]\nbuild_env = {{ FAKE_UPSTREAM_TOUCH = "{record}" }}\n')
+    os.environ["SYNC_ORACLE_HOME"] = str(home)
+    assert run_cli(["--port", str(port_copy), "oracle", "build", "--oracle", "vllm-omni"])[0] == 5
+    before = (port_copy / ".agents/oracles/vllm-omni.md").read_bytes()
+    rc, _, err = run_cli(["--port", str(port_copy), "advance-omni", env.omni_up.pin])
+    assert rc == 6 and "treat it as a core sync cycle" in err
+    assert (port_copy / ".agents/oracles/vllm-omni.md").read_bytes() == before
+
+
+def test_advance_omni_without_proof_is_refused(env: World, port_copy: Path) -> None:
+    rc, _, err = run_cli(["--port", str(port_copy), "advance-omni", "0" * 40])
+    assert rc == 6 and "is not proven" in err

@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from portfixture import Fixture, build, run
+from portfixture import build, run
 
 from sync import example
 from sync.fastimport import git
@@ -159,3 +159,17 @@ def test_check_reports_every_corruption_at_once(copy: Path) -> None:
     assert all(re.match(r"^\.agents/[\w/.-]+\.md:\d+: ", line) for line in lines), lines
     j = run(copy, "check", "--json", "--no-audit")
     assert j.rc == 7 and json.loads(j.out)["errors"] == lines
+
+
+def test_status_on_a_shallow_reference_says_so(tmp_path: Path) -> None:
+    fx = build(tmp_path)
+    shallow = tmp_path / "shallow"
+    git(tmp_path, "clone", "-q", "--depth", "1", f"file://{fx.remote}", str(shallow))
+    (fx.port / ".agents/developer-preferences.md").write_text(
+        example.preferences_text(shallow, tmp_path / "oracles"), encoding="utf-8")
+    r = run(fx.port, "status", "--json")
+    assert r.rc == 3
+    assert "fetch --unshallow" in r.err.strip().splitlines()[-1]
+    ref = json.loads(r.out)["reference"]
+    assert (ref["path"], ref["shallow"], ref["head"]) == (str(shallow), True, fx.tip)
+    assert "shallow clone" in ref["error"]

@@ -423,3 +423,25 @@ def test_carry_over_matches_whole_pr_references_in_the_ledger(fx: Fixture) -> No
     again = synced(fx)
     assert not any("vllm#101 " in line for line in again["carry_over"])
     assert len(again["carry_over"]) == len(doc["carry_over"]) - 1
+
+
+def test_a_new_rule_reclassifies_untouched_auto_entries(fx: Fixture) -> None:
+    synced(fx)
+    config = fx.port / ".agents/upstream-sync.toml"
+    config.write_text(config.read_text(encoding="utf-8") + (
+        '\n[[rules]]\nid = "docs"\ntags = ["Doc"]\ndisposition = "INVENTORY"\n'
+        'reason = "docs feed our CLI help"\n'), encoding="utf-8")
+    e = entries(synced(fx))[fx.marks["docs"]]
+    assert (e["disposition"], e["rule"], e["auto"]) == ("INVENTORY", "rule docs", True)
+    assert not (fx.sync_dir / "decisions.toml").exists()
+
+
+def test_removing_a_decision_returns_the_commit_to_its_rule(fx: Fixture) -> None:
+    synced(fx)
+    sha = fx.marks["lora"]
+    assert run(fx.port, "decide", sha[:10], "IGNORE", "never").rc == 0
+    assert entries(synced(fx))[sha]["disposition"] == "IGNORE"
+    decisions.save(fx.sync_dir / "decisions.toml", {})
+    e = entries(synced(fx))[sha]
+    assert (e["disposition"], e["rule"]) == ("INVENTORY", "rule lora")
+    assert decided(fx) == {}

