@@ -61,6 +61,10 @@ class OracleConfig:
     source_variable: str = "VLLM_SOURCE"
     distribution: str = "vllm"
     module: str = "vllm"
+    # Absolute site directories of a gate host's image (its CUDA torch, say) appended to the
+    # oracle's path by a .pth file: the oracle's own packages still come first, and verify
+    # still requires exactly one distribution of the oracle, inside its environment.
+    image_site_dirs: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -129,6 +133,15 @@ def _strs(value: object, where: str, *, paths: bool = False) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise UsageError(f"{where} must be a list of strings", f"fix {CONFIG_PATH}")
     return tuple(_safe_rel(v, where) if paths else v for v in value)
+
+
+def _absolute(value: object, where: str) -> tuple[str, ...]:
+    dirs = _strs(value, where)
+    for d in dirs:
+        if not PurePosixPath(d).is_absolute() or "\n" in d or "\0" in d:
+            raise UsageError(f"{where}: {d!r} is not an absolute directory",
+                             f"give absolute site-packages paths in {CONFIG_PATH}")
+    return dirs
 
 
 def _only(table: dict[str, Any], allowed: set[str], where: str) -> None:
@@ -240,7 +253,8 @@ def parse(text: str) -> Config:
         if not isinstance(table, dict):
             raise UsageError(f"[oracles.{oid}] must be a table", f"fix {CONFIG_PATH}")
         _only(table, {"build_env", "build_mode", "require_flashinfer", "require_torch",
-                      "source_variable", "distribution", "module"}, f"oracles.{oid}.")
+                      "source_variable", "distribution", "module", "image_site_dirs"},
+              f"oracles.{oid}.")
         base = Config().oracle(oid)
         env = table.get("build_env", {})
         if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
@@ -255,6 +269,7 @@ def parse(text: str) -> Config:
             source_variable=_str(table, "source_variable", base.source_variable, where),
             distribution=_str(table, "distribution", base.distribution, where),
             module=_str(table, "module", base.module, where),
+            image_site_dirs=_absolute(table.get("image_site_dirs", []), where + "image_site_dirs"),
         ))
     kw["oracle_configs"] = tuple(ocs)
     golden = _table(doc, "golden")

@@ -393,6 +393,8 @@ def _install(port: Port, prefs: Preferences, cfg: OracleConfig, ref: gitio.Refer
                     "check the upstream's build configuration")
             note(f"installing {wheels[0].name}")
             _run_step([*install, str(wheels[0])], environ, tmp, f"{installer} install")
+            if cfg.image_site_dirs:
+                _add_image_sites(env, cfg.image_site_dirs, note)
     except BaseException:
         # A half-built environment must never be probed as an oracle.
         shutil.rmtree(env, ignore_errors=True)
@@ -401,6 +403,17 @@ def _install(port: Port, prefs: Preferences, cfg: OracleConfig, ref: gitio.Refer
                          str(python), str(ref.path), gates.hostname(), gates.now())
     (env / MARKER).write_text(json.dumps(record.as_doc(), indent=2) + "\n", encoding="utf-8")
     return record
+
+
+def _add_image_sites(env: Path, dirs: tuple[str, ...], note: Note) -> None:
+    """Append a gate host image's site directories after the oracle's own (a .pth file)."""
+    sites = sorted(env.glob("lib/python*/site-packages"))
+    if len(sites) != 1:
+        raise EnvironmentUnresolved(f"cannot find the site-packages of {env}",
+                                    "rebuild the oracle")
+    note(f"appending the image's site directories: {', '.join(dirs)}")
+    (sites[0] / "upstream-sync-image-sites.pth").write_text("".join(d + "\n" for d in dirs),
+                                                           encoding="utf-8")
 
 
 # -- omni isolation ---------------------------------------------------------------------------
