@@ -331,3 +331,10 @@ def test_random_documents_give_only_sync_errors(doc: dict[str, Any]) -> None:
 }))
 def test_near_valid_documents_give_only_sync_errors(doc: dict[str, Any]) -> None:
     _parses_or_sync_error(tomli_w.dumps(doc))
+
+
+def test_oracle_image_site_dirs_must_be_absolute() -> None:
+    cfg = config.parse('[oracles.vllm]\nimage_site_dirs = ["/opt/torch/site-packages"]\n')
+    assert cfg.oracle("vllm").image_site_dirs == ("/opt/torch/site-packages",)
+    with pytest.raises(UsageError, match="not an absolute directory"):
+        config.parse('[oracles.vllm]\nimage_site_dirs = ["relative/site"]\n')
