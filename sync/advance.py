@@ -80,11 +80,7 @@ def preconditions(port: Port, ctx: Context | None) -> tuple[list[str], dict[str,
     if counts["UNCLASSIFIED"]:
         unmet.append(f"{counts['UNCLASSIFIED']} commit(s) UNCLASSIFIED — classify each with "
                      "'upstream-sync decide <sha> <DISPOSITION> <reason>'")
-    led_path = port.root / port.config.ledger
-    try:
-        led = "\n".join(r.text for r in ledger.load(led_path, rel=port.rel(led_path)).rows)
-    except SyncError:
-        led = ""
+    led = ledger.rows_text(port.root / port.config.ledger, rel=port.config.ledger)
     for e in result.model.entries:
         if e.disposition == "PORT-NOW" and not carry.ported(e, led) and not (
                 e.reason.lower().startswith("carry-over")):
@@ -331,7 +327,7 @@ def _reopened(port: Port, rel: str) -> dict[Path, bytes]:
             doc = None  # the next 'sync' rewrites it from the report
         if isinstance(doc, dict) and doc.get("state") == "ADVANCED":
             doc["state"] = "ACTIVE"
-            out[jpath] = (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode()
+            out[jpath] = report.dump_json(doc).encode()
     return out
 
 

@@ -6,12 +6,25 @@ leave every other byte of the file alone (newline style included).
 
 from __future__ import annotations
 
+import datetime
 import re
 from dataclasses import dataclass
 
 from .errors import MalformedRecord
 
 _KEY = re.compile(r"^[a-z][a-z0-9_]*$")
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+
+
+def is_date(value: str) -> bool:
+    """A real calendar date written YYYY-MM-DD (2026-02-30 is refused)."""
+    if not _DATE.fullmatch(value):
+        return False
+    try:
+        datetime.date(int(value[:4]), int(value[5:7]), int(value[8:]))
+    except ValueError:
+        return False
+    return True
 
 
 @dataclass(frozen=True)

@@ -14,19 +14,9 @@ from pathlib import Path
 from . import cycle, gates, ledger
 from .atomic import read_text
 from .classify import Entry
-from .errors import SyncError
 from .port import Port
 
 _REPORT_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}-[0-9a-f]{7}\.md$")
-
-
-def _ledger_text(port: Port) -> str:
-    path = port.root / port.config.ledger
-    try:
-        table = ledger.load(path, rel=port.rel(path))
-    except SyncError:
-        return ""
-    return "\n".join(r.text for r in table.rows)
 
 
 def _inventory_text(port: Port) -> str:
@@ -50,7 +40,7 @@ def annotated(entry: Entry, prs: set[int]) -> bool:
 
 
 def own_lines(port: Port, target: str, entries: Iterable[Entry]) -> list[str]:
-    led = _ledger_text(port)
+    led = ledger.rows_text(port.root / port.config.ledger, rel=port.config.ledger)
     inv = inventory_prs(_inventory_text(port))
     groups: dict[str, list[str]] = {"UNCLASSIFIED": [], "PORT-NOW": [], "INVENTORY": []}
     for e in entries:

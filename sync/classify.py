@@ -12,8 +12,9 @@ from dataclasses import dataclass
 
 from .config import Rule
 from .decisions import Decision, Disposition
+from .globs import match as glob_match
 from .history import Commit
-from .surface import Surface, glob_match
+from .surface import Surface
 
 
 @dataclass(frozen=True)

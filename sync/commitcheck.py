@@ -12,8 +12,8 @@ import argparse
 from . import gitio, spans
 from .cli import Context, add_json
 from .errors import CheckFailed, UsageError
+from .globs import match as glob_match
 from .port import Port
-from .surface import glob_match
 
 
 def sync_owned(port: Port) -> tuple[set[str], tuple[str, ...]]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .atomic import read_text, write_text
-from .errors import MalformedRecord, UsageError
+from .errors import MalformedRecord, SyncError, UsageError
 
 COLUMNS = ("Date / commit", "What it does", "Upstream equivalent", "Parity status")
 _SEP = re.compile(r"^\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
@@ -132,3 +132,11 @@ def append(path: Path, cells: tuple[str, str, str, str], *, rel: str) -> str:
 
 def mentions(table: Table, needle: str) -> bool:
     return any(needle in r.text for r in table.rows)
+
+
+def rows_text(path: Path, *, rel: str) -> str:
+    """Every row's cells joined, for "does a row name X" questions; "" when unreadable."""
+    try:
+        return "\n".join(r.text for r in load(path, rel=rel).rows)
+    except SyncError:
+        return ""

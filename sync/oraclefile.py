@@ -7,7 +7,6 @@ restatement of the pin block and must agree with it.
 
 from __future__ import annotations
 
-import datetime
 import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -26,7 +25,6 @@ UNPINNED = "UNPINNED"
 CORE_ID = "vllm"
 
 _FULL_SHA = re.compile(r"[0-9a-f]{40}")
-_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 
 
 @dataclass(frozen=True)
@@ -57,16 +55,6 @@ def _is_version(value: str) -> bool:
     return True
 
 
-def _is_date(value: str) -> bool:
-    if not _DATE.fullmatch(value):
-        return False
-    try:
-        datetime.date(int(value[:4]), int(value[5:7]), int(value[8:]))
-    except ValueError:
-        return False
-    return True
-
-
 def _evidence_exists(evidence: str, port_root: Path) -> bool:
     try:
         return (port_root / evidence).exists()
@@ -93,7 +81,7 @@ def _validate(values: dict[str, str], lines: dict[str, int], *, path: Path,
         raise bad("pin", f"pin = {pin!r} is neither 40 lowercase hex, a version, nor "
                   f"{UNPINNED}", "write the full commit SHA, a version, or UNPINNED")
     pinned_on = values["pinned_on"]
-    if not _is_date(pinned_on) and not (pinned_on == "-" and pin == UNPINNED):
+    if not blocks.is_date(pinned_on) and not (pinned_on == "-" and pin == UNPINNED):
         allowed = "YYYY-MM-DD or '-' (UNPINNED only)" if pin == UNPINNED else "YYYY-MM-DD"
         raise bad("pinned_on", f"pinned_on = {pinned_on!r} is not {allowed}",
                   "write the date the pin was measured")

@@ -11,10 +11,10 @@ match; two would make "the active pin" ambiguous.
 
 from __future__ import annotations
 
-import datetime
 import re
 from dataclasses import dataclass
 
+from . import blocks
 from .errors import MalformedRecord, UsageError
 from .pins import Pin
 
@@ -26,7 +26,6 @@ _RULE = re.compile(
     rf"(?: \(vLLM (?P<label>{_LABEL}))?"
 )
 _SHA = re.compile(r"[0-9a-f]{7,40}")
-_DATE = re.compile(r"[0-9]{4}-[0-9]{2}-[0-9]{2}")
 _FIX = ("start the line 'Active pin (advanced YYYY-MM-DD): current parity pin <sha>' "
         "optionally followed by ' (vLLM <release>'")
 
@@ -39,16 +38,6 @@ class Paragraph:
     line: int
     start: int  # offsets of the matched (machine-owned) portion
     end: int
-
-
-def _real_date(value: str) -> bool:
-    if not _DATE.fullmatch(value):
-        return False
-    try:
-        datetime.date(int(value[:4]), int(value[5:7]), int(value[8:]))
-    except ValueError:
-        return False
-    return True
 
 
 def find(text: str, *, path: str) -> Paragraph:
@@ -73,7 +62,7 @@ def find(text: str, *, path: str) -> Paragraph:
                               "keep exactly one 'Active pin (advanced ...' line", path=path,
                               line=found[1].line)
     para = found[0]
-    if not _real_date(para.date):
+    if not blocks.is_date(para.date):
         raise MalformedRecord(f"PARITY PIN line date {para.date!r} is not a calendar date",
                               "write it as YYYY-MM-DD", path=path, line=para.line)
     return para
@@ -91,7 +80,7 @@ def render(text: str, para: Paragraph, *, date: str, sha: str,
             or m["label"] != para.release_label):
         raise UsageError("the PARITY PIN line changed since it was read",
                          "read the protocol file again")
-    if not _real_date(date):
+    if not blocks.is_date(date):
         raise UsageError(f"new PARITY PIN date {date!r} is not YYYY-MM-DD", "pass a real date")
     if not _SHA.fullmatch(sha):
         raise UsageError(f"new PARITY PIN sha {sha!r} is not 7..40 lowercase hex",

@@ -19,6 +19,7 @@ from typing import Literal
 
 from .atomic import read_text
 from .errors import MalformedRecord, UsageError
+from .globs import match as glob_match
 from .pins import Pin
 
 Kind = Literal["commit", "label"]
@@ -119,31 +120,8 @@ def marker_problems(text: str, *, path: Path | str) -> list[str]:
     return _scan(text, Path(path))[1]
 
 
-def _glob_regex(pattern: str) -> re.Pattern[str]:
-    out = []
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:[^/]+/)*")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return re.compile("".join(out))
-
-
 def files(root: Path, globs: tuple[str, ...]) -> list[Path]:
     """Regular files under `root` matching any glob (posix, relative), skipping tool dirs."""
-    patterns = [_glob_regex(g) for g in globs]
     found: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
@@ -153,7 +131,7 @@ def files(root: Path, globs: tuple[str, ...]) -> list[Path]:
             full = Path(dirpath) / name
             if full.is_symlink() or not full.is_file():
                 continue
-            if any(p.fullmatch(rel) for p in patterns):
+            if any(glob_match(rel, g) for g in globs):
                 found.append(full)
     return found
 

@@ -8,13 +8,12 @@ configured mapping rules (`src/vllm/**/*.cpp` <- `vllm/{stem}.py`).
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import headers
+from . import globs, headers
 from .config import Config, Mapping
 from .port import Port
 
@@ -54,7 +53,7 @@ def port_files(port: Port) -> Iterator[Path]:
             continue
         for path in sorted(_walk(root)):
             rel = path.relative_to(port.root).as_posix()
-            if path not in seen and any(_glob_match(rel, g) for g in cfg.header_globs):
+            if path not in seen and any(globs.match(rel, g) for g in cfg.header_globs):
                 seen.add(path)
                 yield path
 
@@ -68,42 +67,11 @@ def _walk(root: Path) -> Iterator[Path]:
             yield child
 
 
-_GLOB_CACHE: dict[str, re.Pattern[str]] = {}
-
-
-def _glob_match(path: str, glob: str) -> bool:
-    """Path glob where `**` spans directories and `*` does not; `**/x` also matches `x`."""
-    pat = _GLOB_CACHE.get(glob)
-    if pat is None:
-        out = []
-        i = 0
-        while i < len(glob):
-            if glob.startswith("**/", i):
-                out.append("(?:.*/)?")
-                i += 3
-            elif glob.startswith("**", i):
-                out.append(".*")
-                i += 2
-            elif glob[i] == "*":
-                out.append("[^/]*")
-                i += 1
-            elif glob[i] == "?":
-                out.append("[^/]")
-                i += 1
-            else:
-                out.append(re.escape(glob[i]))
-                i += 1
-        pat = re.compile("".join(out) + r"\Z")
-        _GLOB_CACHE[glob] = pat
-    return pat.match(path) is not None
-
-
-glob_match = _glob_match
 
 
 def mapped_upstream(rel: str, mapping: Mapping) -> str | None:
     """The upstream path a port file maps to under one mapping rule, or None."""
-    if not _glob_match(rel, mapping.port):
+    if not globs.match(rel, mapping.port):
         return None
     prefix = re.split(r"[*?\[]", mapping.port, maxsplit=1)[0]
     stem = rel[len(prefix):]
@@ -136,7 +104,3 @@ def build(port: Port) -> Surface:
             by_upstream.setdefault(up, set()).add(rel)
     return Surface({k: tuple(sorted(v)) for k, v in sorted(by_upstream.items())}, file_headers,
                    cfg.mirrored)
-
-
-def fnmatch_any(path: str, globs: Iterable[str]) -> bool:
-    return any(_glob_match(path, g) or fnmatch.fnmatchcase(path, g) for g in globs)

@@ -20,7 +20,7 @@ from typing import Any
 from . import carry, cycle, gitio, headers, ledger, pins
 from .atomic import read_text, write_bytes
 from .classify import Entry
-from .errors import EnvironmentUnresolved, MalformedRecord, SyncError, UsageError
+from .errors import EnvironmentUnresolved, MalformedRecord, UsageError
 from .port import Port
 
 SHOW_LEN = 12
@@ -112,15 +112,6 @@ def entries_from_json(text: str, *, path: str) -> tuple[str, str, list[Entry]]:
         out.append(Entry(sha, pr, subject, disposition, reason, rule, rule is not None, ups,
                          files))
     return pin, target, out
-
-
-def _ledger_text(port: Port) -> str:
-    path = port.root / port.config.ledger
-    try:
-        table = ledger.load(path, rel=port.rel(path))
-    except SyncError:
-        return ""
-    return "\n".join(r.text for r in table.rows)
 
 
 def _resolve_many(ref: gitio.Reference, shas: list[str]) -> dict[str, str]:
@@ -272,7 +263,7 @@ def build(port: Port, ref: gitio.Reference, upstream_ref: str, *,
     stats = {b: numstat(ref, b, c.target, ps) for b, ps in by_base.items()}
     sections = ({b: patches(ref, b, c.target, ps) for b, ps in by_base.items()}
                 if patch_dir is not None else {})
-    led = _ledger_text(port)
+    led = ledger.rows_text(port.root / port.config.ledger, rel=port.config.ledger)
     items: list[Item] = []
     for index, (e, fps, bases) in enumerate(plans, start=1):
         diffs = []
