@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from . import cycle, decisions, events, ledger, oraclefile, paragraph, pincopies, pins, spans
 from .atomic import read_text
 from .cli import Context, add_json
-from .errors import CheckFailed, SyncError
+from .errors import CheckFailed, MalformedRecord, SyncError
 from .port import Port
 
 
@@ -97,6 +97,9 @@ def _audit(port: Port, pin: pins.Pin, notes: list[str]) -> list[Finding]:
 
     try:
         prefs = preferences(port)
+    except MalformedRecord as exc:
+        return [Finding(str(exc))]  # a preferences file that exists must parse
+    try:
         ref = prefs.reference()
     except SyncError as exc:
         notes.append(f"per-file pin audit skipped: {exc}")

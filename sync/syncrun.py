@@ -90,8 +90,12 @@ def run_cycle(port: Port, ctx: Context | None = None, *, target: str | None = No
     if divergent and not allow_divergent:
         raise UsageError(f"target {c.target[:10]} does not descend from the pin {pin.commit[:10]}",
                          "pick a target on the pin's line, or pass --allow-divergent")
+    if ctx is not None:
+        ctx.note(f"enumerating {pin.commit[:10]}..{c.target[:10]} in {ref.path}")
     commits = history.log_range(ref, pin.commit, c.target)
     stats = history.range_stats(ref, pin.commit, c.target, len(commits))
+    if ctx is not None:
+        ctx.note(f"classifying {len(commits)} commits against the ported surface")
     surf = surface.build(port)
     dec_path = port.sync_dir / decisions.FILE
     decided = decisions.load(dec_path, rel=port.rel(dec_path))
