@@ -103,6 +103,7 @@ def exactly_one(text: str, info: str, *, path: str) -> Block:
             f"expected exactly one ```{info} block, found {len(found)}"
             + (f" (lines {where})" if found else ""),
             f"keep exactly one ```{info} block", path=path,
+            line=found[1].open_line if len(found) > 1 else None,
         )
     return found[0]
 

@@ -60,12 +60,19 @@ def own_lines(port: Port, target: str, entries: Iterable[Entry]) -> list[str]:
     return out
 
 
-def previous(port: Port, current: Path) -> tuple[Path, list[str]] | None:
-    """The newest earlier report that did not advance, with its carry-over lines."""
+def previous(port: Port, current: Path, hint: str = "") -> tuple[Path, list[str]] | None:
+    """The previous cycle's report, if it did not advance, with its carry-over lines.
+
+    `hint` (recorded when a retarget replaced that cycle) names it; without one, the
+    newest earlier report by name (date first) is taken.
+    """
     if not port.sync_dir.is_dir():
         return None
-    candidates = sorted(p for p in port.sync_dir.iterdir()
-                        if _REPORT_NAME.match(p.name) and p.name < current.name)
+    if hint and _REPORT_NAME.match(hint) and (port.sync_dir / hint).exists():
+        candidates = [port.sync_dir / hint]
+    else:
+        candidates = sorted(p for p in port.sync_dir.iterdir()
+                            if _REPORT_NAME.match(p.name) and p.name < current.name)
     for path in reversed(candidates):
         text = read_text(path)
         if "- Cycle state: ADVANCED" in text:
@@ -83,8 +90,8 @@ def previous(port: Port, current: Path) -> tuple[Path, list[str]] | None:
 
 def lines(port: Port, c: cycle.Cycle, entries: Iterable[Entry]) -> list[str]:
     out = own_lines(port, c.target, entries)
-    current = port.sync_dir / f"{c.frozen_at[:10]}-{c.target7}.md"
-    prev = previous(port, current)
+    current = port.sync_dir / cycle.report_name(c)
+    prev = previous(port, current, c.previous_report)
     if prev is not None:
         out += [f"- from {prev[0].name}: {line}" for line in prev[1]]
     return out

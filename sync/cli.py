@@ -61,6 +61,12 @@ class Context:
         """Progress and notices go to stderr so stdout stays parseable."""
         print(message, file=self.err, flush=True)
 
+    def progress(self, message: str) -> None:
+        """Progress of a slow step: on a terminal only, so logs and pipes keep one-line errors."""
+        isatty = getattr(self.err, "isatty", None)
+        if isatty is not None and isatty():
+            self.note(message)
+
     def emit_json(self, doc: Any) -> None:
         from .report import dump_json
 

@@ -31,6 +31,7 @@ class CycleDoc(TypedDict):
     target: str
     target_ref: str
     frozen_at: str
+    previous_report: str
 
 
 @dataclass(frozen=True)
@@ -39,6 +40,8 @@ class Cycle:
     target: str
     target_ref: str
     frozen_at: str
+    # The report of the cycle this one replaced (a retarget), whose carry-over it imports.
+    previous_report: str = ""
 
     @property
     def target7(self) -> str:
@@ -69,7 +72,8 @@ def load(port: Port) -> Cycle | None:
         if doc["schema"] != SCHEMA:
             raise MalformedRecord(f"schema {doc['schema']!r}, expected {SCHEMA}",
                                   "delete it and run fetch again", path=rel)
-        values = [doc["pin"], doc["target"], doc["target_ref"], doc["frozen_at"]]
+        values = [doc["pin"], doc["target"], doc["target_ref"], doc["frozen_at"],
+                  doc.get("previous_report", "")]
     except KeyError as exc:
         raise MalformedRecord(f"missing key {exc.args[0]!r}", "delete it and run fetch again",
                               path=rel) from None
@@ -83,12 +87,18 @@ def load(port: Port) -> Cycle | None:
     return Cycle(*values)
 
 
-def save(port: Port, pin: str, target: str, target_ref: str) -> Cycle:
+def report_name(c: Cycle) -> str:
+    return f"{c.frozen_at[:10]}-{c.target7}.md"
+
+
+def save(port: Port, pin: str, target: str, target_ref: str, previous_report: str = "") -> Cycle:
     doc: CycleDoc = {"schema": SCHEMA, "pin": pin, "target": target, "target_ref": target_ref,
-                     "frozen_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")}
+                     "frozen_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                     "previous_report": previous_report}
     write_text(path(port), "# Frozen target of the current sync cycle (written by upstream-sync).\n"
                + tomli_w.dumps(dict(doc)))
-    return Cycle(doc["pin"], doc["target"], doc["target_ref"], doc["frozen_at"])
+    return Cycle(doc["pin"], doc["target"], doc["target_ref"], doc["frozen_at"],
+                 previous_report)
 
 
 def require(port: Port) -> Cycle:

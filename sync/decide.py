@@ -66,7 +66,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         decisions.save(path, table)
     from .syncrun import run_cycle
 
-    result = run_cycle(port, ctx)
+    result = run_cycle(port, ctx, decided_now=commit.sha)
     if ctx.json:
         ctx.emit_json({"sha": commit.sha, "disposition": args.disposition, "reason": reason,
                        "by": by, "report": port.rel(result.path)})

@@ -45,7 +45,10 @@ def freeze(port: Port, ref: gitio.Reference, prefs: Preferences, pin: str,
         # Naming the frozen target again is the same cycle: re-saving would restamp its date
         # and start a second report for it instead of updating the one it has.
         return Frozen(current, None)
-    return Frozen(cycle.save(port, pin, sha, want), None)
+    previous = ""
+    if current is not None and (port.sync_dir / cycle.report_name(current)).exists():
+        previous = cycle.report_name(current)
+    return Frozen(cycle.save(port, pin, sha, want, previous), None)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

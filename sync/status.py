@@ -66,7 +66,7 @@ def collect(ctx: Context) -> tuple[dict[str, Any], SyncError | None]:
     c = cycle.load(port)
     doc["cycle"] = None
     if c is not None:
-        rpath = port.sync_dir / f"{c.frozen_at[:10]}-{c.target7}.json"
+        rpath = (port.sync_dir / cycle.report_name(c)).with_suffix(".json")
         rep = json.loads(read_text(rpath)) if rpath.exists() else None
         doc["cycle"] = {
             "target": c.target, "target_ref": c.target_ref, "frozen_at": c.frozen_at,

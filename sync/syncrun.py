@@ -45,7 +45,7 @@ class Result:
 
 
 def report_path(port: Port, c: cycle.Cycle) -> Path:
-    return port.sync_dir / f"{c.frozen_at[:10]}-{c.target7}.md"
+    return port.sync_dir / cycle.report_name(c)
 
 
 def moves(commits: list[history.Commit], surf: surface.Surface) -> tuple[report.Move, ...]:
@@ -64,11 +64,13 @@ def moves(commits: list[history.Commit], surf: surface.Surface) -> tuple[report.
 def run_cycle(port: Port, ctx: Context | None = None, *, target: str | None = None,
               retarget: bool = False, allow_divergent: bool = False,
               write_report: bool = True, state: report.State | None = None,
-              unmet: tuple[str, ...] | None = None) -> Result:
+              unmet: tuple[str, ...] | None = None,
+              decided_now: str | None = None) -> Result:
     """Enumerate, classify and (unless `write_report` is False) write the report.
 
     `state` and `unmet` come from `advance`: a refused advance marks the report STALLED
     and lists the unmet preconditions in its carry-over until a later advance clears them.
+    `decided_now` (from `decide`) is never read back from the old report line.
     """
     prefs = preferences(port)
     ref = prefs.reference()
@@ -91,11 +93,11 @@ def run_cycle(port: Port, ctx: Context | None = None, *, target: str | None = No
         raise UsageError(f"target {c.target[:10]} does not descend from the pin {pin.commit[:10]}",
                          "pick a target on the pin's line, or pass --allow-divergent")
     if ctx is not None:
-        ctx.note(f"enumerating {pin.commit[:10]}..{c.target[:10]} in {ref.path}")
+        ctx.progress(f"enumerating {pin.commit[:10]}..{c.target[:10]} in {ref.path}")
     commits = history.log_range(ref, pin.commit, c.target)
     stats = history.range_stats(ref, pin.commit, c.target, len(commits))
     if ctx is not None:
-        ctx.note(f"classifying {len(commits)} commits against the ported surface")
+        ctx.progress(f"classifying {len(commits)} commits against the ported surface")
     surf = surface.build(port)
     dec_path = port.sync_dir / decisions.FILE
     decided = decisions.load(dec_path, rel=port.rel(dec_path))
@@ -113,6 +115,8 @@ def run_cycle(port: Port, ctx: Context | None = None, *, target: str | None = No
         written = _previous_lines(path.with_suffix(".json"))
         for pe in back.entries:
             e = by_prefix[pe.sha_prefix[: report.SHA_LEN]]
+            if e.sha == decided_now:
+                continue
             # A hand edit is a line that differs from what the last run wrote (its JSON
             # companion), not from what this run would write: a `decide` since then changes
             # the rendering without anyone editing the report.

@@ -68,7 +68,7 @@ class Queue:
 
 
 def report_json(port: Port, c: cycle.Cycle) -> Path:
-    return port.sync_dir / f"{c.frozen_at[:10]}-{c.target7}.json"
+    return (port.sync_dir / cycle.report_name(c)).with_suffix(".json")
 
 
 def _str_list(value: object) -> tuple[str, ...] | None:

@@ -87,7 +87,7 @@ def test_exactly_one() -> None:
     with pytest.raises(MalformedRecord) as exc:
         blocks.exactly_one(one + "\n" + one, "parity-pin", path="p.md")
     assert str(exc.value).startswith(
-        "p.md: expected exactly one ```parity-pin block, found 2 (lines 1, 5)")
+        "p.md:5: expected exactly one ```parity-pin block, found 2 (lines 1, 5)")
 
 
 def test_check_keys() -> None:
