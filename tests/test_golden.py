@@ -8,6 +8,7 @@ import socket
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fakeupstream import Upstream, make_port, make_upstream, pin_doc, run_cli
@@ -90,7 +91,7 @@ def commit_all(port: Path, message: str) -> None:
         message)
 
 
-def with_config(port: Path, **changes: object) -> Port:
+def with_config(port: Path, **changes: Any) -> Port:
     p = Port(port, config.load(port))
     return replace(p, config=replace(p.config, **changes))
 

@@ -8,9 +8,10 @@ import os
 import shutil
 import socket
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fakeupstream import (
@@ -105,7 +106,7 @@ def env(world: World, monkeypatch: pytest.MonkeyPatch) -> World:
     return world
 
 
-def port_of(w: World, **changes: object) -> Port:
+def port_of(w: World, **changes: Any) -> Port:
     p = Port(w.port, config.load(w.port))
     return replace(p, config=replace(p.config, **changes)) if changes else p
 
@@ -447,7 +448,7 @@ GOOD_MARKER = {"schema": 1, "oracle": "vllm", "commit": "a" * 40, "build_mode": 
                "built_at": "t"}
 
 
-def _mutations(good: dict[str, object]) -> st.SearchStrategy[object]:
+def _mutations(good: Mapping[str, object]) -> st.SearchStrategy[object]:
     return st.builds(lambda key, value: {**good, key: value},
                      st.sampled_from(sorted(good)), JSON) | JSON
 

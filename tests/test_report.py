@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from portfixture import Fixture, build, mtime_ns, run
 
-from sync import cycle, port, report
+from sync import cycle, history, port, report
 from sync.classify import Entry
 from sync.fastimport import git
 
@@ -39,7 +39,7 @@ def normalise(text: str, fx: Fixture) -> str:
 
 def md_entries(text: str) -> list[tuple[str, str, str | None, str]]:
     """(section, sha10, auto rule, PR text) of every entry line, in report order."""
-    out = []
+    out: list[tuple[str, str, str | None, str]] = []
     section = ""
     for line in text.splitlines():
         if line.startswith("## "):
@@ -239,7 +239,7 @@ def test_read_back_keeps_notes_unparsed_and_state() -> None:
     e = _entry()
     text = report.render(report.Model(
         "2026-01-01", "a" * 40, "0.1+gaaaaaaa", "b" * 40, "origin/main", "/ref", "a" * 40,
-        False, report.RangeStats(1, 1, 1, 0), "STALLED", (e,), enumerated=1,
+        False, history.RangeStats(1, 1, 1, 0), "STALLED", (e,), enumerated=1,
         unparsed=("- kept as it was",), notes="My notes\n\n## A heading inside the notes\nmore"))
     back = report.read_back(text, {e.sha[:10]: report.entry_prefix(e)})
     assert back.state == "STALLED"
