@@ -17,7 +17,14 @@ PYPROJECT = nox.project.load_toml("pyproject.toml")
 
 def _cli(session: nox.Session, *args: str) -> None:
     session.install(".")
-    session.run("upstream-sync", *args, *session.posargs)
+    _run(session, *args)
+
+
+def _run(session: nox.Session, *args: str) -> None:
+    # nox runs sessions from the noxfile's folder; the command looks for the port where
+    # nox was invoked (`nox -f .../noxfile.py` from inside a port).
+    env = {"SYNC_INVOKED_FROM": str(session.invoked_from)}
+    session.run("upstream-sync", *args, *session.posargs, env=env)
 
 
 @nox.session(default=False)
@@ -42,23 +49,25 @@ def sync(session: nox.Session) -> None:
 def port(session: nox.Session) -> None:
     """Step 5: the PORT-NOW queue and the per-file pin audit."""
     session.install(".")
-    session.run("upstream-sync", "queue", *session.posargs)
-    session.run("upstream-sync", "audit", *session.posargs)
+    _run(session, "queue")
+    _run(session, "audit")
 
 
-@nox.session(default=False)
+@nox.session(default=False, tags=["gate"])
 def oracle(session: nox.Session) -> None:
-    """Step 6: build the oracle virtualenv at the pin (or --commit) and verify it."""
-    _cli(session, "oracle", "build")
+    """Step 6: build the oracle virtualenv at the pin (or --commit) if missing, and verify it."""
+    session.install(".")
+    _run(session, "oracle", "build", "--if-missing")
+    _run(session, "oracle", "verify")
 
 
-@nox.session(default=False)
+@nox.session(default=False, tags=["gate"])
 def golden(session: nox.Session) -> None:
     """Step 6: regenerate goldens with the verified oracle (PENDING off gate hosts)."""
     _cli(session, "golden")
 
 
-@nox.session(default=False)
+@nox.session(default=False, tags=["gate"])
 def parity(session: nox.Session) -> None:
     """Step 6: run the parity suites and record the gates."""
     _cli(session, "parity")

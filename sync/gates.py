@@ -271,3 +271,38 @@ def render_section(results: list[GateResult]) -> str:
         text += f"; command: `{_md(r.command)}`"
         lines.append(text)
     return "".join(line + "\n" for line in lines)
+
+
+def _newer(a: GateResult, b: GateResult) -> GateResult:
+    """The result to keep of two for one gate: a run beats PENDING, then the later run."""
+    if (a.status == "PENDING") != (b.status == "PENDING"):
+        return b if a.status == "PENDING" else a
+    return b if b.time >= a.time else a
+
+
+def merge(port: Port, target: str, files: list[Path]) -> list[str]:
+    """Fold gate records from other hosts (sharded CI artifacts) into the port's record.
+
+    Every file must be a gate record for the same target; nothing is written unless all
+    parse. Returns one line per gate that changed.
+    """
+    incoming: list[GateResult] = []
+    for f in files:
+        try:
+            text = read_text(f)
+        except (OSError, UnicodeDecodeError) as exc:
+            raise _bad(str(f), f"cannot read it ({type(exc).__name__})") from None
+        incoming += parse(text, target, rel=str(f))
+    changes = []
+    with locked(port):
+        kept = {r.name: r for r in load(port, target)}
+        for r in incoming:
+            old = kept.get(r.name)
+            new = r if old is None else _newer(old, r)
+            if new != old:
+                kept[r.name] = new
+                changes.append(f"{r.name}: {old.status if old else 'none'} → {new.status} "
+                               f"({new.host}, {new.time})")
+        if changes:
+            write_text(path(port, target), render_doc(target, list(kept.values())))
+    return changes

@@ -105,17 +105,21 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     if found["port_roots"]:
         doc["surface"] = {"port_roots": found["port_roots"], "mirrored": ["vllm/"]}
     config.parse(tomli_w.dumps(doc))  # what we write must load
-    write_text(cfg_path, "# upstream-sync configuration (see README: Configuration)\n"
+    write_text(cfg_path, "# upstream-sync configuration (keys: docs/adopting.md in upstream-sync)\n"
                + tomli_w.dumps(doc))
     example = root / (config.Config().preferences + ".example")
     if not example.exists():
         write_text(example, prefs.example_text())
     ignore = root / ".gitignore"
-    want = "/" + config.Config().preferences
+    sync_dir = config.Config().sync_dir
+    # Machine-specific preferences and the lock/transaction scratch files are never tracked.
+    wants = ["/" + config.Config().preferences, f"/{sync_dir}/.lock", f"/{sync_dir}/.txn-*"]
     text = read_text(ignore) if ignore.exists() else ""
-    if want not in text.splitlines():
+    missing = [w for w in wants if w not in text.splitlines()]
+    if missing:
         nl = "\r\n" if "\r\n" in text else "\n"
-        write_text(ignore, text + ("" if not text or text.endswith(nl) else nl) + want + nl)
+        write_text(ignore, text + ("" if not text or text.endswith(nl) else nl)
+                   + "".join(w + nl for w in missing))
     if ctx.json:
         ctx.emit_json({"config": str(cfg_path), "preferences_example": str(example), **found})
     else:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import shlex
 import time
+from pathlib import Path
 from typing import Any
 
 from . import gates, golden, oracle, parity
@@ -39,8 +40,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         description="Build from a throwaway clone of the source checkout; the "
                         "previous environments stay for rollback.")
     _oracle_args(b)
-    b.add_argument("--rebuild", action="store_true",
-                   help="replace an existing environment for the same oracle and commit")
+    once = b.add_mutually_exclusive_group()
+    once.add_argument("--rebuild", action="store_true",
+                      help="replace an existing environment for the same oracle and commit")
+    once.add_argument("--if-missing", action="store_true",
+                      help="keep an existing environment (then verify it) instead of refusing")
     add_json(b)
     b.set_defaults(func=run_build)
     pr = osub.add_parser("probe", help="print the oracle's measured identity as JSON",
@@ -72,15 +76,40 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     _gate_args(pa)
     pa.set_defaults(func=run_parity)
 
+    gm = sub.add_parser("gates", help="step 6: fold gate records from other hosts into the port",
+                        description="Merge gate records (.agents/sync/gates/<target7>.json "
+                        "files from sharded gate runners' artifacts) into this port's record "
+                        "for the same target: a run beats PENDING, then the later run.")
+    gsub = gm.add_subparsers(dest="gates_command", metavar="ACTION")
+    merge = gsub.add_parser("merge", help="merge gate record files into the port's record")
+    merge.add_argument("files", nargs="+", type=Path, help="gate record JSON files")
+    merge.add_argument("--target", help="full target SHA (default: the open cycle's, else the "
+                       "pin)")
+    add_json(merge)
+    merge.set_defaults(func=run_gates_merge)
+    gm.set_defaults(func=_no_gates_action)
+
 
 def _no_action(args: argparse.Namespace, ctx: Context) -> int:
     raise UsageError("oracle needs an action: build, probe or verify",
                      "see 'upstream-sync oracle --help'")
 
 
+def _no_gates_action(args: argparse.Namespace, ctx: Context) -> int:
+    raise UsageError("gates needs an action: merge", "see 'upstream-sync gates --help'")
+
+
 def run_build(args: argparse.Namespace, ctx: Context) -> int:
     port = ctx.port
     prefs = oracle.preferences(port)
+    if args.if_missing:
+        commit = oracle.resolve_commit(port, prefs, oracle.check_id(args.oracle), args.commit)
+        env = oracle.env_path(oracle.oracle_home(port, prefs), args.oracle, commit)
+        if env.exists():
+            ctx.note(f"oracle {args.oracle} at {commit[:10]} exists: {env} (not rebuilt)")
+            if ctx.json:
+                ctx.emit_json({"env": str(env), "build": None, "kept": [], "isolation": []})
+            return 0
     built = oracle.build(port, prefs, args.oracle, args.commit, rebuild=args.rebuild,
                          note=ctx.note)
     r = built.record
@@ -192,4 +221,18 @@ def run_parity(args: argparse.Namespace, ctx: Context) -> int:
             extra = f" ({r.duration_s:.1f} s)" if r.duration_s is not None else ""
             tail = f"; handoff: {r.handoff}" if r.handoff else ""
             print(f"{r.name} {r.status}{extra}{tail}", file=ctx.out)
+    return 0
+
+
+def run_gates_merge(args: argparse.Namespace, ctx: Context) -> int:
+    port = ctx.port
+    target = gates.check_target(port, args.target) if args.target else gates.current_target(port)
+    changes = gates.merge(port, target, list(args.files))
+    if ctx.json:
+        ctx.emit_json({"target": target, "changed": changes})
+    else:
+        for line in changes:
+            print(line, file=ctx.out)
+        print(f"merged {len(args.files)} file(s) into the gate record for {target[:10]}: "
+              f"{len(changes)} gate(s) changed", file=ctx.out)
     return 0

@@ -1,4 +1,5 @@
-"""Finding the port: `--port`, `$SYNC_PORT`, or the directory we were started from.
+"""Finding the port: `--port`, `$SYNC_PORT`, or the directory we were started from
+(`$SYNC_INVOKED_FROM`, set by the nox sessions, which run from the noxfile's folder).
 
 Inside this repository with no port configured, commands run on the bundled
 example (materialised by `example.py`) and say so on stderr.
@@ -63,7 +64,7 @@ def locate(arg: str | None) -> Port:
             raise UsageError(f"{root} has no .agents/upstream-sync.md",
                              "point --port at the port's root, or run 'upstream-sync init' there")
         return Port(root, config_mod.load(root))
-    cwd = Path.cwd().resolve()
+    cwd = Path(os.environ.get("SYNC_INVOKED_FROM") or Path.cwd()).resolve()
     for d in (cwd, *cwd.parents):
         if is_port(d):
             return Port(d, config_mod.load(d))

@@ -71,7 +71,7 @@ def test_init_writes_a_loadable_config(tmp: Path) -> None:
         "developer-preferences.md and fill it in)",
     ]
     assert cfg_path.read_text() == (
-        "# upstream-sync configuration (see README: Configuration)\n"
+        "# upstream-sync configuration (keys: docs/adopting.md in upstream-sync)\n"
         "schema = 1\n\n"
         "[paths]\n"
         'protocol = "docs/sync-protocol.md"\n'
@@ -95,7 +95,8 @@ def test_init_writes_a_loadable_config(tmp: Path) -> None:
     assert cfg.sync_dir == ".agents/sync"  # not discovered: the default stays
     example = root / ".agents/developer-preferences.md.example"
     assert example.read_text() == prefs.example_text()
-    assert (root / ".gitignore").read_text() == "/.agents/developer-preferences.md\n"
+    assert (root / ".gitignore").read_text() == (
+        "/.agents/developer-preferences.md\n/.agents/sync/.lock\n/.agents/sync/.txn-*\n")
 
 
 def test_gitignore_is_appended_once_keeping_crlf(tmp: Path) -> None:
@@ -103,9 +104,11 @@ def test_gitignore_is_appended_once_keeping_crlf(tmp: Path) -> None:
     (root / ".gitignore").write_bytes(b"build/\r\n*.o")
     assert init(str(root))[0] == 0
     assert (root / ".gitignore").read_bytes() == (
-        b"build/\r\n*.o\r\n/.agents/developer-preferences.md\r\n")
+        b"build/\r\n*.o\r\n/.agents/developer-preferences.md\r\n/.agents/sync/.lock\r\n"
+        b"/.agents/sync/.txn-*\r\n")
     assert init(str(root), "--force")[0] == 0
     assert (root / ".gitignore").read_bytes().count(b"developer-preferences") == 1
+    assert (root / ".gitignore").read_bytes().count(b".lock") == 1
 
 
 def test_existing_example_is_kept(tmp: Path) -> None:

@@ -273,3 +273,32 @@ def test_parity_command_that_cannot_start(tmp_path: Path, monkeypatch: pytest.Mo
 def test_oracle_needs_an_action(tmp_path: Path) -> None:
     rc, _, err = run_cli(["--port", str(make(tmp_path)), "oracle"])
     assert rc == 2 and "build, probe or verify" in err
+
+
+def test_gates_merge_folds_shard_records(tmp: Path) -> None:
+    root = make(tmp)
+    p = port_at(root)
+    gates.record(p, PIN, result("golden[1/2]", "PENDING", handoff="upstream-sync golden ..."))
+    gates.record(p, PIN, result("golden[2/2]", "PENDING", handoff="upstream-sync golden ..."))
+    shard1 = tmp / "shard1.json"
+    shard1.write_text(gates.render_doc(PIN, [
+        result("golden[1/2]", "PASS", time="2026-01-03T00:00:00Z", host="gpu1"),
+        result("golden[2/2]", "PENDING", handoff="upstream-sync golden ...")]))
+    shard2 = tmp / "shard2.json"
+    shard2.write_text(gates.render_doc(PIN, [
+        result("golden[2/2]", "FAIL", time="2026-01-03T00:01:00Z", host="gpu2")]))
+    rc, out, err = run_cli(["--port", str(root), "gates", "merge", str(shard1), str(shard2)])
+    assert rc == 0, err
+    assert out.splitlines() == [
+        "golden[1/2]: PENDING → PASS (gpu1, 2026-01-03T00:00:00Z)",
+        "golden[2/2]: PENDING → FAIL (gpu2, 2026-01-03T00:01:00Z)",
+        f"merged 2 file(s) into the gate record for {PIN[:10]}: 2 gate(s) changed"]
+    assert {g.name: g.status for g in gates.load(p, PIN)} == {
+        "golden[1/2]": "PASS", "golden[2/2]": "FAIL"}
+    # A second merge of the same files changes nothing; a record for another target is refused.
+    assert run_cli(["--port", str(root), "gates", "merge", str(shard1)])[1].endswith(
+        "0 gate(s) changed\n")
+    other = tmp / "other.json"
+    other.write_text(gates.render_doc(TARGET, [result("golden")]))
+    rc, _, err = run_cli(["--port", str(root), "gates", "merge", str(other)])
+    assert rc == 4 and "not " + PIN in err
