@@ -72,6 +72,7 @@ def preconditions(port: Port, ctx: Context | None) -> tuple[list[str], dict[str,
         unmet.append(f"no sync report for the target {c.target[:10]} — run 'upstream-sync sync'")
         return unmet, seen
     if _advanced(read_text(path)):
+        finish_fast_forward(port, c.target, ctx)
         unmet.append(f"the cycle to {c.target[:10]} already advanced — fetch a new target")
         return unmet, seen
     result = syncrun.run_cycle(port, ctx, write_report=False)
@@ -188,14 +189,30 @@ def diff(p: Plan, port: Port) -> str:
     return "".join(out)
 
 
+def finish_fast_forward(port: Port, target: str, ctx: Context | None) -> None:
+    """Finish an advance that died after its records were written but before the reference
+    checkout moved: the pin is the target and the checkout is clean and behind it."""
+    if pins.load(port.protocol).pin.commit != target:
+        return
+    ref = preferences(port).reference()
+    head = gitio.head_sha(ref)
+    if head in (None, target) or gitio.is_dirty(ref) or not gitio.is_ancestor(ref, head or "",
+                                                                               target):
+        return
+    gitio.run(ref.path, ["merge", "--ff-only", "-q", "--end-of-options", target])
+    if ctx is not None:
+        ctx.note(f"finished the interrupted advance: fast-forwarded {ref.path} to {target[:10]}")
+
+
 def stall(port: Port, ctx: Context, unmet: list[str]) -> bool:
     """Mark the report STALLED and append one stall event; False when the cycle advanced."""
     c = cycle.require(port)
     path = syncrun.report_path(port, c)
     if path.exists() and _advanced(read_text(path)):
         return False  # a re-run after the advance: nothing stalled
-    if path.exists():
-        syncrun.run_cycle(port, ctx, state="STALLED", unmet=tuple(unmet))
+    if not path.exists():
+        return False  # nothing was synced yet: no report to stall, no event to link it
+    syncrun.run_cycle(port, ctx, state="STALLED", unmet=tuple(unmet))
     evs = events.load_all(port)
     rel = port.rel(path)
     if not (evs and evs[-1].kind == "stall" and evs[-1].report == rel):
