@@ -91,6 +91,14 @@ def check_commit(session: nox.Session) -> None:
     _cli(session, "check-commit")
 
 
+@nox.session(default=False)
+def cli(session: nox.Session) -> None:
+    """Any upstream-sync command: nox -s cli -- decide <sha> IGNORE "reason"."""
+    if not session.posargs:
+        session.error("give the command after --, e.g. nox -s cli -- decide <sha> IGNORE why")
+    _cli(session)
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
     """Run the test suite."""
