@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from port_fixture import INVENTORY, World, make_world, run, with_port_cmd
 
-from sync import gitio, history, inventory, surface
+from sync import inventory
 from sync.atomic import read_text
 from sync.errors import MalformedRecord, SyncError, UsageError
 
@@ -71,54 +71,6 @@ def test_parse_list_style_section9_and_tables() -> None:
 def test_no_section9() -> None:
     inv = inventory.parse("# Inventory\n\n## T0\n\n- a\n", path="inv.md")
     assert inv.section9 is None and inv.deviations == ()
-
-
-# -- deviations touched -----------------------------------------------------------------------
-
-
-@pytest.fixture
-def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> World:
-    return make_world(tmp_path, monkeypatch)
-
-
-def range_of(world: World) -> list[history.Commit]:
-    return history.log_range(gitio.open_repo(world.up.repo), world.up.pin, world.up.target)
-
-
-def test_deviations_touched_golden(world: World) -> None:
-    port = world.port
-    lines = inventory.deviations_touched(port, range_of(world), surface.build(port))
-    up = world.up
-    assert lines == [
-        f'- §9.1 "A is synchronous": vllm/a.py touched by `{up.a_again[:10]}` vllm#12',
-        f'- §9.1 "B keeps fp32": vllm/b.py (via src/b.cpp) touched by `{up.target[:10]}` '
-        "vllm#15",
-    ]
-
-
-def test_deviations_keyed_by_title_and_cited_shas_and_prs(world: World) -> None:
-    up = world.up
-    text = INVENTORY + (
-        "\n### 9.5 A is synchronous\n\nAlso `vllm/c.py`.\n"
-        f"\n### 9.6 Cites a commit\n\nSince {up.delete[:9]}, and vllm#14 too.\n"
-    )
-    inv = inventory.parse(text, path="inv.md")
-    lines = inventory.touched(inv, range_of(world), surface.build(world.port))
-    assert lines[0] == (f'- §9.1 "A is synchronous": vllm/a.py touched by `{up.a_again[:10]}` '
-                        f"vllm#12; vllm/c.py touched by `{up.target[:10]}` vllm#15")
-    assert lines[2] == (f'- §9.6 "Cites a commit": cites `{up.delete[:9]}`, in the range: '
-                        f"`{up.delete[:10]}` vllm#13; cites vllm#14, in the range: "
-                        f"`{up.add_model[:10]}`")
-    assert len(lines) == 3
-
-
-def test_deviations_touched_without_inventory_or_section9(world: World) -> None:
-    port = world.port
-    inv_path = world.root / ".agents/porting-inventory.md"
-    inv_path.write_text("# Inventory\n\n## T0\n\n- `vllm/a.py`\n")
-    assert inventory.deviations_touched(port, range_of(world), surface.build(port)) == []
-    inv_path.unlink()
-    assert inventory.deviations_touched(port, range_of(world), surface.build(port)) == []
 
 
 # -- annotate (pure) --------------------------------------------------------------------------
@@ -193,6 +145,11 @@ def test_annotate_refuses_without_section9() -> None:
 
 
 # -- the command ------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> World:
+    return make_world(tmp_path, monkeypatch)
 
 
 def test_annotate_command_from_the_report(world: World) -> None:

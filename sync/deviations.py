@@ -1,0 +1,234 @@
+"""The inventory's §9 deviations, and which of them a range of upstream commits touches.
+
+§9 entries are either sub-headings (`### 9.3 Title`) or a numbered list; the parser
+is tolerant of both and never raises on any text. Deviation numbers are not unique
+in real inventories (two `9.4`s exist), so a deviation is identified by its title.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from . import mdscan, report
+from .history import Commit
+from .mdscan import LIST, PR_REF, Heading, Line
+from .port import Port
+from .surface import Surface
+
+_ENTRY_NUMBER = re.compile(r"(?:§\s*)?(\d+(?:\.\d+)*)\.?(?=[\s:)—–-]|\Z)")
+_BOLD = re.compile(r"(\*\*|__)(.+?)\1")
+_TITLE_END = re.compile(r"\s+[—–]\s|:\s|\s-\s|\.\s")
+_SHA = re.compile(r"(?<![\w./#-])[0-9a-f]{7,40}(?![\w/])")
+_PATHLIKE = re.compile(r"[\w.-]+(?:/[\w.-]*)+", re.A)
+
+
+@dataclass(frozen=True)
+class Deviation:
+    number: str | None  # as shown ("9.3"); not unique
+    title: str  # the key
+    line: int
+    text: str
+    paths: tuple[str, ...]  # path-like tokens cited (upstream or port paths)
+    shas: tuple[str, ...]
+    prs: tuple[int, ...]
+
+    @property
+    def key(self) -> str:
+        return title_key(self.title)
+
+    @property
+    def label(self) -> str:
+        return f"§{self.number}" if self.number else "§9"
+
+
+class Cited(Protocol):
+    """What `touched` reads of an `inventory.Inventory` (which is built from this module,
+    so it is not imported here)."""
+
+    @property
+    def deviations(self) -> tuple[Deviation, ...]: ...
+
+
+def title_key(title: str) -> str:
+    return " ".join(title.replace("*", "").replace("`", "").split()).casefold()
+
+
+def parse(lines: list[Line], code: list[bool], headings: Sequence[Heading],
+          s9: Heading) -> tuple[Deviation, ...]:
+    """The entries of §9 `s9`, from `mdscan.scan`'s view of the file."""
+    body = [ln for ln in lines[s9.line: s9.end_line] if not code[ln.no]]
+    subs = [h for h in headings if s9.line < h.line <= s9.end_line]
+    # (line, first-line text without its marker, the list's own number, from a heading)
+    starts: list[tuple[int, str, str | None, bool]] = []
+    if subs:
+        starts = [(h.line, h.text, None, True) for h in subs]
+    else:
+        for ln in body:
+            m = LIST.match(ln.body)
+            if m is not None and not m.group(1):
+                marker = m.group(2)
+                listed = f"9.{marker[:-1]}" if marker[0].isdigit() else None
+                starts.append((ln.no, ln.body[m.end():], listed, False))
+            elif re.match(r"(?:\*\*|__)?§?\s*9\.\d", ln.body):
+                starts.append((ln.no, ln.body, None, False))
+    out: list[Deviation] = []
+    for k, (line, first, listed, heading) in enumerate(starts):
+        stop = starts[k + 1][0] - 1 if k + 1 < len(starts) else s9.end_line
+        text = "\n".join(lines[x - 1].body for x in range(line, stop + 1) if not code[x])
+        number, title = _title(first, heading=heading)
+        number = number or listed
+        if not title:
+            continue
+        out.append(Deviation(number, title, line, text, _paths(text),
+                             tuple(dict.fromkeys(_SHA.findall(text))),
+                             tuple(dict.fromkeys(int(p) for p in PR_REF.findall(text)))))
+    return tuple(out)
+
+
+def _title(first: str, *, heading: bool = False) -> tuple[str | None, str]:
+    """(number, title) from an entry's first line (marker already removed).
+
+    A heading is all title; a list item's title is its bold lead, else the text up to
+    the first dash, colon or full stop.
+    """
+    text = first.strip()
+    bold = _BOLD.match(text)
+    inner = bold.group(2).strip() if bold else text
+    number = None
+    m = _ENTRY_NUMBER.match(inner)
+    if m is not None:
+        number = m.group(1)
+        inner = inner[m.end():].lstrip(" .:)—–-\t")
+    if bold is None and not heading:
+        end = _TITLE_END.search(inner)
+        if end is not None:
+            inner = inner[: end.start()]
+    elif bold is not None and not inner:
+        # `**9.3** Title — body`: the bold part was only the number.
+        rest = text[bold.end():].lstrip(" .:)—–-\t")
+        end = _TITLE_END.search(rest)
+        inner = rest[: end.start()] if end else rest
+    title = " ".join(inner.strip().strip("*_").rstrip(":.").split())
+    return number, title
+
+
+def _paths(text: str) -> tuple[str, ...]:
+    found: dict[str, None] = {}
+    for m in _PATHLIKE.finditer(text):
+        s = m.start()
+        if s > 0 and text[s - 1] in "/:":
+            continue  # part of a URL or a longer token
+        p = m.group().rstrip(".,;:")
+        if p.startswith(("http", "www.")) or "//" in p or p.startswith("/"):
+            continue
+        if len([part for part in p.split("/") if part]) < 2:
+            continue  # `vllm/` alone would make every commit touch the deviation
+        found[p] = None
+    return tuple(found)
+
+
+# -- deviations touched by a range ------------------------------------------------------------
+
+
+class _RangeIndex:
+    """The range indexed once by changed path, SHA and PR, so matching a deviation costs
+    lookups and bisections rather than a scan of every commit (ranges reach 10,000)."""
+
+    def __init__(self, commits: list[Commit]) -> None:
+        self.order = {c.sha: i for i, c in enumerate(commits)}
+        self.by_path: dict[str, list[Commit]] = {}
+        self.by_pr: dict[int, list[Commit]] = {}
+        for c in commits:
+            for p in c.paths:
+                self.by_path.setdefault(p, []).append(c)
+            if c.pr is not None:
+                self.by_pr.setdefault(c.pr, []).append(c)
+        self.paths = sorted(self.by_path)
+        self.shas = sorted((c.sha, c) for c in commits)
+
+    def _sorted(self, found: dict[str, Commit]) -> list[Commit]:
+        return sorted(found.values(), key=lambda c: self.order[c.sha])
+
+    def touching(self, cited: str) -> list[Commit]:
+        """Commits changing `cited` or, for a directory, anything under it."""
+        base = cited.rstrip("/")
+        found = {c.sha: c for c in self.by_path.get(base, ())}
+        i = bisect.bisect_left(self.paths, base + "/")
+        while i < len(self.paths) and self.paths[i].startswith(base + "/"):
+            found.update((c.sha, c) for c in self.by_path[self.paths[i]])
+            i += 1
+        return self._sorted(found)
+
+    def named(self, sha: str) -> list[Commit]:
+        found = {}
+        i = bisect.bisect_left(self.shas, (sha,))
+        while i < len(self.shas) and self.shas[i][0].startswith(sha):
+            found[self.shas[i][0]] = self.shas[i][1]
+            i += 1
+        return self._sorted(found)
+
+
+def touched(inv: Cited, commits: Iterable[Commit], surf: Surface) -> list[str]:
+    """Report lines, one per §9 deviation (keyed by title) that the range touches."""
+    return _touched(inv.deviations, commits, surf)
+
+
+def _touched(deviations: Iterable[Deviation], commits: Iterable[Commit],
+             surf: Surface) -> list[str]:
+    index = _RangeIndex(list(commits))
+    by_port: dict[str, set[str]] = {}
+    for up, files in surf.by_upstream.items():
+        for f in files:
+            by_port.setdefault(f, set()).add(up)
+    merged: dict[str, tuple[Deviation, list[str], list[str], list[int]]] = {}
+    for d in deviations:
+        slot = merged.setdefault(d.key, (d, [], [], []))
+        slot[1].extend(p for p in d.paths if p not in slot[1])
+        slot[2].extend(s for s in d.shas if s not in slot[2])
+        slot[3].extend(p for p in d.prs if p not in slot[3])
+    out: list[str] = []
+    for d, paths, shas, prs in merged.values():
+        parts: list[str] = []
+        for cited in paths:
+            ups = [(cited, "")]
+            if cited in by_port:
+                ups = [(u, f" (via {cited})") for u in sorted(by_port[cited])]
+            for up, via in ups:
+                hits = index.touching(up)
+                if hits:
+                    parts.append(f"{up}{via} touched by " + ", ".join(_ref(c) for c in hits))
+        for sha in shas:
+            hits = index.named(sha)
+            if hits:
+                parts.append(f"cites `{sha}`, in the range: " + ", ".join(_ref(c) for c in hits))
+        for pr in prs:
+            hits = index.by_pr.get(pr, [])
+            if hits:
+                parts.append(f"cites vllm#{pr}, in the range: "
+                             + ", ".join(f"`{c.sha[:report.SHA_LEN]}`" for c in hits))
+        if parts:
+            title = d.title.replace('"', "'")
+            out.append(f"- {d.label} \"{title}\": " + "; ".join(parts))
+    return out
+
+
+def _ref(c: Commit) -> str:
+    pr = f" vllm#{c.pr}" if c.pr is not None else ""
+    return f"`{c.sha[:report.SHA_LEN]}`{pr}"
+
+
+def deviations_touched(port: Port, commits: list[Commit], surf: Surface) -> list[str]:
+    """For the report: every §9 deviation the range touches ([] without an inventory or §9)."""
+    file = port.root / port.config.inventory
+    if not file.exists():
+        return []
+    lines = mdscan.split_lines(mdscan.read(file, rel=port.rel(file)))
+    code, headings = mdscan.scan(lines)
+    s9 = mdscan.section9(headings)
+    if s9 is None:
+        return []
+    return _touched(parse(lines, code, headings, s9), commits, surf)

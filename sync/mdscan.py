@@ -1,0 +1,119 @@
+"""The markdown outline the inventory and its §9 deviations are read from.
+
+Lines keep their offsets and terminators so edits can be surgical; headings know
+their section's extent and the tier they name; fenced code is masked so a `## 9.`
+inside a fence is not a heading. It sits below both readers: `inventory` imports
+`deviations` to fill its record, so `deviations` reads the file through this module
+rather than through `inventory`.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from .atomic import read_text
+from .errors import MalformedRecord
+
+_HEADING = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*\Z")
+FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
+LIST = re.compile(r"([ \t]*)([-*+]|\d{1,9}[.)])(?:[ \t]+|\Z)")
+_HEADING_TIER = re.compile(
+    r"(?:§?\s*\d+(?:\.\d+)*\.?\s+)?(?:T([0-3])|[Tt]ier[ \t]*([0-3]))(?![\w.])")
+_SECTION9 = re.compile(r"(?:§\s*)?9(?:\.(?!\d)|(?=[\s:)—–-])|\Z)|.*§\s*9(?![.\d])")
+PR_REF = re.compile(r"vllm#([0-9]{1,12})\b")
+
+
+@dataclass(frozen=True)
+class Line:
+    no: int  # 1-based
+    start: int  # offset of the first character
+    body: str  # without its terminator
+    nl: str  # "\n", "\r\n", "\r" or "" at end of file
+
+
+@dataclass(frozen=True)
+class Heading:
+    level: int
+    text: str
+    line: int
+    start: int  # offset of the heading line
+    end_line: int  # last line of its section (before the next heading of the same or a
+    # higher level)
+    tier: str | None
+
+
+def split_lines(text: str) -> list[Line]:
+    """Lines as markdown and editors count them: split at LF only, a CR before it kept as
+    part of the terminator (str.splitlines would also split at form feeds and U+2028)."""
+    out: list[Line] = []
+    pos = 0
+    while pos < len(text):
+        end = text.find("\n", pos)
+        stop = len(text) if end < 0 else end + 1
+        raw = text[pos:stop]
+        body = raw[:-1] if raw.endswith("\n") else raw
+        body = body[:-1] if body.endswith("\r") and raw.endswith("\n") else body
+        out.append(Line(len(out) + 1, pos, body, raw[len(body):]))
+        pos = stop
+    return out
+
+
+def newline(lines: Sequence[Line]) -> str:
+    for ln in lines:
+        if ln.nl:
+            return ln.nl
+    return "\n"
+
+
+def _heading_tier(text: str) -> str | None:
+    m = _HEADING_TIER.match(text)
+    return None if m is None else f"T{m.group(1) or m.group(2)}"
+
+
+def scan(lines: list[Line]) -> tuple[list[bool], list[Heading]]:
+    """(code, headings): code[n] is True for line n inside a fence (fence lines included);
+    headings outside fences, each with the extent of its section."""
+    raw_heads: list[tuple[int, str, Line]] = []
+    code = [False] * (len(lines) + 2)
+    fence: str | None = None
+    for ln in lines:
+        f = FENCE.match(ln.body)
+        if fence is not None:
+            code[ln.no] = True
+            if f is not None and f.group(1)[0] == fence[0] and len(f.group(1)) >= len(fence) \
+                    and not ln.body[f.end():].strip():
+                fence = None
+            continue
+        if f is not None:
+            fence = f.group(1)
+            code[ln.no] = True
+            continue
+        h = _HEADING.match(ln.body)
+        if h is not None:
+            title = (h.group(2) or "").strip()
+            title = re.sub(r"(?:^|[ \t]+)#+\Z", "", title).strip()
+            raw_heads.append((len(h.group(1)), title, ln))
+    headings: list[Heading] = []
+    for i, (level, title, ln) in enumerate(raw_heads):
+        end = len(lines)
+        for level2, _, ln2 in raw_heads[i + 1:]:
+            if level2 <= level:
+                end = ln2.no - 1
+                break
+        headings.append(Heading(level, title, ln.no, ln.start, end, _heading_tier(title)))
+    return code, headings
+
+
+def section9(headings: Sequence[Heading]) -> Heading | None:
+    """The deviations section: the first heading that reads as §9."""
+    return next((h for h in headings if _SECTION9.match(h.text) is not None), None)
+
+
+def read(file: Path, *, rel: str) -> str:
+    try:
+        return read_text(file)
+    except UnicodeDecodeError:
+        raise MalformedRecord("not UTF-8", "re-save it as UTF-8", path=rel) from None
