@@ -24,6 +24,7 @@ from . import (
     gitio,
     ledger,
     oracle,
+    oracle_verify,
     oraclefile,
     paragraph,
     pins,
@@ -104,7 +105,7 @@ def preconditions(port: Port, ctx: Context | None) -> tuple[list[str], dict[str,
             unmet.append(f"gate {g.name} is {g.status}")
     prefs = preferences(port)
     try:
-        v = oracle.verify(port, prefs, CORE, c.target)
+        v = oracle_verify.verify(port, prefs, CORE, c.target)
     except SyncError as exc:
         unmet.append(f"oracle {CORE} at the target cannot be verified: {exc}")
     else:
@@ -128,7 +129,7 @@ def plan(port: Port, seen: dict[str, object], *, release_label: str | None) -> P
     c = seen["cycle"]
     v = seen["verification"]
     result = seen["result"]
-    assert isinstance(c, cycle.Cycle) and isinstance(v, oracle.Verification)
+    assert isinstance(c, cycle.Cycle) and isinstance(v, oracle_verify.Verification)
     assert isinstance(result, syncrun.Result)
     record = pins.load(port.protocol)
     old = record.pin

@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from . import gates, gitio, oracle
+from . import gates, gitio, oracle, oracle_verify, oracle_watch
 from .errors import BlockedCycle, CheckFailed, IdentityMismatch, UsageError
 from .port import Port
 from .prefs import Preferences
@@ -307,7 +307,7 @@ def summary(results: Sequence[CaseResult]) -> str:
     return f"drift in {len(moved)} of {n} cases: " + "; ".join(parts)
 
 
-def _manifest(case: Case, gate: str, target: str, ident: oracle.Identity) -> str:
+def _manifest(case: Case, gate: str, target: str, ident: oracle_verify.Identity) -> str:
     doc = {
         "schema": SCHEMA, "case": case.name, "gate": gate, "target": target,
         "script": list(case.script), "oracle": dict(ident),
@@ -318,7 +318,7 @@ def _manifest(case: Case, gate: str, target: str, ident: oracle.Identity) -> str
 
 
 def _write(port: Port, cases: Sequence[Case], gate: str, target: str,
-           ident: oracle.Identity) -> None:
+           ident: oracle_verify.Identity) -> None:
     """Replace each case directory whole: a case never mixes two runs' files."""
     root = port.root / port.config.golden_dir
     root.mkdir(parents=True, exist_ok=True)
@@ -341,11 +341,11 @@ def _write(port: Port, cases: Sequence[Case], gate: str, target: str,
 
 def _result(name: str, status: gates.Status, cmd: str, started: float | None, *,
             detail: str | None = None, handoff: str | None = None,
-            ident: oracle.Identity | None = None) -> gates.GateResult:
+            ident: oracle_verify.Identity | None = None) -> gates.GateResult:
     return gates.GateResult(
         name, status, cmd, None if started is None else round(time.monotonic() - started, 3),
         gates.hostname(), gates.now(), handoff, detail,
-        None if ident is None else oracle.identity_map(ident))
+        None if ident is None else oracle_verify.identity_map(ident))
 
 
 def run(port: Port, prefs: Preferences, *, oracle_id: str | None = None,
@@ -373,11 +373,11 @@ def run(port: Port, prefs: Preferences, *, oracle_id: str | None = None,
                          "configured)", "use fewer shards")
     started = time.monotonic()
     commit = tgt if oracle.is_core(oid) else oracle.recorded_commit(port, oid)
-    verified = oracle.require(port, prefs, oid, commit, say=note)
+    verified = oracle_verify.require(port, prefs, oid, commit, say=note)
     ident = verified.identity
     home = oracle.oracle_home(port, prefs)
     env = Path(verified.probe.env)
-    with oracle.omni_watch(port, prefs, home, oid, commit, "golden") as watch:
+    with oracle_watch.omni_watch(port, prefs, home, oid, commit, "golden") as watch:
         try:
             results = _run_scripts(port, prefs, home, env, oid, commit, tgt, shard, selected,
                                    name, ident, note)
@@ -402,7 +402,7 @@ def run(port: Port, prefs: Preferences, *, oracle_id: str | None = None,
 
 def _run_scripts(port: Port, prefs: Preferences, home: Path, env: Path, oid: str, commit: str,
                  target: str, shard: Shard | None, selected: list[tuple[int, tuple[str, ...]]],
-                 name: str, ident: oracle.Identity, note: oracle.Note) -> list[CaseResult]:
+                 name: str, ident: oracle_verify.Identity, note: oracle.Note) -> list[CaseResult]:
     environ = script_environ(env)
     cases: list[Case] = []
     seen: dict[str, int] = {}

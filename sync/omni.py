@@ -13,7 +13,7 @@ import argparse
 import json
 from datetime import UTC, datetime
 
-from . import events, isolation, oracle, oraclefile, pins, txn
+from . import events, isolation, oracle, oracle_verify, oraclefile, pins, txn
 from .atomic import port_lock
 from .cli import Context, add_json
 from .errors import BlockedCycle, IdentityMismatch, UsageError
@@ -41,7 +41,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     prefs = oracle.preferences(port)
     commit = oracle.resolve_commit(port, prefs, args.oracle, args.commit)
     proof = isolation.require(port, args.oracle, commit)
-    v = oracle.verify(port, prefs, args.oracle, commit)
+    v = oracle_verify.verify(port, prefs, args.oracle, commit)
     if not v.ok:
         for m in v.mismatches:
             print(f"mismatch: {m}", file=ctx.out)

@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import gates, golden, oracle, parity
+from . import gates, golden, oracle, oracle_build, oracle_probe, oracle_verify, parity
 from .cli import Context, add_json
 from .errors import IdentityMismatch, UsageError
 
@@ -110,7 +110,7 @@ def run_build(args: argparse.Namespace, ctx: Context) -> int:
             if ctx.json:
                 ctx.emit_json({"env": str(env), "build": None, "kept": [], "isolation": []})
             return 0
-    built = oracle.build(port, prefs, args.oracle, args.commit, rebuild=args.rebuild,
+    built = oracle_build.build(port, prefs, args.oracle, args.commit, rebuild=args.rebuild,
                          note=ctx.note)
     r = built.record
     if ctx.json:
@@ -135,12 +135,12 @@ def run_build(args: argparse.Namespace, ctx: Context) -> int:
 
 def run_probe(args: argparse.Namespace, ctx: Context) -> int:
     port = ctx.port
-    p = oracle.probe(port, oracle.preferences(port), args.oracle, args.commit)
+    p = oracle_probe.probe(port, oracle.preferences(port), args.oracle, args.commit)
     ctx.emit_json(p.as_doc())
     return 0
 
 
-def _describe(ident: oracle.Identity) -> str:
+def _describe(ident: oracle_verify.Identity) -> str:
     parts = [f"runtime {ident['runtime_version']}",
              f"distribution {ident['distribution_version']}",
              f"FlashInfer {ident['flashinfer_version'] or 'absent'}",
@@ -155,7 +155,7 @@ def run_verify(args: argparse.Namespace, ctx: Context) -> int:
     port = ctx.port
     prefs = oracle.preferences(port)
     started = time.monotonic()
-    v = oracle.verify(port, prefs, args.oracle, args.commit)
+    v = oracle_verify.verify(port, prefs, args.oracle, args.commit)
     ident = v.identity
     if oracle.is_core(args.oracle) and v.probe.commit == gates.current_target(port):
         argv = ["upstream-sync", "oracle", "verify", "--oracle", args.oracle,
@@ -164,7 +164,7 @@ def run_verify(args: argparse.Namespace, ctx: Context) -> int:
             f"oracle:{args.oracle}", "PASS" if v.ok else "FAIL", shlex.join(argv),
             round(time.monotonic() - started, 3), gates.hostname(), gates.now(), None,
             None if v.ok else f"{len(v.mismatches)} mismatch(es): {v.mismatches[0]}",
-            oracle.identity_map(ident)))
+            oracle_verify.identity_map(ident)))
     if ctx.json:
         doc: dict[str, Any] = {"ok": v.ok, "identity": dict(ident),
                                "mismatches": [{"field": m.field, "message": m.message}

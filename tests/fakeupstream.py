@@ -203,7 +203,7 @@ def uv_install(env: Path, source: Path, *, editable: bool = False,
     """Install `source` into `env` directly (what a hand-made oracle would be)."""
     import os
 
-    from sync.oracle import find_uv
+    from sync.oracle_build import find_uv
 
     uv = find_uv()
     assert uv is not None

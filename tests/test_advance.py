@@ -25,7 +25,19 @@ import tomli_w
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sync import cli, config, events, example, oracle, oraclefile, paragraph, pins, spans, txn
+from sync import (
+    cli,
+    config,
+    events,
+    example,
+    oracle,
+    oracle_verify,
+    oraclefile,
+    paragraph,
+    pins,
+    spans,
+    txn,
+)
 from sync.atomic import read_text
 from sync.errors import MalformedRecord
 from sync.fastimport import git
@@ -191,7 +203,7 @@ def assert_all_say(s: Surfaces, commit: str) -> None:
     """Every pin surface names `commit` (spans and the paragraph by prefix)."""
     public = s.runtime.partition("+")[0]
     assert s.pin == s.oracle_pin == commit
-    assert oracle.commit_rule(s.runtime, commit) is None
+    assert oracle_verify.commit_rule(s.runtime, commit) is None
     assert commit.startswith(s.paragraph_sha)
     assert s.commit_spans and all(commit.startswith(v) for v in s.commit_spans)
     assert s.oracle_label == public and s.label_spans == {public}

@@ -15,7 +15,7 @@ from fakeupstream import Upstream, make_port, make_upstream, pin_doc, run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sync import config, cycle, gates, golden, oracle
+from sync import config, cycle, gates, golden, oracle, oracle_build
 from sync.errors import CheckFailed, UsageError
 from sync.fastimport import git
 from sync.port import Port
@@ -60,7 +60,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         mp.setenv("VLLM_SOURCE", str(up.path))
         mp.setenv("SYNC_ORACLE_HOME", str(home))
         p = Port(port, config.load(port))
-        built = oracle.build(p, oracle.preferences(p), "vllm")
+        built = oracle_build.build(p, oracle.preferences(p), "vllm")
         yield World(up, port, home, built.env)
     finally:
         mp.undo()

@@ -30,7 +30,7 @@ from fakeupstream import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sync import config, golden, isolation, oracle
+from sync import config, golden, isolation, oracle, oracle_build, oracle_probe, oracle_verify
 from sync.errors import (
     BlockedCycle,
     EnvironmentUnresolved,
@@ -92,9 +92,9 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         _setenv(mp, w.environ())
         p = Port(port, config.load(port))
         prefs = oracle.preferences(p)
-        oracle.build(p, prefs, "vllm")
+        oracle_build.build(p, prefs, "vllm")
         add_distribution(site_packages(w.env), "flashinfer-python", FLASHINFER)
-        oracle.build(p, prefs, "vllm-omni")
+        oracle_build.build(p, prefs, "vllm-omni")
         yield w
     finally:
         mp.undo()
@@ -113,7 +113,7 @@ def port_of(w: World, **changes: Any) -> Port:
 
 def verify_lines(w: World, port: Port | None = None, commit: str | None = None) -> list[str]:
     p = port or port_of(w)
-    v = oracle.verify(p, oracle.preferences(p), "vllm", commit)
+    v = oracle_verify.verify(p, oracle.preferences(p), "vllm", commit)
     return [str(m) for m in v.mismatches]
 
 
@@ -172,7 +172,7 @@ def test_pretend_version_refused(env: World, monkeypatch: pytest.MonkeyPatch) ->
                                                      "1.0"),))
     p = port_of(env, oracle_configs=(forged,))
     with pytest.raises(UsageError, match=r"oracles\.vllm\.build_env"):
-        oracle.build(p, oracle.preferences(p), "vllm", rebuild=True)
+        oracle_build.build(p, oracle.preferences(p), "vllm", rebuild=True)
     assert oracle.read_marker(env.env) is not None  # nothing was torn down
 
 
@@ -197,11 +197,11 @@ def test_source_mode_release_build_keeps_previous_env(env: World, port_copy: Pat
     """Building at the tagged commit in source mode: no suffix, a released-wheel version."""
     (port_copy / ".agents/upstream-sync.toml").write_text("")
     p = Port(port_copy, config.load(port_copy))
-    built = oracle.build(p, oracle.preferences(p), "vllm", env.up.released)
+    built = oracle_build.build(p, oracle.preferences(p), "vllm", env.up.released)
     try:
         assert env.env in built.kept  # the pin's environment stays for rollback
         assert env.env.is_dir()
-        probe = oracle.probe(p, oracle.preferences(p), "vllm", env.up.released)
+        probe = oracle_probe.probe(p, oracle.preferences(p), "vllm", env.up.released)
         assert probe.runtime_version == "0.2.1rc1"
         assert probe.distribution_version == "0.2.1rc1"  # source mode adds no suffix
         lines = verify_lines(env, p, env.up.released)
@@ -424,18 +424,18 @@ def test_malformed_build_record(env: World, tmp_path: Path) -> None:
 
 def test_commit_rule_messages() -> None:
     sha = "c1edac23945dac33a317da7651db4e8c274f314e"
-    assert oracle.commit_rule("0.2.1rc1.dev2+gc1edac239", sha) is None
-    assert oracle.commit_rule("0.2.1rc1.dev2+gc1edac239.precompiled", sha) is None
-    assert "no +g<sha>" in (oracle.commit_rule("0.26.0", sha) or "")
-    assert "not g<7..40 hex>" in (oracle.commit_rule("0.26.0+cu130", sha) or "")
-    assert "not a valid version" in (oracle.commit_rule("banana", sha) or "")
-    assert "not a prefix" in (oracle.commit_rule("0.1.dev1+gdeadbeef", sha) or "")
+    assert oracle_verify.commit_rule("0.2.1rc1.dev2+gc1edac239", sha) is None
+    assert oracle_verify.commit_rule("0.2.1rc1.dev2+gc1edac239.precompiled", sha) is None
+    assert "no +g<sha>" in (oracle_verify.commit_rule("0.26.0", sha) or "")
+    assert "not g<7..40 hex>" in (oracle_verify.commit_rule("0.26.0+cu130", sha) or "")
+    assert "not a valid version" in (oracle_verify.commit_rule("banana", sha) or "")
+    assert "not a prefix" in (oracle_verify.commit_rule("0.1.dev1+gdeadbeef", sha) or "")
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.text(max_size=60))
 def test_commit_rule_never_raises(text: str) -> None:
-    result = oracle.commit_rule(text, "c1edac23945dac33a317da7651db4e8c274f314e")
+    result = oracle_verify.commit_rule(text, "c1edac23945dac33a317da7651db4e8c274f314e")
     assert result is None or isinstance(result, str)
 
 
@@ -517,7 +517,7 @@ def test_omni_pin_label_mismatch(env: World, port_copy: Path) -> None:
     (port_copy / ".agents/oracles/vllm-omni.md").write_text(
         oracle_doc("vllm-omni", "omni", env.omni_up.pin, "0.1.1"))
     p = Port(port_copy, config.load(port_copy))
-    v = oracle.verify(p, oracle.preferences(p), "vllm-omni")
+    v = oracle_verify.verify(p, oracle.preferences(p), "vllm-omni")
     public = env.omni_up.runtime(env.omni_up.pin, 2).split("+")[0]
     assert [str(m) for m in v.mismatches] == [
         f"pin label: oracle reports '{public}', .agents/oracles/vllm-omni.md (pin_label) says "
@@ -552,7 +552,7 @@ def test_omni_build_that_modifies_the_core_env_is_detected(env: World, tmp_path:
     with pytest.raises(BlockedCycle, match="treat it as a core sync cycle"):
         isolation.require(p, "vllm-omni", env.omni_up.pin)
     # Sticky: a clean verify afterwards does not clear the failed build.
-    oracle.verify(p, oracle.preferences(p), "vllm-omni")
+    oracle_verify.verify(p, oracle.preferences(p), "vllm-omni")
     with pytest.raises(BlockedCycle):
         isolation.require(p, "vllm-omni", env.omni_up.pin)
 
@@ -565,7 +565,7 @@ def test_omni_env_pointing_into_the_core_env_is_detected(env: World, tmp_path: P
     (site_packages(omni) / "core.pth").write_text(f"{core_site}\n")
     os.environ["SYNC_ORACLE_HOME"] = str(home)
     p = Port(port_copy, config.load(port_copy))
-    v = oracle.verify(p, oracle.preferences(p), "vllm-omni")
+    v = oracle_verify.verify(p, oracle.preferences(p), "vllm-omni")
     lines = [str(m) for m in v.mismatches]
     label = f"the core environment {env.env.name}"
     assert f"isolation: lib/python3.11/site-packages/core.pth points into {label}: " \
@@ -661,21 +661,21 @@ def test_ids_and_commit_specs(env: World) -> None:
     with pytest.raises(UsageError, match="no sync cycle"):
         oracle.resolve_commit(p, prefs, "vllm", "target")
     with pytest.raises(EnvironmentUnresolved):
-        oracle.build(p, prefs, "vllm", "f" * 40)
+        oracle_build.build(p, prefs, "vllm", "f" * 40)
 
 
 def test_omni_identity_names_the_vllm_it_ran_against() -> None:
-    p = oracle.Probe(
+    p = oracle_probe.Probe(
         oracle="vllm-omni", commit="b" * 40, env="/e", python="/e/bin/python",
         distribution="vllm-omni", runtime_version="0.1.0.dev2+gbbbbbbbbb",
         distribution_version="0.1.0.dev2+gbbbbbbbbb", distributions=(), module_file=None,
         import_error=None, sys_prefix="/e", sys_path=(), isolated=True,
         flashinfer_version=None, torch_version="2.13.0",
         vllm_version="0.2.1rc1.dev2+gc1edac239.precompiled", build=None)
-    ident = oracle.identity(p)
+    ident = oracle_verify.identity(p)
     assert (ident["commit"], ident["vllm_commit"], ident["vllm_version"]) == (
         "b" * 40, "c1edac239", "0.2.1rc1.dev2+gc1edac239.precompiled")
-    core = oracle.identity(replace(p, oracle="vllm", commit="c" * 40))
+    core = oracle_verify.identity(replace(p, oracle="vllm", commit="c" * 40))
     assert core["vllm_commit"] == "c" * 40
 
 

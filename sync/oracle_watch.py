@@ -1,0 +1,48 @@
+"""The isolation watch of omni oracles (every oracle but the core one).
+
+`sync.isolation` proves that an omni oracle's build, verification and goldens
+never touch the core environment or the core source checkout; the core oracle
+itself is not watched.
+"""
+
+from __future__ import annotations
+
+import re
+from contextlib import AbstractContextManager, nullcontext
+from pathlib import Path
+
+from . import isolation, pins
+from .errors import EnvironmentUnresolved
+from .oracle import CORE_ID, env_path, is_core, source_path
+from .port import Port
+from .prefs import Preferences
+
+
+def core_env(port: Port, home: Path) -> Path:
+    """The environment the core pin measures itself from."""
+    return env_path(home, CORE_ID, pins.load(port.protocol).pin.commit)
+
+
+def forbidden_roots(port: Port, prefs: Preferences, home: Path) -> list[tuple[str, Path]]:
+    out = [(f"the core environment {p.name}", p) for p in sorted(home.glob(f"{CORE_ID}-*"))
+           if p.is_dir() and re.fullmatch(re.escape(CORE_ID) + "-[0-9a-f]{10}", p.name)]
+    src = source_path(prefs, port.config.oracle(CORE_ID))
+    if src is not None:
+        out.append((f"${port.config.oracle(CORE_ID).source_variable}", src))
+    return out
+
+
+def omni_watch(port: Port, prefs: Preferences, home: Path, oracle_id: str, commit: str,
+                op: str) -> AbstractContextManager[isolation.Watch | None]:
+    """isolation.watch for omni oracles; a no-op context (yielding None) for the core one."""
+    if is_core(oracle_id):
+        return nullcontext(None)
+    core = core_env(port, home)
+    if not core.is_dir():
+        raise EnvironmentUnresolved(
+            f"the core environment {core} does not exist: isolation of {oracle_id} cannot be "
+            "proven against it",
+            f"build the core oracle first ('upstream-sync oracle build --oracle {CORE_ID}')")
+    return isolation.watch(port, oracle_id, commit, op, core_env=core,
+                           source=source_path(prefs, port.config.oracle(CORE_ID)))
+
