@@ -4,7 +4,7 @@ import json
 from pathlib import Path
 
 import pytest
-from port_fixture import World, make_world, run, with_port_cmd, write
+from stepfixture import World, make_world, run, with_port_cmd, write
 
 from sync import audit, check, gitio, headers, surface
 

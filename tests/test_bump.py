@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from port_fixture import World, make_world, run, with_port_cmd, write
+from stepfixture import World, make_world, run, with_port_cmd, write
 
 from sync import bump, gitio
 from sync.errors import SyncError

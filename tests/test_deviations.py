@@ -3,7 +3,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from port_fixture import INVENTORY, World, make_world
+from stepfixture import INVENTORY, World, make_world
 
 from sync import deviations, gitio, history, inventory, surface
 

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from port_fixture import INVENTORY, World, make_world, run, with_port_cmd
+from stepfixture import INVENTORY, World, make_world, run, with_port_cmd
 
 from sync import inventory
 from sync.atomic import read_text

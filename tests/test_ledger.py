@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from port_fixture import LEDGER, World, make_world, run, with_port_cmd, write
+from stepfixture import LEDGER, World, make_world, run, with_port_cmd, write
 
 from sync import ledger
 from sync.errors import MalformedRecord, SyncError, UsageError

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from port_fixture import World, make_world, run, with_port_cmd, write
+from stepfixture import World, make_world, run, with_port_cmd, write
 
 from sync import gitio, workqueue
 from sync.errors import MalformedRecord

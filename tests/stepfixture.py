@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from portfixture import Ran as Ran  # one CLI runner for every fixture
+from portfixture import run as run
 
 from sync import cli, cycle, port
 from sync.fastimport import History, git
@@ -160,16 +162,3 @@ def make_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> World:
     return World(up, root)
 
 
-@dataclass(frozen=True)
-class Ran:
-    rc: int
-    out: str
-    err: str
-
-
-def run(root: Path, *argv: str) -> Ran:
-    import io
-
-    out, err = io.StringIO(), io.StringIO()
-    rc = cli.main(["--port", str(root), *argv], out=out, err=err)
-    return Ran(rc, out.getvalue(), err.getvalue())
