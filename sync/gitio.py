@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,12 +66,53 @@ def run(
         check=False,
     )
     if check and proc.returncode != 0:
-        msg = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-        raise EnvironmentUnresolved(
-            f"git {args[0]} failed in {repo}: {msg[-1] if msg else proc.returncode}",
-            "check the repository and the revisions given",
-        )
+        _fail(repo, args, proc.stderr)
     return proc
+
+
+def _fail(repo: Path, args: Sequence[str], stderr: bytes) -> None:
+    msg = stderr.decode("utf-8", "replace").strip().splitlines()
+    raise EnvironmentUnresolved(
+        f"git {args[0]} failed in {repo}: {msg[-1] if msg else 'no message'}",
+        "check the repository and the revisions given",
+    )
+
+
+class Started:
+    """A git process running in the background, its output spooled to a temp file.
+
+    A file rather than a pipe, so git never blocks on a full pipe while we do other work:
+    the range's `git log` runs while the port's headers are parsed.
+    """
+
+    def __init__(self, repo: Path, args: Sequence[str]) -> None:
+        global PROCESS_COUNT
+        PROCESS_COUNT += 1
+        self.repo, self.args = repo, list(args)
+        # Closed in wait(): the files outlive this call by design.
+        self._out = tempfile.TemporaryFile()  # noqa: SIM115
+        self._err = tempfile.TemporaryFile()  # noqa: SIM115
+        self._proc = subprocess.Popen(["git", "-C", str(repo), *args], stdout=self._out,
+                                      stderr=self._err, stdin=subprocess.DEVNULL,
+                                      env=clean_env())
+
+    def wait(self) -> bytes:
+        """The process's stdout; EnvironmentUnresolved when it failed."""
+        try:
+            code = self._proc.wait()
+            self._err.seek(0)
+            err = self._err.read()
+            if code != 0:
+                _fail(self.repo, self.args, err)
+            self._out.seek(0)
+            return self._out.read()
+        finally:
+            self._out.close()
+            self._err.close()
+
+
+def start(repo: Path, args: Sequence[str]) -> Started:
+    return Started(repo, args)
 
 
 @dataclass(frozen=True)

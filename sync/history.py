@@ -164,20 +164,28 @@ def parse_log(data: bytes) -> list[Commit]:
     return commits
 
 
-def log_range(ref: gitio.Reference, base: str, target: str) -> list[Commit]:
-    """Every non-merge commit in base..target, oldest first, with its changes (renames found)."""
+def begin_log(ref: gitio.Reference, base: str, target: str) -> gitio.Started:
+    """Start the range's one `git log -z` in the background (see `finish_log`)."""
     gitio.check_rev(base)
     gitio.check_rev(target)
     # Options a user's config could otherwise switch on are pinned off so the output
     # shape is ours; --encoding makes git convert messages that declare an encoding.
-    out = gitio.run(ref.path, [
+    return gitio.start(ref.path, [
         "log", "-z", "--no-merges", "-M", "--name-status", "--encoding=UTF-8", "--no-color",
         "--no-show-signature", "--no-relative", _FORMAT,
         "--end-of-options", f"{base}..{target}", "--",
-    ]).stdout
-    commits = parse_log(out)
+    ])
+
+
+def finish_log(job: gitio.Started) -> list[Commit]:
+    commits = parse_log(job.wait())
     commits.reverse()
     return commits
+
+
+def log_range(ref: gitio.Reference, base: str, target: str) -> list[Commit]:
+    """Every non-merge commit in base..target, oldest first, with its changes (renames found)."""
+    return finish_log(begin_log(ref, base, target))
 
 
 def parse_shortstat(text: str) -> tuple[int, int, int]:
@@ -208,17 +216,25 @@ def parse_shortstat(text: str) -> tuple[int, int, int]:
     return (files, insertions or 0, deletions or 0)
 
 
-def range_stats(ref: gitio.Reference, base: str, target: str, commits: int) -> RangeStats:
-    """Range stats as `git diff --shortstat BASE TARGET` gives them (rename detection on, the
+def begin_stats(ref: gitio.Reference, base: str, target: str) -> gitio.Started:
+    """Start `git diff --shortstat BASE TARGET` in the background (rename detection on, the
     porcelain default, made explicit so a user's diff.renames cannot change the numbers)."""
     gitio.check_rev(base)
     gitio.check_rev(target)
-    out = gitio.run(ref.path, [
+    return gitio.start(ref.path, [
         "diff", "--shortstat", "-M", "--no-ext-diff", "--no-textconv", "--no-relative",
         "--end-of-options", base, target, "--",
-    ]).stdout
-    files, insertions, deletions = parse_shortstat(out.decode("utf-8", "replace"))
+    ])
+
+
+def finish_stats(job: gitio.Started, commits: int) -> RangeStats:
+    files, insertions, deletions = parse_shortstat(job.wait().decode("utf-8", "replace"))
     return RangeStats(commits, files, insertions, deletions)
+
+
+def range_stats(ref: gitio.Reference, base: str, target: str, commits: int) -> RangeStats:
+    """Range stats as `git diff --shortstat BASE TARGET` gives them."""
+    return finish_stats(begin_stats(ref, base, target), commits)
 
 
 def _quoted_target(subject: str) -> str | None:

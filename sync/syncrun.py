@@ -94,11 +94,14 @@ def run_cycle(port: Port, ctx: Context | None = None, *, target: str | None = No
                          "pick a target on the pin's line, or pass --allow-divergent")
     if ctx is not None:
         ctx.progress(f"enumerating {pin.commit[:10]}..{c.target[:10]} in {ref.path}")
-    commits = history.log_range(ref, pin.commit, c.target)
-    stats = history.range_stats(ref, pin.commit, c.target, len(commits))
+    # git enumerates while Python reads the port's headers: the two overlap on 2 cores.
+    log_job = history.begin_log(ref, pin.commit, c.target)
+    stats_job = history.begin_stats(ref, pin.commit, c.target)
+    surf = surface.build(port)
+    commits = history.finish_log(log_job)
+    stats = history.finish_stats(stats_job, len(commits))
     if ctx is not None:
         ctx.progress(f"classifying {len(commits)} commits against the ported surface")
-    surf = surface.build(port)
     dec_path = port.sync_dir / decisions.FILE
     decided = decisions.load(dec_path, rel=port.rel(dec_path))
     rules = port.config.rules
