@@ -131,7 +131,7 @@ def plan(port: Port, seen: dict[str, object], *, release_label: str | None) -> P
     result = seen["result"]
     assert isinstance(c, cycle.Cycle) and isinstance(v, oracle_verify.Verification)
     assert isinstance(result, syncrun.Result)
-    record = pins.load(port.protocol)
+    record = port.pin_record()
     old = record.pin
     probe = v.probe
     if probe.runtime_version is None or probe.distribution_version is None:
@@ -193,7 +193,7 @@ def diff(p: Plan, port: Port) -> str:
 def finish_fast_forward(port: Port, target: str, ctx: Context | None) -> None:
     """Finish an advance that died after its records were written but before the reference
     checkout moved: the pin is the target and the checkout is clean and behind it."""
-    if pins.load(port.protocol).pin.commit != target:
+    if port.pin_record().pin.commit != target:
         return
     ref = preferences(port).reference()
     head = gitio.head_sha(ref)
@@ -217,7 +217,7 @@ def stall(port: Port, ctx: Context, unmet: list[str]) -> bool:
     evs = events.load_all(port)
     rel = port.rel(path)
     if not (evs and evs[-1].kind == "stall" and evs[-1].report == rel):
-        pin = pins.load(port.protocol).pin
+        pin = port.pin_record().pin
         with port_lock(port.sync_dir / ".lock"):
             events.append(port, "stall", pin_before=pin.commit, pin_after=pin.commit,
                           report=rel, detail="; ".join(unmet)[:2000])
@@ -356,7 +356,7 @@ def run_rollback(args: argparse.Namespace, ctx: Context) -> int:
     last = next((e for e in reversed(evs) if e.kind == "advance"), None)
     if last is None or last.index in superseded:
         raise UsageError("there is no advance to roll back", "nothing to do")
-    record = pins.load(port.protocol)
+    record = port.pin_record()
     if record.pin.commit != last.pin_after:
         raise BlockedCycle(f"the pin is {record.pin.commit[:10]}, not the last advance's "
                            f"{last.pin_after[:10]}", "roll back only the latest advance")

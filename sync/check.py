@@ -41,7 +41,7 @@ def findings(port: Port, *, with_audit: bool = True) -> tuple[list[Finding], lis
     rel = port.rel(port.protocol)
     pin: pins.Pin | None = None
     try:
-        pin = pins.load(port.protocol).pin
+        pin = port.pin_record().pin
     except SyncError as exc:
         out.append(Finding(str(exc)))
     if port.protocol.exists():

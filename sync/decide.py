@@ -7,7 +7,7 @@ import getpass
 import re
 from datetime import UTC, datetime
 
-from . import cycle, decisions, gitio, history, pins
+from . import cycle, decisions, gitio, history
 from .atomic import port_lock
 from .cli import Context, add_json
 from .errors import UsageError
@@ -53,7 +53,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         raise UsageError("the reason is empty", "say why, in one line")
     c = cycle.require(port)
     ref = preferences(port).reference()
-    pin = pins.load(port.protocol).pin
+    pin = port.pin_record().pin
     commits = history.log_range(ref, pin.commit, c.target)
     commit = _find(commits, ref, args.commit)
     path = port.sync_dir / decisions.FILE

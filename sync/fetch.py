@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from . import cycle, gitio, pins
+from . import cycle, gitio
 from .cli import Context, add_json
 from .errors import UsageError
 from .port import Port
@@ -66,7 +66,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     port = ctx.port
     prefs = preferences(port)
     ref = prefs.reference()
-    pin = pins.load(port.protocol).pin
+    pin = port.pin_record().pin
     ctx.note(f"fetching {prefs.remote} {prefs.branch} in {ref.path}")
     gitio.fetch(ref, prefs.remote, prefs.branch, progress=ctx.note)
     frozen = freeze(port, ref, prefs, pin.commit, args.target, args.retarget)

@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, TypedDict, cast, get_args
 
-from . import cycle, pins
+from . import cycle
 from .atomic import port_lock, read_text, write_text
 from .errors import BlockedCycle, MalformedRecord
 from .port import Port
@@ -88,7 +88,7 @@ def path(port: Port, target: str) -> Path:
 def current_target(port: Port) -> str:
     """What gates are recorded against: the cycle's frozen target, else the pin."""
     c = cycle.load(port)
-    return c.target if c is not None else pins.load(port.protocol).pin.commit
+    return c.target if c is not None else port.pin_record().pin.commit
 
 
 def check_target(port: Port, given: str | None) -> str:

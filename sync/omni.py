@@ -13,7 +13,7 @@ import argparse
 import json
 from datetime import UTC, datetime
 
-from . import events, isolation, oracle, oracle_verify, oraclefile, pins, txn
+from . import events, isolation, oracle, oracle_verify, oraclefile, txn
 from .atomic import port_lock
 from .cli import Context, add_json
 from .errors import BlockedCycle, IdentityMismatch, UsageError
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     if runtime is None:
         raise BlockedCycle("the omni oracle reports no version", "rebuild it")
     of = oracle.oracle_file(port, args.oracle)
-    core_pin = pins.load(port.protocol).pin.commit
+    core_pin = port.pin_record().pin.commit
     today = datetime.now(UTC).strftime("%Y-%m-%d")
     label = runtime.partition("+")[0]
     new_text = oraclefile.render(of, pin=commit, pin_label=label, pinned_on=today)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypedDict
 
-from . import cycle, gitio, oraclefile, pins
+from . import cycle, gitio, oraclefile
 from .config import OracleConfig
 from .errors import EnvironmentUnresolved, IdentityMismatch, MalformedRecord, UsageError
 from .port import Port
@@ -134,7 +134,7 @@ def oracle_file(port: Port, oracle_id: str) -> oraclefile.OracleFile:
 def recorded_commit(port: Port, oracle_id: str) -> str:
     """The commit the records pin this oracle to: the pin block (core) or its oracle file."""
     if is_core(oracle_id):
-        return pins.load(port.protocol).pin.commit
+        return port.pin_record().pin.commit
     of = oracle_file(port, oracle_id)
     if of.unpinned:
         raise IdentityMismatch(f"oracle {oracle_id} is UNPINNED in {port.rel(of.path)}",

@@ -186,7 +186,7 @@ def check(port: Port, prefs: Preferences, p: Probe) -> list[Mismatch]:
 
 
 def _against_pin(port: Port, p: Probe) -> list[Mismatch]:
-    pin = pins.load(port.protocol).pin
+    pin = port.pin_record().pin
     where = f"the pin block ({port.rel(port.protocol)})"
     if p.commit != pin.commit:
         return []  # a cycle target: nothing recorded to compare strings with yet

@@ -11,7 +11,7 @@ import re
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
-from . import isolation, pins
+from . import isolation
 from .errors import EnvironmentUnresolved
 from .oracle import CORE_ID, env_path, is_core, source_path
 from .port import Port
@@ -20,7 +20,7 @@ from .prefs import Preferences
 
 def core_env(port: Port, home: Path) -> Path:
     """The environment the core pin measures itself from."""
-    return env_path(home, CORE_ID, pins.load(port.protocol).pin.commit)
+    return env_path(home, CORE_ID, port.pin_record().pin.commit)
 
 
 def forbidden_roots(port: Port, prefs: Preferences, home: Path) -> list[tuple[str, Path]]:

@@ -173,16 +173,18 @@ def parse(text: str, *, path: str) -> tuple[Pin, blocks.Block]:
     return pin, block
 
 
-def load(path: Path) -> PinRecord:
+def load(path: Path, *, rel: str | None = None) -> PinRecord:
+    """The pin block of the protocol file at `path`; errors name it as `rel` when given."""
+    where = rel if rel is not None else str(path)
     if not path.is_file():
         raise MalformedRecord("the protocol file holding the ```parity-pin block is missing",
                               "restore it, or set paths.protocol in .agents/upstream-sync.toml",
-                              path=str(path))
+                              path=where)
     try:
         text = read_text(path)
     except UnicodeDecodeError:
-        raise MalformedRecord("not UTF-8", "re-save it as UTF-8", path=str(path)) from None
-    pin, block = parse(text, path=str(path))
+        raise MalformedRecord("not UTF-8", "re-save it as UTF-8", path=where) from None
+    pin, block = parse(text, path=where)
     return PinRecord(pin, path, text, block)
 
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from . import config as config_mod
+from . import pins
 from .errors import UsageError
 
 
@@ -31,6 +32,10 @@ class Port:
     @property
     def sync_dir(self) -> Path:
         return self.root / self.config.sync_dir
+
+    def pin_record(self) -> pins.PinRecord:
+        """The authority: the protocol file's pin block (errors name it port-relative)."""
+        return pins.load(self.protocol, rel=self.config.protocol)
 
     def oracle_files(self) -> list[Path]:
         return sorted(self.root.glob(self.config.oracles))

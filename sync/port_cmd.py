@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from . import audit, bump, cycle, gitio, headers, inventory, ledger, pins, surface, workqueue
+from . import audit, bump, cycle, gitio, headers, inventory, ledger, surface, workqueue
 from .atomic import port_lock, read_text, write_text
 from .classify import Entry
 from .cli import Context, add_json
@@ -329,7 +329,7 @@ def citation_doc(c: headers.Citation, status: str | None) -> dict[str, Any]:
 def run_audit(args: argparse.Namespace, ctx: Context) -> int:
     port = ctx.port
     ref, upstream = _upstream(port)
-    pin = pins.load(port.protocol).pin.commit
+    pin = port.pin_record().pin.commit
     result = audit.run_audit(port, ref, pin, upstream, surface.build(port))
     summary = audit.summary_lines(result)
     severity = port.config.behind_without_note

@@ -8,7 +8,7 @@ import contextlib
 import json
 from typing import Any
 
-from . import cycle, gitio, oraclefile, pins, spans
+from . import cycle, gitio, oraclefile, spans
 from .atomic import read_text
 from .cli import Context, add_json
 from .errors import EnvironmentUnresolved, SyncError
@@ -17,7 +17,7 @@ from .fetch import preferences
 
 def collect(ctx: Context) -> tuple[dict[str, Any], SyncError | None]:
     port = ctx.port
-    record = pins.load(port.protocol)
+    record = port.pin_record()
     pin = record.pin
     doc: dict[str, Any] = {"port": str(port.root), "example": port.example,
                            "pin": pin.fields(), "build_suffix": pin.build_suffix}

@@ -74,7 +74,7 @@ def run_cycle(port: Port, ctx: Context | None = None, *, target: str | None = No
     """
     prefs = preferences(port)
     ref = prefs.reference()
-    pin = pins.load(port.protocol).pin
+    pin = port.pin_record().pin
     if not gitio.has_commit(ref, pin.commit):
         # The checkout, not the command line, is what is wrong: the same code `status` uses.
         raise EnvironmentUnresolved(

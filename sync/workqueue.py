@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import carry, cycle, gitio, headers, ledger, pins
+from . import carry, cycle, gitio, headers, ledger
 from .atomic import read_text, write_bytes
 from .classify import Entry
 from .errors import EnvironmentUnresolved, MalformedRecord, UsageError
@@ -192,7 +192,7 @@ def patches(ref: gitio.Reference, base: str, target: str, paths: list[str]) -> d
 def build(port: Port, ref: gitio.Reference, upstream_ref: str, *,
           patch_dir: Path | None = None) -> Queue:
     c = cycle.require(port)
-    pin = pins.load(port.protocol).pin.commit
+    pin = port.pin_record().pin.commit
     jpath = report_json(port, c)
     rel = port.rel(jpath)
     if not jpath.exists():
