@@ -77,15 +77,8 @@ def missing_paths(ref: gitio.Reference, target: str, paths: list[str]) -> set[st
     if not wanted:
         return set()
     gitio.check_rev(target)
-    raw = ref.git("cat-file", "--batch-check",
-                  input="".join(f"{target}:{p}\n" for p in wanted).encode())
-    rows = raw.decode("utf-8", "replace").splitlines()
-    if len(rows) != len(wanted):
-        raise EnvironmentUnresolved(
-            f"git cat-file answered {len(rows)} lines for {len(wanted)} paths in {ref.path}",
-            "check the reference checkout with 'git fsck'")
-    return {p for p, row in zip(wanted, rows, strict=True)
-            if row.endswith((" missing", " ambiguous"))}
+    rows = gitio.batch_check(ref, [f"{target}:{p}" for p in wanted])
+    return {p for p, row in zip(wanted, rows, strict=True) if row is None}
 
 
 def resolve_target(ref: gitio.Reference, rev: str, upstream_ref: str) -> str:

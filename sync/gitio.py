@@ -236,3 +236,26 @@ def newest_date(ref: Reference, base: str, target: str) -> str | None:
     out = run(ref.path, ["log", "-1", "--format=%cI", "--end-of-options",
                          f"{base}..{target}"]).stdout
     return out.decode().strip() or None
+
+
+_OBJECT_ID = re.compile(r"[0-9a-f]{40}")
+
+
+def batch_check(ref: Reference, names: list[str]) -> list[tuple[str, str] | None]:
+    """(full object id, type) for each name, None where git finds none or several: one
+    `git cat-file --batch-check` whatever the number of names."""
+    if not names:
+        return []
+    raw = ref.git("cat-file", "--batch-check", input="".join(f"{n}\n" for n in names).encode())
+    rows = raw.decode("utf-8", "replace").splitlines()
+    if len(rows) != len(names):
+        raise EnvironmentUnresolved(
+            f"git cat-file answered {len(rows)} lines for {len(names)} names in {ref.path}",
+            "check the reference checkout with 'git fsck'",
+        )
+    out: list[tuple[str, str] | None] = []
+    for row in rows:
+        parts = row.split()
+        ok = len(parts) == 3 and _OBJECT_ID.fullmatch(parts[0]) is not None
+        out.append((parts[0], parts[1]) if ok else None)
+    return out

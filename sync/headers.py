@@ -620,23 +620,6 @@ def inline_citations(text: str, mirrored: tuple[str, ...] = ("vllm/",)) -> set[s
 # -- SHA verification -------------------------------------------------------------------------
 
 
-def _batch(ref: gitio.Reference, names: list[str]) -> list[tuple[str, str] | None]:
-    """(full SHA, object type) for each name via one `git cat-file --batch-check`."""
-    raw = ref.git("cat-file", "--batch-check", input="".join(f"{n}\n" for n in names).encode())
-    rows = raw.decode("utf-8", "replace").splitlines()
-    if len(rows) != len(names):
-        raise EnvironmentUnresolved(
-            f"git cat-file answered {len(rows)} lines for {len(names)} names in {ref.path}",
-            "check the reference checkout with 'git fsck'",
-        )
-    out: list[tuple[str, str] | None] = []
-    for row in rows:
-        parts = row.split()
-        ok = len(parts) == 3 and _SHA_WORD.fullmatch(parts[0]) is not None
-        out.append((parts[0], parts[1]) if ok else None)
-    return out
-
-
 def classify_shas(ref: gitio.Reference, pin: str, shas: Iterable[str],
                   upstream_ref: str) -> dict[str, ShaStatus]:
     """Where each cited SHA (as written) stands against `pin` on the upstream line.
@@ -651,7 +634,7 @@ def classify_shas(ref: gitio.Reference, pin: str, shas: Iterable[str],
     names = [f"{pin}^{{commit}}", f"{upstream_ref}^{{commit}}"]
     for s in probe:
         names += [s, f"{s}^{{commit}}"]  # plain: is it a commit at all; peeled: which commit
-    found = _batch(ref, names)
+    found = gitio.batch_check(ref, names)
     if found[0] is None:
         raise EnvironmentUnresolved(f"the pin {pin} is not a commit in {ref.path}",
                                     "fetch the reference checkout, or fix the pin")

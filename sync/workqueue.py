@@ -20,7 +20,7 @@ from typing import Any
 from . import carry, cycle, gitio, headers, ledger
 from .atomic import read_text, write_bytes
 from .classify import Entry
-from .errors import EnvironmentUnresolved, MalformedRecord, UsageError
+from .errors import MalformedRecord, UsageError
 from .port import Port
 
 SHOW_LEN = 12
@@ -119,19 +119,9 @@ def _resolve_many(ref: gitio.Reference, shas: list[str]) -> dict[str, str]:
     wanted = [s for s in dict.fromkeys(shas) if _SHA.fullmatch(s)]
     if not wanted:
         return {}
-    raw = ref.git("cat-file", "--batch-check",
-                  input="".join(f"{s}^{{commit}}\n" for s in wanted).encode())
-    rows = raw.decode("utf-8", "replace").splitlines()
-    if len(rows) != len(wanted):
-        raise EnvironmentUnresolved(
-            f"git cat-file answered {len(rows)} lines for {len(wanted)} names in {ref.path}",
-            "check the reference checkout with 'git fsck'")
-    out = {}
-    for s, row in zip(wanted, rows, strict=True):
-        parts = row.split()
-        if len(parts) == 3 and parts[1] == "commit" and _SHA.fullmatch(parts[0]):
-            out[s] = parts[0]
-    return out
+    rows = gitio.batch_check(ref, [f"{s}^{{commit}}" for s in wanted])
+    return {s: row[0] for s, row in zip(wanted, rows, strict=True)
+            if row is not None and row[1] == "commit"}
 
 
 def numstat(ref: gitio.Reference, base: str, target: str,
