@@ -72,7 +72,6 @@ class Model:
     pin_runtime: str
     target: str
     target_ref: str
-    reference_path: str
     reference_head: str
     reference_dirty: bool
     stats: RangeStats
@@ -132,7 +131,8 @@ def render(m: Model) -> str:
         f"- Pin: `{m.pin}` ({escape(m.pin_runtime)})",
         f"- Target: `{m.target}` from `{escape(m.target_ref)}`"
         + (" (divergent: does not descend from the pin)" if m.divergent else ""),
-        f"- Reference checkout: {escape(m.reference_path)} at `{m.reference_head[:SHA_LEN]}`, "
+        # No machine path: the same report must come out of every developer's checkout and CI.
+        f"- Reference checkout: at `{m.reference_head[:SHA_LEN]}`, "
         f"{'dirty' if m.reference_dirty else 'clean'}, full clone",
         f"- Range: {s.commits} non-merge commits, {s.files_changed} files changed, "
         f"{s.insertions} insertions(+), {s.deletions} deletions(-)",
@@ -210,7 +210,7 @@ def to_json(m: Model, report_path: str) -> dict[str, Any]:
         "target": m.target,
         "target_ref": m.target_ref,
         "divergent": m.divergent,
-        "reference": {"path": m.reference_path, "head": m.reference_head,
+        "reference": {"head": m.reference_head,
                       "dirty": m.reference_dirty},
         "range": {"commits": s.commits, "files_changed": s.files_changed,
                   "insertions": s.insertions, "deletions": s.deletions},

@@ -139,7 +139,7 @@ def run_cycle(port: Port, ctx: Context | None = None, *, target: str | None = No
         audit.run_audit(port, ref, pin.commit, f"{prefs.remote}/{prefs.branch}", surf))
     model = report.Model(
         date=c.frozen_at[:10], pin=pin.commit, pin_runtime=pin.runtime_version, target=c.target,
-        target_ref=c.target_ref, reference_path=str(ref.path),
+        target_ref=c.target_ref,
         reference_head=gitio.head_sha(ref) or "", reference_dirty=gitio.is_dirty(ref),
         stats=stats, state=state or (back.state if back and back.state else "ACTIVE"),
         entries=tuple(entries),
@@ -191,7 +191,7 @@ def write(port: Port, path: Path, model: report.Model) -> None:
 
 def _empty_model(port: Port, pin: pins.Pin, c: cycle.Cycle, ref: gitio.Reference) -> report.Model:
     return report.Model(c.frozen_at[:10], pin.commit, pin.runtime_version, c.target,
-                        c.target_ref, str(ref.path), gitio.head_sha(ref) or "",
+                        c.target_ref, gitio.head_sha(ref) or "",
                         gitio.is_dirty(ref), history.RangeStats(0, 0, 0, 0), "ACTIVE", ())
 
 

@@ -238,7 +238,7 @@ def test_entry_line_round_trips_through_parse_entry() -> None:
 def test_read_back_keeps_notes_unparsed_and_state() -> None:
     e = _entry()
     text = report.render(report.Model(
-        "2026-01-01", "a" * 40, "0.1+gaaaaaaa", "b" * 40, "origin/main", "/ref", "a" * 40,
+        "2026-01-01", "a" * 40, "0.1+gaaaaaaa", "b" * 40, "origin/main", "a" * 40,
         False, history.RangeStats(1, 1, 1, 0), "STALLED", (e,), enumerated=1,
         unparsed=("- kept as it was",), notes="My notes\n\n## A heading inside the notes\nmore"))
     back = report.read_back(text, {e.sha[:10]: report.entry_prefix(e)})
