@@ -26,14 +26,16 @@ UNPARSED = "Unparsed lines (kept verbatim)"
 NOTES = "Notes"
 NONE = "_None._"
 
-_SUBJECT_ESC = re.compile(r"([\\`*_\[\]<>|~])")
-_REASON_ESC = re.compile(r"([\\`*\[\]<>|])")
+# Backslash-escape markdown's active characters (str.translate: this runs 20,000 times
+# for a 10,000-commit report).
+_SUBJECT_ESC = str.maketrans({c: "\\" + c for c in "\\`*_[]<>|~"})
+_REASON_ESC = str.maketrans({c: "\\" + c for c in "\\`*[]<>|"})
 _UNESC = re.compile(r"\\(.)")
 
 
 def escape(text: str, *, reason: bool = False) -> str:
     flat = " ".join(text.split())
-    return (_REASON_ESC if reason else _SUBJECT_ESC).sub(r"\\\1", flat)
+    return flat.translate(_REASON_ESC if reason else _SUBJECT_ESC)
 
 
 def unescape(text: str) -> str:
