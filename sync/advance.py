@@ -82,7 +82,8 @@ def preconditions(port: Port, ctx: Context | None) -> tuple[list[str], dict[str,
     if counts["UNCLASSIFIED"]:
         unmet.append(f"{counts['UNCLASSIFIED']} commit(s) UNCLASSIFIED — classify each with "
                      "'upstream-sync decide <sha> <DISPOSITION> <reason>'")
-    led = ledger.rows_text(port.root / port.config.ledger, rel=port.config.ledger)
+    led = carry.LedgerRefs.of(ledger.rows_text(port.root / port.config.ledger,
+                                               rel=port.config.ledger))
     for e in result.model.entries:
         if e.disposition == "PORT-NOW" and not carry.ported(e, led) and not (
                 e.reason.lower().startswith("carry-over")):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 from . import cycle, gates, ledger
@@ -24,15 +25,24 @@ def _inventory_text(port: Port) -> str:
     return read_text(path) if path.exists() else ""
 
 
-def ported(entry: Entry, ledger_text: str) -> bool:
-    # Whole references only: a row for vllm#1010 does not port vllm#101.
-    if entry.pr is not None and re.search(rf"vllm#{entry.pr}\b", ledger_text):
-        return True
-    return entry.sha[:10] in ledger_text
+def pr_refs(text: str) -> set[int]:
+    """Every whole `vllm#N` in `text`: a row for vllm#1010 does not name vllm#101."""
+    return {int(n) for n in re.findall(r"vllm#(\d+)\b", text)}
 
 
-def inventory_prs(inventory_text: str) -> set[int]:
-    return {int(n) for n in re.findall(r"vllm#(\d+)\b", inventory_text)}
+@dataclass(frozen=True)
+class LedgerRefs:
+    prs: frozenset[int]
+    text: str
+
+    @classmethod
+    def of(cls, ledger_text: str) -> LedgerRefs:
+        return cls(frozenset(pr_refs(ledger_text)), ledger_text)
+
+
+def ported(entry: Entry, refs: LedgerRefs) -> bool:
+    """A ledger row names the entry's PR or its SHA."""
+    return (entry.pr is not None and entry.pr in refs.prs) or entry.sha[:10] in refs.text
 
 
 def annotated(entry: Entry, prs: set[int]) -> bool:
@@ -40,8 +50,9 @@ def annotated(entry: Entry, prs: set[int]) -> bool:
 
 
 def own_lines(port: Port, target: str, entries: Iterable[Entry]) -> list[str]:
-    led = ledger.rows_text(port.root / port.config.ledger, rel=port.config.ledger)
-    inv = inventory_prs(_inventory_text(port))
+    led = LedgerRefs.of(ledger.rows_text(port.root / port.config.ledger,
+                                         rel=port.config.ledger))
+    inv = pr_refs(_inventory_text(port))
     groups: dict[str, list[str]] = {"UNCLASSIFIED": [], "PORT-NOW": [], "INVENTORY": []}
     for e in entries:
         pr = f"vllm#{e.pr}" if e.pr is not None else "(no PR)"

@@ -253,7 +253,8 @@ def build(port: Port, ref: gitio.Reference, upstream_ref: str, *,
     stats = {b: numstat(ref, b, c.target, ps) for b, ps in by_base.items()}
     sections = ({b: patches(ref, b, c.target, ps) for b, ps in by_base.items()}
                 if patch_dir is not None else {})
-    led = ledger.rows_text(port.root / port.config.ledger, rel=port.config.ledger)
+    led = carry.LedgerRefs.of(ledger.rows_text(port.root / port.config.ledger,
+                                               rel=port.config.ledger))
     items: list[Item] = []
     for index, (e, fps, bases) in enumerate(plans, start=1):
         diffs = []
