@@ -107,34 +107,15 @@ def run_cycle(port: Port, ctx: Context | None = None, *, target: str | None = No
     rules = port.config.rules
     entries = classify.classify(commits, surf, rules, decided)
     path = report_path(port, c)
-    warnings: list[str] = []
     back = None
-    new = 0
     if path.exists():
         prefixes = {e.sha[: report.SHA_LEN]: report.entry_prefix(e) for e in entries}
         back = report.read_back(read_text(path), prefixes)
-        by_prefix = {e.sha[: report.SHA_LEN]: e for e in entries}
-        today = datetime.now(UTC).strftime("%Y-%m-%d")
-        written = _previous_lines(path.with_suffix(".json"))
-        for pe in back.entries:
-            e = by_prefix[pe.sha_prefix[: report.SHA_LEN]]
-            if e.sha == decided_now:
-                continue
-            # A hand edit is a line that differs from what the last run wrote (its JSON
-            # companion), not from what this run would write: a `decide` since then changes
-            # the rendering without anyone editing the report.
-            before = written.get(e.sha, report.entry_line(e))
-            if pe.line != before:
-                if pe.auto_rule is not None and (pe.disposition, pe.reason) == (e.disposition,
-                                                                                 e.reason):
-                    continue  # only the escaping or auto tag text differs: nothing decided
-                decided[e.sha] = decisions.Decision(e.sha, pe.disposition, pe.reason,
-                                                    f"hand edit of {path.name}", today, e.subject)
-                new += 1
-        for line in back.unparsed:
-            warnings.append(f"{port.rel(path)}: kept an unparseable line verbatim: {line[:80]}")
-        if new:
-            entries = classify.classify(commits, surf, rules, decided)
+    new = _hand_edits(back, path, entries, decided, decided_now) if back is not None else 0
+    if new:
+        entries = classify.classify(commits, surf, rules, decided)
+    warnings = tuple(f"{port.rel(path)}: kept an unparseable line verbatim: {line[:80]}"
+                     for line in (back.unparsed if back is not None else ()))
     pins_summary = audit.summary_lines(
         audit.run_audit(port, ref, pin.commit, f"{prefs.remote}/{prefs.branch}", surf))
     model = report.Model(
@@ -158,13 +139,37 @@ def run_cycle(port: Port, ctx: Context | None = None, *, target: str | None = No
         enumerated=len(commits), divergent=divergent,
     )
     if not write_report:
-        return Result(model, path, path.with_suffix(".json"), warnings=tuple(warnings))
+        return Result(model, path, path.with_suffix(".json"), warnings=warnings)
     with port_lock(port.sync_dir / ".lock"):
         if new:
             decisions.save(dec_path, decided)
         write(port, path, model)
-    return Result(model, path, path.with_suffix(".json"), warnings=tuple(warnings),
+    return Result(model, path, path.with_suffix(".json"), warnings=warnings,
                   new_decisions=new)
+
+
+def _hand_edits(back: report.ReadBack, path: Path, entries: list[classify.Entry],
+                decided: dict[str, decisions.Decision], decided_now: str | None) -> int:
+    """Record, in `decided`, every entry line edited by hand since the last run; count them.
+
+    A hand edit is a line that differs from what the last run wrote (its JSON companion),
+    not from what this run would write: a `decide` since then changes the rendering
+    without anyone editing the report.
+    """
+    by_prefix = {e.sha[: report.SHA_LEN]: e for e in entries}
+    written = _previous_lines(path.with_suffix(".json"))
+    today = datetime.now(UTC).strftime("%Y-%m-%d")
+    new = 0
+    for pe in back.entries:
+        e = by_prefix[pe.sha_prefix[: report.SHA_LEN]]
+        if e.sha == decided_now or pe.line == written.get(e.sha, report.entry_line(e)):
+            continue
+        if pe.auto_rule is not None and (pe.disposition, pe.reason) == (e.disposition, e.reason):
+            continue  # only the escaping or the auto tag's text differs: nothing was decided
+        decided[e.sha] = decisions.Decision(e.sha, pe.disposition, pe.reason,
+                                            f"hand edit of {path.name}", today, e.subject)
+        new += 1
+    return new
 
 
 def _previous_lines(json_path: Path) -> dict[str, str]:
