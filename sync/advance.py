@@ -12,7 +12,7 @@ import argparse
 import difflib
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -54,6 +54,15 @@ class Plan:
     detail: dict[str, dict[str, str]]
 
 
+@dataclass(frozen=True)
+class Measured:
+    """What the precondition checks measured: complete only when nothing is unmet."""
+
+    cycle: cycle.Cycle
+    result: syncrun.Result | None = None
+    verification: oracle_verify.Verification | None = None
+
+
 def _required_gates(port: Port) -> list[str]:
     names = []
     if port.config.golden_scripts:
@@ -62,22 +71,20 @@ def _required_gates(port: Port) -> list[str]:
     return names
 
 
-def preconditions(port: Port, ctx: Context | None) -> tuple[list[str], dict[str, object]]:
+def preconditions(port: Port, ctx: Context | None) -> tuple[list[str], Measured]:
     """Every unmet precondition, one line each, plus what a passing check measured."""
     unmet: list[str] = []
-    seen: dict[str, object] = {}
     c = cycle.require(port)
-    seen["cycle"] = c
     path = syncrun.report_path(port, c)
     if not path.exists():
         unmet.append(f"no sync report for the target {c.target[:10]} — run 'upstream-sync sync'")
-        return unmet, seen
+        return unmet, Measured(c)
     if _advanced(read_text(path)):
         finish_fast_forward(port, c.target, ctx)
         unmet.append(f"the cycle to {c.target[:10]} already advanced — fetch a new target")
-        return unmet, seen
+        return unmet, Measured(c)
     result = syncrun.run_cycle(port, ctx, write_report=False)
-    seen["result"] = result
+    verification = None
     counts = result.model.counts()
     if counts["UNCLASSIFIED"]:
         unmet.append(f"{counts['UNCLASSIFIED']} commit(s) UNCLASSIFIED — classify each with "
@@ -114,7 +121,7 @@ def preconditions(port: Port, ctx: Context | None) -> tuple[list[str], dict[str,
             unmet.append(f"oracle {CORE} at {c.target[:10]} fails verification: "
                          + "; ".join(str(m) for m in v.mismatches[:3]))
         else:
-            seen["verification"] = v
+            verification = v
     ref = prefs.reference()
     if gitio.is_dirty(ref):
         unmet.append(f"the reference checkout {ref.path} has uncommitted changes — commit or "
@@ -123,15 +130,14 @@ def preconditions(port: Port, ctx: Context | None) -> tuple[list[str], dict[str,
     if head and not gitio.is_ancestor(ref, head, c.target):
         unmet.append(f"the reference checkout's HEAD {head[:10]} cannot fast-forward to "
                      f"{c.target[:10]} — check out the pin's branch")
-    return unmet, seen
+    return unmet, Measured(c, result, verification)
 
 
-def plan(port: Port, seen: dict[str, object], *, release_label: str | None) -> Plan:
-    c = seen["cycle"]
-    v = seen["verification"]
-    result = seen["result"]
-    assert isinstance(c, cycle.Cycle) and isinstance(v, oracle_verify.Verification)
-    assert isinstance(result, syncrun.Result)
+def plan(port: Port, m: Measured, *, release_label: str | None) -> Plan:
+    c, v, result = m.cycle, m.verification, m.result
+    if v is None or result is None:
+        raise BlockedCycle("the advance was planned before its preconditions held",
+                           "run 'upstream-sync advance' again")
     record = port.pin_record()
     old = record.pin
     probe = v.probe
@@ -155,12 +161,7 @@ def plan(port: Port, seen: dict[str, object], *, release_label: str | None) -> P
                          "add .agents/oracles/vllm.md")
     writes[core.path] = oraclefile.render(core, pin=new.commit, pin_label=new.public_version,
                                           pinned_on=today).encode()
-    for path in spans.files(port.root, port.config.span_globs):
-        current = writes.get(path, path.read_bytes()).decode()
-        found = spans.scan_text(current, path=path)
-        if found:
-            writes[path] = spans.rewrite(current, found, commit=new.commit,
-                                         label=new.public_version).encode()
+    writes.update(_span_writes(port, writes, new))
     detail = {
         "before": {**old.fields(), "paragraph_date": para.date, "paragraph_sha": para.sha,
                    "paragraph_label": para.release_label or "", "oracle_pin": core.pin,
@@ -171,9 +172,19 @@ def plan(port: Port, seen: dict[str, object], *, release_label: str | None) -> P
     return Plan(old, new, c.target, result.path, writes, olds, detail)
 
 
-def _report_bytes(port: Port, result: syncrun.Result, state: report.State) -> dict[Path, bytes]:
-    from dataclasses import replace
+def _span_writes(port: Port, writes: dict[Path, bytes], pin: pins.Pin) -> dict[Path, bytes]:
+    """Every pin span rewritten to `pin` (over `writes` already planned for the same file)."""
+    out: dict[Path, bytes] = {}
+    for path in spans.files(port.root, port.config.span_globs):
+        current = writes.get(path, path.read_bytes()).decode()
+        found = spans.scan_text(current, path=path)
+        if found:
+            out[path] = spans.rewrite(current, found, commit=pin.commit,
+                                      label=pin.public_version).encode()
+    return out
 
+
+def _report_bytes(port: Port, result: syncrun.Result, state: report.State) -> dict[Path, bytes]:
     model = replace(result.model, state=state,
                     carry_over=tuple(x for x in result.model.carry_over
                                      if not x.startswith("- unmet: ")))
@@ -276,7 +287,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     port = ctx.port
     if args.commit and not (port.root / ".git").exists():
         raise UsageError(f"{port.root} is not a git repository", "drop --commit")
-    unmet, seen = preconditions(port, ctx)
+    unmet, measured = preconditions(port, ctx)
     if unmet:
         for line in unmet:
             print(f"unmet: {line}", file=ctx.out)
@@ -284,9 +295,9 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         raise BlockedCycle(f"the advance is refused: {len(unmet)} unmet precondition(s)",
                            "fix each 'unmet' line above, then run advance again"
                            + ("; the cycle is STALLED with them" if stalled else ""))
-    p = plan(port, seen, release_label=args.release_label)
-    result = seen["result"]
-    assert isinstance(result, syncrun.Result)
+    p = plan(port, measured, release_label=args.release_label)
+    assert measured.result is not None  # plan() refuses otherwise
+    result = measured.result
     ev_path, ev_bytes = events.staged(
         port, "advance", pin_before=p.old.commit, pin_after=p.new.commit,
         report=port.rel(p.report), detail=json.dumps(p.detail, sort_keys=True))
@@ -377,12 +388,7 @@ def run_rollback(args: argparse.Namespace, ctx: Context) -> int:
         writes[core.path] = oraclefile.render(core, pin=before["oracle_pin"],
                                               pin_label=before["oracle_pin_label"],
                                               pinned_on=before["oracle_pinned_on"]).encode()
-    for path in spans.files(port.root, port.config.span_globs):
-        current = writes.get(path, path.read_bytes()).decode()
-        found = spans.scan_text(current, path=path)
-        if found:
-            writes[path] = spans.rewrite(current, found, commit=old.commit,
-                                         label=old.public_version).encode()
+    writes.update(_span_writes(port, writes, old))
     writes.update(_reopened(port, last.report))
     prefs = preferences(port)
     try:
