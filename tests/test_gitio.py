@@ -1,0 +1,52 @@
+"""The git wrapper: inherited GIT_* variables never redirect us, input never becomes an option."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from portfixture import Fixture, build, run
+
+from sync import gitio
+from sync.errors import EnvironmentUnresolved, UsageError
+from sync.fastimport import History
+
+
+@pytest.fixture
+def fx(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Fixture:
+    return build(tmp, monkeypatch)
+
+
+def test_an_inherited_git_dir_does_not_redirect_the_reference(
+        fx: Fixture, tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    decoy = tmp / "decoy"
+    h = History()
+    h.modify("x", "1\n")
+    h.commit("decoy")
+    h.write(decoy)
+    monkeypatch.setenv("GIT_DIR", str(decoy / ".git"))
+    monkeypatch.setenv("GIT_WORK_TREE", str(decoy))
+    r = run(fx.port, "sync", "--json")
+    assert r.rc == 0, r.err
+    assert f'"pin": "{fx.pin}"' in r.out
+    assert "GIT_DIR" not in os.environ  # scrubbed for GitPython too
+
+
+@pytest.mark.parametrize("rev", ["--output=/tmp/pwned", "-p", "", "a..b", "main;rm", "a b"])
+def test_revisions_that_could_be_options_are_refused(rev: str) -> None:
+    with pytest.raises(UsageError):
+        gitio.check_rev(rev)
+
+
+def test_a_target_that_looks_like_an_option_is_refused(fx: Fixture, tmp: Path) -> None:
+    victim = tmp / "pwned"
+    r = run(fx.port, "sync", f"--target=--output={victim}")
+    assert r.rc == 2 and "not a usable git revision" in r.err
+    assert not victim.exists()
+
+
+def test_a_failed_background_git_is_a_typed_error(fx: Fixture) -> None:
+    job = gitio.start(fx.reference, ["log", "--end-of-options", "no-such-revision"])
+    with pytest.raises(EnvironmentUnresolved, match="git log failed"):
+        job.wait()
