@@ -10,7 +10,7 @@ from typing import Any
 
 from . import gates, golden, oracle, oracle_build, oracle_probe, oracle_verify, parity
 from .cli import Context, add_json
-from .errors import IdentityMismatch, UsageError
+from .errors import IdentityMismatch
 
 
 def _oracle_args(p: argparse.ArgumentParser) -> None:
@@ -34,8 +34,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        description="Oracle environments live in <oracle_home>/<id>-<commit10>, "
                        "outside every checkout; verify compares a probe with the pin block "
                        "(core) or the oracle file (omni), fail-closed.")
-    p.set_defaults(func=_no_action)
-    osub = p.add_subparsers(dest="oracle_command", metavar="ACTION")
+    osub = p.add_subparsers(dest="oracle_command", metavar="ACTION", required=True)
     b = osub.add_parser("build", help="install upstream at a commit into a fresh environment",
                         description="Build from a throwaway clone of the source checkout; the "
                         "previous environments stay for rollback.")
@@ -80,23 +79,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         description="Merge gate records (.agents/sync/gates/<target7>.json "
                         "files from sharded gate runners' artifacts) into this port's record "
                         "for the same target: a run beats PENDING, then the later run.")
-    gsub = gm.add_subparsers(dest="gates_command", metavar="ACTION")
+    gsub = gm.add_subparsers(dest="gates_command", metavar="ACTION", required=True)
     merge = gsub.add_parser("merge", help="merge gate record files into the port's record")
     merge.add_argument("files", nargs="+", type=Path, help="gate record JSON files")
     merge.add_argument("--target", help="full target SHA (default: the open cycle's, else the "
                        "pin)")
     add_json(merge)
     merge.set_defaults(func=run_gates_merge)
-    gm.set_defaults(func=_no_gates_action)
-
-
-def _no_action(args: argparse.Namespace, ctx: Context) -> int:
-    raise UsageError("oracle needs an action: build, probe or verify",
-                     "see 'upstream-sync oracle --help'")
-
-
-def _no_gates_action(args: argparse.Namespace, ctx: Context) -> int:
-    raise UsageError("gates needs an action: merge", "see 'upstream-sync gates --help'")
 
 
 def run_build(args: argparse.Namespace, ctx: Context) -> int:

@@ -51,8 +51,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     p = sub.add_parser("ledger", help="step 5: append a parity-ledger row",
                        description="Parity ledger: rows are appended, never edited.")
-    lsub = p.add_subparsers(dest="ledger_command", metavar="ACTION", parser_class=type(p),
-                            required=True)
+    lsub = p.add_subparsers(dest="ledger_command", metavar="ACTION", required=True)
     a = lsub.add_parser("add", help="append one row to the ledger table",
                         description="Append one row: 'DATE / `COMMIT`' | WHAT | "
                         "'vllm#N, ... (`path`, ...) TEXT' | STATUS. '|' and newlines in values "
@@ -73,8 +72,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
     p = sub.add_parser("inventory", help="step 5: annotate INVENTORY items in the inventory",
                        description="Porting inventory annotations.")
-    isub = p.add_subparsers(dest="inventory_command", metavar="ACTION", parser_class=type(p),
-                            required=True)
+    isub = p.add_subparsers(dest="inventory_command", metavar="ACTION", required=True)
     a = isub.add_parser("annotate", help="record (vllm#N) and a tier for an INVENTORY item",
                         description="Record '(vllm#N)' on the inventory row citing the same "
                         "upstream path, or else as a bullet in this cycle's INVENTORY section "
