@@ -75,7 +75,15 @@ class Context:
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> Any:  # argparse's own exit would bypass our boundary
-        raise UsageError(f"{message}", f"see '{self.prog} --help'")
+        for action in self._actions:
+            # A missing sub-action ("ledger" alone) says which actions there are.
+            if (isinstance(action, argparse._SubParsersAction)
+                    and message == f"the following arguments are required: {action.metavar}"):
+                names = list(action.choices)
+                listed = names[0] if len(names) == 1 else (
+                    ", ".join(names[:-1]) + " or " + names[-1])
+                message = f"{self.prog.split()[-1]} needs an action: {listed}"
+        raise UsageError(message, f"see '{self.prog} --help'")
 
 
 def build_parser() -> argparse.ArgumentParser:
