@@ -118,4 +118,4 @@ def lint(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Measure the speed and memory bars (10,000-commit synthetic upstream, 2,000-file port)."""
     session.install(".")
-    session.run("python", "-m", "sync.bench", *session.posargs)
+    session.run("python", "-m", "sync.dev.bench", *session.posargs)

@@ -1,3 +1,3 @@
-from .cli import entry
+from sync.cli import entry
 
 entry()

@@ -11,9 +11,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import config as config_mod
-from . import pins
-from .errors import UsageError
+from sync.infra.errors import UsageError
+from sync.records import config as config_mod
+from sync.records import pins
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ def is_port(path: Path) -> bool:
 def this_repository(start: Path) -> Path | None:
     """The upstream-sync source checkout containing `start`, if any."""
     for d in (start, *start.parents):
-        if (d / "examples/port").is_dir() and (d / "sync/cli.py").exists():
+        if (d / "examples/port").is_dir() and (d / "sync/cli/__init__.py").exists():
             return d
     return None
 
@@ -75,7 +75,7 @@ def locate(arg: str | None) -> Port:
             return Port(d, config_mod.load(d))
     repo = this_repository(cwd)
     if repo is not None:
-        from . import example
+        from sync.dev import example
 
         root = example.materialise(repo)
         return Port(root, config_mod.load(root), example=True)

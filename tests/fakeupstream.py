@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sync import cli
-from sync.fastimport import History, git
+from sync.dev.fastimport import History, git
 
 SETUP_PY = '''\
 import os
@@ -203,7 +203,7 @@ def uv_install(env: Path, source: Path, *, editable: bool = False,
     """Install `source` into `env` directly (what a hand-made oracle would be)."""
     import os
 
-    from sync.oracle_build import find_uv
+    from sync.steps.verify.build import find_uv
 
     uv = find_uv()
     assert uv is not None

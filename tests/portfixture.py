@@ -44,8 +44,9 @@ from pathlib import Path
 
 import pytest
 
-from sync import cli, example
-from sync.fastimport import History, git, hermetic_env
+from sync import cli
+from sync.dev import example
+from sync.dev.fastimport import History, git, hermetic_env
 
 RANGE = ("change_a", "rocm_b", "add_model", "docs", "lora", "tests_only", "tests_and_a",
          "delete", "rename", "fix_c", "revert_c", "reland_c", "no_pr")

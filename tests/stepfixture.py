@@ -14,8 +14,9 @@ import pytest
 from portfixture import Ran as Ran  # one CLI runner for every fixture
 from portfixture import run as run
 
-from sync import cli, cycle, port
-from sync.fastimport import History, git
+from sync import cli, port
+from sync.dev.fastimport import History, git
+from sync.records import cycle
 
 LEDGER = (
     "# Parity ledger\n"
@@ -138,8 +139,9 @@ def build_port(root: Path, up: Up) -> Path:
 
 @pytest.fixture
 def with_port_cmd(monkeypatch: pytest.MonkeyPatch) -> None:
-    if "port_cmd" not in cli.COMMAND_MODULES:
-        monkeypatch.setattr(cli, "COMMAND_MODULES", (*cli.COMMAND_MODULES, "port_cmd"))
+    if "sync.cli.commands.port" not in cli.COMMAND_MODULES:
+        monkeypatch.setattr(cli, "COMMAND_MODULES",
+                            (*cli.COMMAND_MODULES, "sync.cli.commands.port"))
 
 
 @dataclass

@@ -25,23 +25,16 @@ import tomli_w
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sync import (
-    cli,
-    config,
-    events,
-    example,
-    oracle,
-    oracle_verify,
-    oraclefile,
-    paragraph,
-    pins,
-    spans,
-    txn,
-)
-from sync.atomic import read_text
-from sync.errors import MalformedRecord
-from sync.fastimport import git
+from sync import cli
+from sync.dev import example
+from sync.dev.fastimport import git
+from sync.infra.atomic import read_text
+from sync.infra.errors import MalformedRecord
 from sync.port import Port
+from sync.records import config, events, oraclefile, paragraph, pins, spans
+from sync.steps.advance import txn
+from sync.steps.verify import identity as oracle_verify
+from sync.steps.verify import oracle
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"
@@ -625,7 +618,7 @@ class Held:
         self.lock = lock
 
     def __enter__(self) -> subprocess.Popen[bytes]:
-        script = ("import sys\nfrom pathlib import Path\nfrom sync.atomic import port_lock\n"
+        script = ("import sys\nfrom pathlib import Path\nfrom sync.infra.atomic import port_lock\n"
                   "with port_lock(Path(sys.argv[1])):\n    print('locked', flush=True)\n"
                   "    sys.stdin.read()\n")
         self.child = subprocess.Popen([sys.executable, "-c", script, str(self.lock)],

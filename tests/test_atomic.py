@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from sync import atomic
-from sync.errors import BlockedCycle
+from sync.infra import atomic
+from sync.infra.errors import BlockedCycle
 
 
 def leftovers(directory: Path) -> list[str]:
@@ -89,7 +89,7 @@ def test_interrupt_during_write_keeps_original(tmp: Path,
 HOLDER = """
 import sys
 from pathlib import Path
-from sync.atomic import port_lock
+from sync.infra.atomic import port_lock
 with port_lock(Path(sys.argv[1])):
     print("locked", flush=True)
     sys.stdin.readline()

@@ -6,7 +6,9 @@ from pathlib import Path
 import pytest
 from stepfixture import World, make_world, run, with_port_cmd, write
 
-from sync import audit, check, gitio, headers, surface
+from sync.headers import citations as headers
+from sync.steps import audit, check, surface
+from sync.upstream import gitio
 
 pytestmark = pytest.mark.usefixtures("with_port_cmd")
 __all__ = ["with_port_cmd"]
@@ -109,7 +111,7 @@ def test_audit_needs_the_reference(world: World, monkeypatch: pytest.MonkeyPatch
 
 
 def test_example_port_audit(tmp_path: Path) -> None:
-    from sync import example
+    from sync.dev import example
 
     examples = Path(__file__).resolve().parents[1] / "examples"
     root = example.build(tmp_path / "ex", examples)

@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sync import blocks
-from sync.blocks import Entry
-from sync.errors import MalformedRecord, SyncError
+from sync.infra.errors import MalformedRecord, SyncError
+from sync.records import blocks
+from sync.records.blocks import Entry
 
 DOC = (
     "# Protocol\n"

@@ -8,8 +8,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from stepfixture import World, make_world, run, with_port_cmd, write
 
-from sync import bump, gitio
-from sync.errors import SyncError
+from sync.infra.errors import SyncError
+from sync.steps import bump
+from sync.upstream import gitio
 
 pytestmark = pytest.mark.usefixtures("with_port_cmd")
 __all__ = ["with_port_cmd"]

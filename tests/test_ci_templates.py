@@ -25,8 +25,8 @@ import pytest
 import yaml
 
 from sync.cli import build_parser
-from sync.errors import SyncError
-from sync.fastimport import History, git
+from sync.dev.fastimport import History, git
+from sync.infra.errors import SyncError
 
 ROOT = Path(__file__).resolve().parents[1]
 TEMPLATES = ROOT / "ci" / "github"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from sync import cli
-from sync.errors import MalformedRecord, SyncError
+from sync.infra.errors import MalformedRecord, SyncError
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -54,7 +54,7 @@ def boom(monkeypatch: pytest.MonkeyPatch) -> None:
     module = types.ModuleType("sync._boom")
     module.register = register  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "sync._boom", module)
-    monkeypatch.setattr(cli, "COMMAND_MODULES", (*cli.COMMAND_MODULES, "_boom"))
+    monkeypatch.setattr(cli, "COMMAND_MODULES", (*cli.COMMAND_MODULES, "sync._boom"))
 
 
 def test_unknown_subcommand() -> None:
@@ -113,7 +113,7 @@ def test_debug_shows_the_traceback(boom: None) -> None:
     code, _, err = call(["--debug", "boom", "sync"])
     assert code == 4
     assert err.startswith("Traceback (most recent call last):")
-    assert "sync.errors.MalformedRecord" in err
+    assert "sync.infra.errors.MalformedRecord" in err
     assert err.splitlines()[-1] == "upstream-sync: error: a.md:3: bad thing — fix it"
     code, _, err = call(["boom", "sync", "--debug"])  # accepted after the subcommand too
     assert code == 4 and err.startswith("Traceback")

@@ -9,9 +9,9 @@ import tomli_w
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sync import config
-from sync.config import Config, Mapping, OracleConfig, Rule, Suite
-from sync.errors import SyncError, UsageError
+from sync.infra.errors import SyncError, UsageError
+from sync.records import config
+from sync.records.config import Config, Mapping, OracleConfig, Rule, Suite
 
 FULL = '''\
 schema = 1

@@ -12,11 +12,11 @@ import tomli_w
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sync import cycle, decisions
-from sync.config import Config
-from sync.decisions import Decision
-from sync.errors import MalformedRecord, SyncError, UsageError
+from sync.infra.errors import MalformedRecord, SyncError, UsageError
 from sync.port import Port
+from sync.records import cycle, decisions
+from sync.records.config import Config
+from sync.records.decisions import Decision
 
 A = "00f7f25828" + "a" * 30
 B = "5559679229bc961848b121ccdeaa8fa5d79bec98"

@@ -5,7 +5,9 @@ from pathlib import Path
 import pytest
 from stepfixture import INVENTORY, World, make_world
 
-from sync import deviations, gitio, history, inventory, surface
+from sync.records import deviations, inventory
+from sync.steps import surface
+from sync.upstream import gitio, history
 
 # The §9 parser is exercised through inventory.parse (test_inventory.py): an
 # Inventory carries its deviations.

@@ -12,8 +12,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from portfixture import Fixture, build, port_git, run
 
-from sync import events, port
-from sync.errors import MalformedRecord, SyncError
+from sync import port
+from sync.infra.errors import MalformedRecord, SyncError
+from sync.records import events
 
 A = "a" * 40
 B = "b" * 40

@@ -17,9 +17,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sync import blocks, example, fastimport, gitio, prefs
-from sync.atomic import read_text
-from sync.errors import UsageError
+from sync.dev import example, fastimport
+from sync.infra.atomic import read_text
+from sync.infra.errors import UsageError
+from sync.records import blocks, prefs
+from sync.upstream import gitio
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLES = REPO / "examples"

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 from portfixture import Fixture, advance_remote, build, run
 
-from sync import cycle, port
-from sync.fastimport import git
+from sync import port
+from sync.dev.fastimport import git
+from sync.records import cycle
 
 
 @pytest.fixture

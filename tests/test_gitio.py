@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from portfixture import Fixture, build, run
 
-from sync import gitio
-from sync.errors import EnvironmentUnresolved, UsageError
-from sync.fastimport import History
+from sync.dev.fastimport import History
+from sync.infra.errors import EnvironmentUnresolved, UsageError
+from sync.upstream import gitio
 
 
 @pytest.fixture

@@ -15,10 +15,12 @@ from fakeupstream import Upstream, make_port, make_upstream, pin_doc, run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sync import config, cycle, gates, golden, oracle, oracle_build
-from sync.errors import CheckFailed, UsageError
-from sync.fastimport import git
+from sync.dev.fastimport import git
+from sync.infra.errors import CheckFailed, UsageError
 from sync.port import Port
+from sync.records import config, cycle, gates
+from sync.steps.verify import build as oracle_build
+from sync.steps.verify import golden, oracle
 
 CONFIG = """\
 [oracles.vllm]

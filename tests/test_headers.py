@@ -6,10 +6,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sync import gitio, headers
-from sync.errors import EnvironmentUnresolved, SyncError, UsageError
-from sync.fastimport import History, git
-from sync.headers import Citation, Header, classify_shas, inline_citations, parse_header
+from sync.dev.fastimport import History, git
+from sync.headers import citations as headers
+from sync.headers.citations import Citation, Header, classify_shas, inline_citations, parse_header
+from sync.infra.errors import EnvironmentUnresolved, SyncError, UsageError
+from sync.upstream import gitio
 
 PIN = "5559679229bc961848b121ccdeaa8fa5d79bec98"
 SCHED = "vllm/v1/core/sched/scheduler.py"

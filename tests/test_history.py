@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sync import gitio, history
-from sync.errors import SyncError
-from sync.fastimport import History, git
-from sync.history import Change, RangeStats
+from sync.dev.fastimport import History, git
+from sync.infra.errors import SyncError
+from sync.upstream import gitio, history
+from sync.upstream.history import Change, RangeStats
 
 LINES = "".join(f"line {i}\n" for i in range(20))
 

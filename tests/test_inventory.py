@@ -8,9 +8,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from stepfixture import INVENTORY, World, make_world, run, with_port_cmd
 
-from sync import inventory
-from sync.atomic import read_text
-from sync.errors import MalformedRecord, SyncError, UsageError
+from sync.infra.atomic import read_text
+from sync.infra.errors import MalformedRecord, SyncError, UsageError
+from sync.records import inventory
 
 pytestmark = pytest.mark.usefixtures("with_port_cmd")
 __all__ = ["with_port_cmd"]

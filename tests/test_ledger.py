@@ -8,8 +8,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from stepfixture import LEDGER, World, make_world, run, with_port_cmd, write
 
-from sync import ledger
-from sync.errors import MalformedRecord, SyncError, UsageError
+from sync.infra.errors import MalformedRecord, SyncError, UsageError
+from sync.records import ledger
 
 pytestmark = pytest.mark.usefixtures("with_port_cmd")
 __all__ = ["with_port_cmd"]

@@ -30,16 +30,20 @@ from fakeupstream import (
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sync import config, golden, isolation, oracle, oracle_build, oracle_probe, oracle_verify
-from sync.errors import (
+from sync.dev.fastimport import git
+from sync.infra.errors import (
     BlockedCycle,
     EnvironmentUnresolved,
     MalformedRecord,
     SyncError,
     UsageError,
 )
-from sync.fastimport import git
 from sync.port import Port
+from sync.records import config
+from sync.steps.verify import build as oracle_build
+from sync.steps.verify import golden, isolation, oracle
+from sync.steps.verify import identity as oracle_verify
+from sync.steps.verify import probe as oracle_probe
 
 CONFIG = """\
 [oracles.vllm]

@@ -7,9 +7,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sync import oraclefile, pins
-from sync.atomic import write_text
-from sync.errors import MalformedRecord, SyncError, UsageError
+from sync.infra.atomic import write_text
+from sync.infra.errors import MalformedRecord, SyncError, UsageError
+from sync.records import oraclefile, pins
 
 COMMIT = "5559679229bc961848b121ccdeaa8fa5d79bec98"
 PIN = pins.from_values(COMMIT, "0.23.1rc1.dev1511+g555967922",

@@ -12,11 +12,11 @@ from fakeupstream import pin_doc, run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sync import config, cycle, gates, prefs
-from sync.atomic import port_lock
-from sync.errors import BlockedCycle, MalformedRecord, SyncError
-from sync.fastimport import History
+from sync.dev.fastimport import History
+from sync.infra.atomic import port_lock
+from sync.infra.errors import BlockedCycle, MalformedRecord, SyncError
 from sync.port import Port
+from sync.records import config, cycle, gates, prefs
 
 PIN = "c1edac23945dac33a317da7651db4e8c274f314e"
 TARGET = "e24d1b24aa0f7c3e8d5b6a1c2f9e0d4b3a2c1f00"

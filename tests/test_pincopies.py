@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 from portfixture import Fixture, build, run, write
 
-from sync import events
-from sync.config import load as load_config
 from sync.port import Port
+from sync.records import events
+from sync.records.config import load as load_config
 
 
 @pytest.fixture

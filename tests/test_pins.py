@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sync import pins
-from sync.atomic import read_text, write_text
-from sync.errors import MalformedRecord, SyncError, UsageError
+from sync.infra.atomic import read_text, write_text
+from sync.infra.errors import MalformedRecord, SyncError, UsageError
+from sync.records import pins
 
 COMMIT = "5559679229bc961848b121ccdeaa8fa5d79bec98"
 RUNTIME = "0.23.1rc1.dev1511+g555967922"
@@ -298,7 +298,7 @@ def test_render_refuses_multiline_values(tmp_path: Path) -> None:
 
 def test_set_values_fills_an_empty_value() -> None:
     text = "```b\na =\nb = 2\n```\n"
-    from sync import blocks
+    from sync.records import blocks
     block = blocks.exactly_one(text, "b", path="x")
     assert pins.set_values(text, block, {"a": "1"}, path="x") == "```b\na = 1\nb = 2\n```\n"
     assert pins.set_values(text, block, {"b": ""}, path="x") == "```b\na =\nb =\n```\n"

@@ -8,9 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sync import prefs
-from sync.errors import EnvironmentUnresolved, MalformedRecord, SyncError
-from sync.fastimport import History
+from sync.dev.fastimport import History
+from sync.infra.errors import EnvironmentUnresolved, MalformedRecord, SyncError
+from sync.records import prefs
 
 DOC = (
     "# My machine\n"

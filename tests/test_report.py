@@ -12,9 +12,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from portfixture import Fixture, build, mtime_ns, run
 
-from sync import cycle, history, port, report
-from sync.classify import Entry
-from sync.fastimport import git
+from sync import port
+from sync.dev.fastimport import git
+from sync.records import cycle
+from sync.steps import report
+from sync.steps.classify import Entry
+from sync.upstream import history
 
 GOLDEN = Path(__file__).parent / "golden" / "report_small.md"
 UPDATE = os.environ.get("UPDATE_GOLDEN") == "1"

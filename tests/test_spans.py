@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sync import pins, spans
-from sync.errors import MalformedRecord, SyncError, UsageError
+from sync.infra.errors import MalformedRecord, SyncError, UsageError
+from sync.records import pins, spans
 
 COMMIT = "5559679229bc961848b121ccdeaa8fa5d79bec98"
 PIN = pins.from_values(COMMIT, "0.23.1rc1.dev1511+g555967922",

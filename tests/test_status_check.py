@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from portfixture import build, run
 
-from sync import example
-from sync.fastimport import git
+from sync.dev import example
+from sync.dev.fastimport import git
 
 REPO = Path(__file__).resolve().parents[1]
 STALE = "6f721c3215a0885393d5c5f9b0298cccb63c3026"

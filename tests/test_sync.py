@@ -11,10 +11,14 @@ from typing import Any
 import pytest
 from portfixture import Fixture, advance_remote, build, run, write
 
-from sync import classify, cycle, decisions, example, gitio, port
-from sync.config import Rule
-from sync.history import Change, Commit
-from sync.surface import Surface
+from sync import port
+from sync.dev import example
+from sync.records import cycle, decisions
+from sync.records.config import Rule
+from sync.steps import classify
+from sync.steps.surface import Surface
+from sync.upstream import gitio
+from sync.upstream.history import Change, Commit
 
 REPO = Path(__file__).resolve().parents[1]
 OTHER_SHA = "0123456789abcdef0123456789abcdef01234567"
@@ -311,7 +315,7 @@ def test_pin_missing_from_the_reference_checkout(fx: Fixture) -> None:
 
 
 def test_shallow_reference_checkout_is_refused(fx: Fixture, tmp_path: Path) -> None:
-    from sync.fastimport import git
+    from sync.dev.fastimport import git
 
     shallow = tmp_path / "shallow"
     git(tmp_path, "clone", "-q", "--depth", "1", f"file://{fx.remote}", str(shallow))

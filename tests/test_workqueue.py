@@ -9,9 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from stepfixture import World, make_world, run, with_port_cmd, write
 
-from sync import gitio, workqueue
-from sync.errors import MalformedRecord
-from sync.fastimport import git
+from sync.dev.fastimport import git
+from sync.infra.errors import MalformedRecord
+from sync.steps import queue as workqueue
+from sync.upstream import gitio
 
 pytestmark = pytest.mark.usefixtures("with_port_cmd")
 __all__ = ["with_port_cmd"]
@@ -202,8 +203,8 @@ def test_report_json_reader_random_text(text: str) -> None:
 
 
 def test_example_port_step5(tmp_path: Path) -> None:
-    from sync import example
-    from sync.atomic import read_text
+    from sync.dev import example
+    from sync.infra.atomic import read_text
 
     examples = Path(__file__).resolve().parents[1] / "examples"
     root = example.build(tmp_path / "ex", examples)

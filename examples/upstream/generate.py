@@ -25,7 +25,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parents[1]))
 
-from sync.fastimport import History  # noqa: E402
+from sync.dev.fastimport import History  # noqa: E402
 
 SIGN_OFF = "Signed-off-by: Upstream Dev <dev@example.invalid>"
 

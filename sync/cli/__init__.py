@@ -11,24 +11,25 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from . import __version__, gitio
-from .errors import SyncError, UsageError
-from .port import Port, locate
+from sync import __version__
+from sync.infra.errors import SyncError, UsageError
+from sync.port import Port, locate
+from sync.upstream import gitio
 
 # Each module defines `register(subparsers)` which adds its parser(s) and sets
 # `func=run(args, ctx) -> int`. Listed in cycle order: this is `--help`'s order.
 COMMAND_MODULES = (
-    "init_cmd",
-    "status",
-    "fetch",
-    "syncrun",
-    "decide",
-    "port_cmd",
-    "oracle_cmd",
-    "advance",
-    "omni",
-    "check",
-    "commitcheck",
+    "sync.cli.commands.init",
+    "sync.cli.commands.status",
+    "sync.upstream.fetch",
+    "sync.steps.syncrun",
+    "sync.cli.commands.decide",
+    "sync.cli.commands.port",
+    "sync.cli.commands.oracle",
+    "sync.steps.advance.advance",
+    "sync.cli.commands.advance_omni",
+    "sync.steps.check",
+    "sync.steps.commitcheck",
 )
 
 
@@ -50,7 +51,7 @@ class Context:
             if self._port.example:
                 self.note(f"no port configured: running on the bundled example at "
                           f"{self._port.root}")
-            from .txn import recover
+            from sync.steps.advance.txn import recover
 
             done = recover(self._port.sync_dir)
             if done:
@@ -68,7 +69,7 @@ class Context:
             self.note(message)
 
     def emit_json(self, doc: Any) -> None:
-        from .report import dump_json
+        from sync.steps.report import dump_json
 
         self.out.write(dump_json(doc))
 
@@ -98,7 +99,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMAND_MODULES:
-        module = importlib.import_module(f"sync.{name}")
+        module = importlib.import_module(name)
         module.register(sub)
     _share_globals(sub)
     return parser

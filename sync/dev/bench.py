@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from .fastimport import History, hermetic_env
+from sync.dev.fastimport import History, hermetic_env
 
 SUBTREES = ("vllm/v1/core", "vllm/config", "vllm/model_executor/layers", "vllm/entrypoints",
             "vllm/distributed", "docs", "tests", "csrc")
@@ -127,7 +127,7 @@ def plain_log(repo: Path, base: str, target: str) -> float:
 
 def enumerate_time(repo: Path, base: str, target: str) -> float:
     """The enumeration step alone (one `git log -z` parsed in Python), best of three."""
-    from . import gitio, history
+    from sync.upstream import gitio, history
 
     ref = gitio.open_repo(repo)
     best = float("inf")
@@ -139,7 +139,7 @@ def enumerate_time(repo: Path, base: str, target: str) -> float:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m sync.bench", description=__doc__)
+    ap = argparse.ArgumentParser(prog="python -m sync.dev.bench", description=__doc__)
     ap.add_argument("--commits", type=int, default=10_000, help="size of the long range")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = ap.parse_args(argv)

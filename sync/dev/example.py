@@ -30,9 +30,9 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from .atomic import write_text
-from .errors import EnvironmentUnresolved, UsageError
-from .fastimport import hermetic_env
+from sync.dev.fastimport import hermetic_env
+from sync.infra.atomic import write_text
+from sync.infra.errors import EnvironmentUnresolved, UsageError
 
 EXAMPLE_DIR = ".example"
 STAMP_FILE = "stamp"

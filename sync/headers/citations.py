@@ -18,8 +18,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
-from . import gitio
-from .errors import EnvironmentUnresolved
+from sync.infra.errors import EnvironmentUnresolved
+from sync.upstream import gitio
 
 Kind = Literal["PORTED", "ORIGINAL", "NONE"]
 ShaStatus = Literal["at-pin", "behind", "ahead", "not-upstream"]

@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
-from .errors import BlockedCycle
+from sync.infra.errors import BlockedCycle
 
 
 def write_bytes(path: Path, data: bytes) -> None:

@@ -10,7 +10,7 @@ import datetime
 import re
 from dataclasses import dataclass
 
-from .errors import MalformedRecord
+from sync.infra.errors import MalformedRecord
 
 _KEY = re.compile(r"^[a-z][a-z0-9_]*$")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal, TypedDict
 
-from .errors import UsageError
+from sync.infra.errors import UsageError
 
 CONFIG_PATH = ".agents/upstream-sync.toml"
 SCHEMA = 1

@@ -16,9 +16,9 @@ from typing import TypedDict
 
 import tomli_w
 
-from .atomic import write_text
-from .errors import MalformedRecord, UsageError
-from .port import Port
+from sync.infra.atomic import write_text
+from sync.infra.errors import MalformedRecord, UsageError
+from sync.port import Port
 
 SCHEMA = 1
 FILE = "cycle.toml"

@@ -14,8 +14,8 @@ from typing import Literal, TypedDict, get_args
 
 import tomli_w
 
-from .atomic import write_text
-from .errors import MalformedRecord
+from sync.infra.atomic import write_text
+from sync.infra.errors import MalformedRecord
 
 Disposition = Literal["PORT-NOW", "INVENTORY", "IGNORE", "UNCLASSIFIED"]
 ALL: tuple[Disposition, ...] = get_args(Disposition)

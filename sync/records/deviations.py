@@ -13,11 +13,12 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from . import mdscan, report
-from .history import Commit
-from .mdscan import LIST, PR_REF, Heading, Line
-from .port import Port
-from .surface import Surface
+from sync.port import Port
+from sync.records import mdscan
+from sync.records.mdscan import LIST, PR_REF, Heading, Line
+from sync.steps import report
+from sync.steps.surface import Surface
+from sync.upstream.history import Commit
 
 _ENTRY_NUMBER = re.compile(r"(?:§\s*)?(\d+(?:\.\d+)*)\.?(?=[\s:)—–-]|\Z)")
 _BOLD = re.compile(r"(\*\*|__)(.+?)\1")

@@ -19,9 +19,9 @@ from typing import Literal, TypedDict, get_args
 
 import tomli_w
 
-from .atomic import write_bytes
-from .errors import MalformedRecord
-from .port import Port
+from sync.infra.atomic import write_bytes
+from sync.infra.errors import MalformedRecord
+from sync.port import Port
 
 Kind = Literal["advance", "rollback", "stall", "omni-advance", "correction"]
 KINDS: tuple[Kind, ...] = get_args(Kind)
@@ -166,7 +166,7 @@ def git_edits(port: Port) -> list[str]:
     Two git processes whatever the number of events; nothing when the port is not a git
     repository (then only the hash chain guards the events).
     """
-    from . import gitio
+    from sync.upstream import gitio
 
     d = directory(port)
     if not d.is_dir() or not (port.root / ".git").exists():

@@ -22,11 +22,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, TypedDict, cast, get_args
 
-from . import cycle
-from .atomic import port_lock, read_text, write_text
-from .errors import BlockedCycle, MalformedRecord
-from .port import Port
-from .prefs import Preferences
+from sync.infra.atomic import port_lock, read_text, write_text
+from sync.infra.errors import BlockedCycle, MalformedRecord
+from sync.port import Port
+from sync.records import cycle
+from sync.records.prefs import Preferences
 
 SCHEMA = 1
 DIR = "gates"

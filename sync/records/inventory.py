@@ -16,11 +16,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from . import deviations, mdscan, report
-from .deviations import Deviation
-from .errors import MalformedRecord, UsageError
-from .mdscan import FENCE, LIST, PR_REF, Heading, Line, split_lines
-from .port import Port
+from sync.infra.errors import MalformedRecord, UsageError
+from sync.port import Port
+from sync.records import deviations, mdscan
+from sync.records.deviations import Deviation
+from sync.records.mdscan import FENCE, LIST, PR_REF, Heading, Line, split_lines
+from sync.steps import report
 
 ItemKind = Literal["bullet", "table"]
 ItemStatus = Literal["todo", "wip", "done"]

@@ -9,8 +9,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from .atomic import read_text, write_text
-from .errors import MalformedRecord, SyncError, UsageError
+from sync.infra.atomic import read_text, write_text
+from sync.infra.errors import MalformedRecord, SyncError, UsageError
 
 COLUMNS = ("Date / commit", "What it does", "Upstream equivalent", "Parity status")
 _SEP = re.compile(r"^\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")

@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from .atomic import read_text
-from .errors import MalformedRecord
+from sync.infra.atomic import read_text
+from sync.infra.errors import MalformedRecord
 
 _HEADING = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*\Z")
 FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")

@@ -13,10 +13,10 @@ from pathlib import Path, PurePosixPath
 
 from packaging.version import InvalidVersion, Version
 
-from . import blocks
-from .atomic import read_text
-from .errors import MalformedRecord, UsageError
-from .pins import Pin, set_values
+from sync.infra.atomic import read_text
+from sync.infra.errors import MalformedRecord, UsageError
+from sync.records import blocks
+from sync.records.pins import Pin, set_values
 
 INFO = "oracle-pin"
 KEYS = ("id", "role", "upstream", "scope", "pin", "pin_label", "pinned_on", "gateable",

@@ -14,9 +14,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from . import blocks
-from .errors import MalformedRecord, UsageError
-from .pins import Pin
+from sync.infra.errors import MalformedRecord, UsageError
+from sync.records import blocks
+from sync.records.pins import Pin
 
 _LEAD = "Active pin (advanced "
 _LABEL = r"[^\s(),]+"

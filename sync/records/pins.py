@@ -15,9 +15,9 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from . import blocks
-from .atomic import read_text
-from .errors import MalformedRecord, UsageError
+from sync.infra.atomic import read_text
+from sync.infra.errors import MalformedRecord, UsageError
+from sync.records import blocks
 
 INFO = "parity-pin"
 KEYS = ("vllm_commit", "vllm_runtime_version", "vllm_distribution_version", "flashinfer_version")

@@ -12,9 +12,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import blocks, gitio
-from .atomic import read_text
-from .errors import EnvironmentUnresolved, MalformedRecord
+from sync.infra.atomic import read_text
+from sync.infra.errors import EnvironmentUnresolved, MalformedRecord
+from sync.records import blocks
+from sync.upstream import gitio
 
 INFO = "sync-preferences"
 # key -> (environment variable, meaning)

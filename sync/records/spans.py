@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from .atomic import read_text
-from .errors import MalformedRecord, UsageError
-from .globs import match as glob_match
-from .pins import Pin
+from sync.infra.atomic import read_text
+from sync.infra.errors import MalformedRecord, UsageError
+from sync.infra.globs import match as glob_match
+from sync.records.pins import Pin
 
 Kind = Literal["commit", "label"]
 KINDS: tuple[Kind, ...] = ("commit", "label")

@@ -11,10 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from . import gitio, headers, ledger
-from .errors import SyncError
-from .port import Port
-from .surface import Surface
+from sync.headers import citations as headers
+from sync.infra.errors import SyncError
+from sync.port import Port
+from sync.records import ledger
+from sync.steps.surface import Surface
+from sync.upstream import gitio
 
 Status = Literal["at-pin", "behind", "ahead", "not-upstream", "original", "no-header"]
 ORDER: tuple[Status, ...] = ("at-pin", "behind", "ahead", "not-upstream", "original", "no-header")

@@ -16,9 +16,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from . import gitio, headers
-from .atomic import read_text, write_text
-from .errors import BlockedCycle, EnvironmentUnresolved, MalformedRecord, SyncError, UsageError
+from sync.headers import citations as headers
+from sync.infra.atomic import read_text, write_text
+from sync.infra.errors import (
+    BlockedCycle,
+    EnvironmentUnresolved,
+    MalformedRecord,
+    SyncError,
+    UsageError,
+)
+from sync.upstream import gitio
 
 MIN_LEN = 8  # a shorter abbreviation is ambiguous in a repository of vLLM's size
 FULL_LEN = 40

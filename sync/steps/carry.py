@@ -12,10 +12,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import cycle, gates, ledger
-from .atomic import read_text
-from .classify import Entry
-from .port import Port
+from sync.infra.atomic import read_text
+from sync.port import Port
+from sync.records import cycle, gates, ledger
+from sync.steps.classify import Entry
 
 _REPORT_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}-[0-9a-f]{7}\.md$")
 

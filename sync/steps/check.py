@@ -10,11 +10,12 @@ import argparse
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import cycle, decisions, events, ledger, oraclefile, paragraph, pincopies, pins, spans
-from .atomic import read_text
-from .cli import Context, add_json
-from .errors import CheckFailed, MalformedRecord, SyncError
-from .port import Port
+from sync.cli import Context, add_json
+from sync.infra.atomic import read_text
+from sync.infra.errors import CheckFailed, MalformedRecord, SyncError
+from sync.port import Port
+from sync.records import cycle, decisions, events, ledger, oraclefile, paragraph, pins, spans
+from sync.steps.advance import pincopies
 
 
 @dataclass(frozen=True)
@@ -92,8 +93,8 @@ def _relative(port: Port, text: str) -> str:
 
 
 def _audit(port: Port, pin: pins.Pin, notes: list[str]) -> list[Finding]:
-    from . import audit, surface
-    from .fetch import preferences
+    from sync.steps import audit, surface
+    from sync.upstream.fetch import preferences
 
     try:
         prefs = preferences(port)

@@ -10,11 +10,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .config import Rule
-from .decisions import Decision, Disposition
-from .globs import match as glob_match
-from .history import Commit
-from .surface import Surface
+from sync.infra.globs import match as glob_match
+from sync.records.config import Rule
+from sync.records.decisions import Decision, Disposition
+from sync.steps.surface import Surface
+from sync.upstream.history import Commit
 
 
 @dataclass(frozen=True)

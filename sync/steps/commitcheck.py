@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import argparse
 
-from . import gitio, spans
-from .cli import Context, add_json
-from .errors import CheckFailed, UsageError
-from .globs import match as glob_match
-from .port import Port
+from sync.cli import Context, add_json
+from sync.infra.errors import CheckFailed, UsageError
+from sync.infra.globs import match as glob_match
+from sync.port import Port
+from sync.records import spans
+from sync.upstream import gitio
 
 
 def sync_owned(port: Port) -> tuple[set[str], tuple[str, ...]]:

@@ -17,11 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from . import carry, cycle, gitio, headers, ledger
-from .atomic import read_text, write_bytes
-from .classify import Entry
-from .errors import MalformedRecord, UsageError
-from .port import Port
+from sync.headers import citations as headers
+from sync.infra.atomic import read_text, write_bytes
+from sync.infra.errors import MalformedRecord, UsageError
+from sync.port import Port
+from sync.records import cycle, ledger
+from sync.steps import carry
+from sync.steps.classify import Entry
+from sync.upstream import gitio
 
 SHOW_LEN = 12
 _SHA = re.compile(r"[0-9a-f]{7,40}")

@@ -13,9 +13,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .classify import Entry
-from .decisions import ALL, Disposition
-from .history import RangeStats
+from sync.records.decisions import ALL, Disposition
+from sync.steps.classify import Entry
+from sync.upstream.history import RangeStats
 
 State = Literal["ACTIVE", "STALLED", "ADVANCED"]
 SCHEMA = 1

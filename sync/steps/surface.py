@@ -13,9 +13,10 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import globs, headers
-from .config import Config, Mapping
-from .port import Port
+from sync.headers import citations as headers
+from sync.infra import globs
+from sync.port import Port
+from sync.records.config import Config, Mapping
 
 _SKIP_DIRS = {".git", ".nox", "node_modules", "__pycache__", "build", ".venv"}
 

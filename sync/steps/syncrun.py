@@ -13,25 +13,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from . import (
-    audit,
-    carry,
-    classify,
-    cycle,
-    decisions,
-    deviations,
-    gates,
-    gitio,
-    history,
-    pins,
-    report,
-    surface,
-)
-from .atomic import port_lock, read_text, write_text
-from .cli import Context, add_json
-from .errors import EnvironmentUnresolved, UsageError
-from .fetch import freeze, preferences
-from .port import Port
+from sync.cli import Context, add_json
+from sync.infra.atomic import port_lock, read_text, write_text
+from sync.infra.errors import EnvironmentUnresolved, UsageError
+from sync.port import Port
+from sync.records import cycle, decisions, deviations, gates, pins
+from sync.steps import audit, carry, classify, report, surface
+from sync.upstream import gitio, history
+from sync.upstream.fetch import freeze, preferences
 
 
 @dataclass(frozen=True)

@@ -10,12 +10,13 @@ from __future__ import annotations
 import argparse
 from dataclasses import dataclass
 
-from . import cycle, gitio
-from .cli import Context, add_json
-from .errors import UsageError
-from .port import Port
-from .prefs import Preferences
-from .prefs import load as load_prefs
+from sync.cli import Context, add_json
+from sync.infra.errors import UsageError
+from sync.port import Port
+from sync.records import cycle
+from sync.records.prefs import Preferences
+from sync.records.prefs import load as load_prefs
+from sync.upstream import gitio
 
 
 def preferences(port: Port) -> Preferences:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import git
 
-from .errors import EnvironmentUnresolved, UsageError
+from sync.infra.errors import EnvironmentUnresolved, UsageError
 
 # Counted so the benchmark can prove the number of git processes is constant.
 PROCESS_COUNT = 0

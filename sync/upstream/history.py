@@ -13,8 +13,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal, cast
 
-from . import gitio
-from .errors import EnvironmentUnresolved
+from sync.infra.errors import EnvironmentUnresolved
+from sync.upstream import gitio
 
 ChangeStatus = Literal["A", "M", "D", "R", "C", "T"]
 

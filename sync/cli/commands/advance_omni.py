@@ -13,10 +13,13 @@ import argparse
 import json
 from datetime import UTC, datetime
 
-from . import events, isolation, oracle, oracle_verify, oraclefile, txn
-from .atomic import port_lock
-from .cli import Context, add_json
-from .errors import BlockedCycle, IdentityMismatch, UsageError
+from sync.cli import Context, add_json
+from sync.infra.atomic import port_lock
+from sync.infra.errors import BlockedCycle, IdentityMismatch, UsageError
+from sync.records import events, oraclefile
+from sync.steps.advance import txn
+from sync.steps.verify import identity as oracle_verify
+from sync.steps.verify import isolation, oracle
 
 OMNI = "vllm-omni"
 

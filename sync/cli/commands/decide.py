@@ -7,11 +7,12 @@ import getpass
 import re
 from datetime import UTC, datetime
 
-from . import cycle, decisions, gitio, history
-from .atomic import port_lock
-from .cli import Context, add_json
-from .errors import UsageError
-from .fetch import preferences
+from sync.cli import Context, add_json
+from sync.infra.atomic import port_lock
+from sync.infra.errors import UsageError
+from sync.records import cycle, decisions
+from sync.upstream import gitio, history
+from sync.upstream.fetch import preferences
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -64,7 +65,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
                                                datetime.now(UTC).strftime("%Y-%m-%d"),
                                                commit.subject)
         decisions.save(path, table)
-    from .syncrun import run_cycle
+    from sync.steps.syncrun import run_cycle
 
     result = run_cycle(port, ctx, decided_now=commit.sha)
     if ctx.json:

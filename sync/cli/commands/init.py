@@ -9,10 +9,11 @@ from typing import Any
 
 import tomli_w
 
-from . import blocks, config, headers, ledger, prefs
-from .atomic import read_text, write_text
-from .cli import Context, add_json
-from .errors import MalformedRecord, UsageError
+from sync.cli import Context, add_json
+from sync.headers import citations as headers
+from sync.infra.atomic import read_text, write_text
+from sync.infra.errors import MalformedRecord, UsageError
+from sync.records import blocks, config, ledger, prefs
 
 _SKIP = {".git", ".nox", "node_modules", "build", ".venv", "__pycache__", "third_party"}
 _SOURCE_EXT = {".h", ".hpp", ".cc", ".cpp", ".cu", ".py"}

@@ -8,9 +8,13 @@ import time
 from pathlib import Path
 from typing import Any
 
-from . import gates, golden, oracle, oracle_build, oracle_probe, oracle_verify, parity
-from .cli import Context, add_json
-from .errors import IdentityMismatch
+from sync.cli import Context, add_json
+from sync.infra.errors import IdentityMismatch
+from sync.records import gates
+from sync.steps.verify import build as oracle_build
+from sync.steps.verify import golden, oracle, parity
+from sync.steps.verify import identity as oracle_verify
+from sync.steps.verify import probe as oracle_probe
 
 
 def _oracle_args(p: argparse.ArgumentParser) -> None:

@@ -14,13 +14,17 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from . import audit, bump, cycle, gitio, headers, inventory, ledger, surface, workqueue
-from .atomic import port_lock, read_text, write_text
-from .classify import Entry
-from .cli import Context, add_json
-from .errors import CheckFailed, MalformedRecord, UsageError
-from .fetch import preferences
-from .port import Port
+from sync.cli import Context, add_json
+from sync.headers import citations as headers
+from sync.infra.atomic import port_lock, read_text, write_text
+from sync.infra.errors import CheckFailed, MalformedRecord, UsageError
+from sync.port import Port
+from sync.records import cycle, inventory, ledger
+from sync.steps import audit, bump, surface
+from sync.steps import queue as workqueue
+from sync.steps.classify import Entry
+from sync.upstream import gitio
+from sync.upstream.fetch import preferences
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _COMMIT = re.compile(r"[0-9a-f]{7,40}")

@@ -8,11 +8,12 @@ import contextlib
 import json
 from typing import Any
 
-from . import cycle, gitio, oraclefile, spans
-from .atomic import read_text
-from .cli import Context, add_json
-from .errors import EnvironmentUnresolved, SyncError
-from .fetch import preferences
+from sync.cli import Context, add_json
+from sync.infra.atomic import read_text
+from sync.infra.errors import EnvironmentUnresolved, SyncError
+from sync.records import cycle, oraclefile, spans
+from sync.upstream import gitio
+from sync.upstream.fetch import preferences
 
 
 def collect(ctx: Context) -> tuple[dict[str, Any], SyncError | None]:

@@ -16,28 +16,17 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from . import (
-    carry,
-    cycle,
-    events,
-    gates,
-    gitio,
-    ledger,
-    oracle,
-    oracle_verify,
-    oraclefile,
-    paragraph,
-    pins,
-    report,
-    spans,
-    syncrun,
-    txn,
-)
-from .atomic import port_lock, read_text
-from .cli import Context, add_json
-from .errors import BlockedCycle, SyncError, UsageError
-from .fetch import preferences
-from .port import Port
+from sync.cli import Context, add_json
+from sync.infra.atomic import port_lock, read_text
+from sync.infra.errors import BlockedCycle, SyncError, UsageError
+from sync.port import Port
+from sync.records import cycle, events, gates, ledger, oraclefile, paragraph, pins, spans
+from sync.steps import carry, report, syncrun
+from sync.steps.advance import txn
+from sync.steps.verify import identity as oracle_verify
+from sync.steps.verify import oracle
+from sync.upstream import gitio
+from sync.upstream.fetch import preferences
 
 CORE = "vllm"
 _ADVANCED = re.compile(r"^- Cycle state: ADVANCED(?=\r?$)", re.MULTILINE)

@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from . import events
-from .errors import SyncError
-from .pins import Pin
-from .port import Port
+from sync.infra.errors import SyncError
+from sync.port import Port
+from sync.records import events
+from sync.records.pins import Pin
 
 _HEX = re.compile(r"(?<![0-9A-Za-z])[0-9a-f]{9,40}(?![0-9A-Za-z])")
 _SKIP = {".git", ".nox", "node_modules", "__pycache__"}

@@ -16,8 +16,8 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from .atomic import port_lock, write_bytes
-from .errors import BlockedCycle
+from sync.infra.atomic import port_lock, write_bytes
+from sync.infra.errors import BlockedCycle
 
 JOURNAL = ".txn-journal.json"
 INTENT = ".txn-intent.json"

@@ -21,10 +21,12 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import gates, gitio
-from .config import OracleConfig
-from .errors import EnvironmentUnresolved, UsageError
-from .oracle import (
+from sync.infra.errors import EnvironmentUnresolved, UsageError
+from sync.port import Port
+from sync.records import gates
+from sync.records.config import OracleConfig
+from sync.records.prefs import Preferences
+from sync.steps.verify.oracle import (
     BASE_PATH,
     MARKER,
     BuildRecord,
@@ -36,9 +38,8 @@ from .oracle import (
     scratch,
     source_path,
 )
-from .oracle_watch import omni_watch
-from .port import Port
-from .prefs import Preferences
+from sync.steps.verify.watch import omni_watch
+from sync.upstream import gitio
 
 PRETEND = "SETUPTOOLS_SCM_PRETEND_VERSION"
 # Passed from our environment into a build: installer settings (indexes, caches,

@@ -49,10 +49,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from . import gates, gitio, oracle, oracle_verify, oracle_watch
-from .errors import BlockedCycle, CheckFailed, IdentityMismatch, UsageError
-from .port import Port
-from .prefs import Preferences
+from sync.infra.errors import BlockedCycle, CheckFailed, IdentityMismatch, UsageError
+from sync.port import Port
+from sync.records import gates
+from sync.records.prefs import Preferences
+from sync.steps.verify import identity as oracle_verify
+from sync.steps.verify import oracle
+from sync.steps.verify import watch as oracle_watch
+from sync.upstream import gitio
 
 MANIFEST = "manifest.json"
 EXTRA = "golden-extra.json"

@@ -17,9 +17,12 @@ from typing import TypedDict
 
 from packaging.version import InvalidVersion, Version
 
-from . import gates, isolation, pins
-from .errors import IdentityMismatch, MalformedRecord
-from .oracle import (
+from sync.infra.errors import IdentityMismatch, MalformedRecord
+from sync.port import Port
+from sync.records import gates, pins
+from sync.records.prefs import Preferences
+from sync.steps.verify import isolation
+from sync.steps.verify.oracle import (
     MARKER,
     Note,
     check_id,
@@ -31,10 +34,8 @@ from .oracle import (
     resolve_commit,
     under,
 )
-from .oracle_probe import Probe, probe_env
-from .oracle_watch import forbidden_roots, omni_watch
-from .port import Port
-from .prefs import Preferences
+from sync.steps.verify.probe import Probe, probe_env
+from sync.steps.verify.watch import forbidden_roots, omni_watch
 
 _LOCAL_SHA = re.compile(r"g([0-9a-f]{7,40})")
 

@@ -30,10 +30,11 @@ from pathlib import Path
 from typing import Literal, TypedDict, cast
 from urllib.parse import unquote, urlparse
 
-from . import gates, gitio
-from .atomic import read_text, write_text
-from .errors import BlockedCycle, MalformedRecord
-from .port import Port
+from sync.infra.atomic import read_text, write_text
+from sync.infra.errors import BlockedCycle, MalformedRecord
+from sync.port import Port
+from sync.records import gates
+from sync.upstream import gitio
 
 SCHEMA = 1
 DIR = "isolation"

@@ -21,13 +21,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypedDict
 
-from . import cycle, gitio, oraclefile
-from .config import OracleConfig
-from .errors import EnvironmentUnresolved, IdentityMismatch, MalformedRecord, UsageError
-from .port import Port
-from .prefs import KEYS as PREF_KEYS
-from .prefs import Preferences
-from .prefs import load as load_prefs
+from sync.infra.errors import EnvironmentUnresolved, IdentityMismatch, MalformedRecord, UsageError
+from sync.port import Port
+from sync.records import cycle, oraclefile
+from sync.records.config import OracleConfig
+from sync.records.prefs import KEYS as PREF_KEYS
+from sync.records.prefs import Preferences
+from sync.records.prefs import load as load_prefs
+from sync.upstream import gitio
 
 CORE_ID = oraclefile.CORE_ID
 MARKER = "upstream-sync-oracle.json"

@@ -16,11 +16,11 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from . import gates
-from .config import Suite
-from .errors import BlockedCycle, CheckFailed, UsageError
-from .port import Port
-from .prefs import Preferences
+from sync.infra.errors import BlockedCycle, CheckFailed, UsageError
+from sync.port import Port
+from sync.records import gates
+from sync.records.config import Suite
+from sync.records.prefs import Preferences
 
 PLACEHOLDERS = ("port", "target", "target7")
 Note = Callable[[str], None]

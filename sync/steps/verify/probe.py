@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .errors import EnvironmentUnresolved
-from .oracle import (
+from sync.infra.errors import EnvironmentUnresolved
+from sync.port import Port
+from sync.records.prefs import Preferences
+from sync.steps.verify.oracle import (
     BASE_PATH,
     BuildRecord,
     check_id,
@@ -26,8 +28,6 @@ from .oracle import (
     resolve_commit,
     scratch,
 )
-from .port import Port
-from .prefs import Preferences
 
 FLASHINFER_DISTS = ("flashinfer-python", "flashinfer")
 

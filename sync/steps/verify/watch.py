@@ -11,11 +11,11 @@ import re
 from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 
-from . import isolation
-from .errors import EnvironmentUnresolved
-from .oracle import CORE_ID, env_path, is_core, source_path
-from .port import Port
-from .prefs import Preferences
+from sync.infra.errors import EnvironmentUnresolved
+from sync.port import Port
+from sync.records.prefs import Preferences
+from sync.steps.verify import isolation
+from sync.steps.verify.oracle import CORE_ID, env_path, is_core, source_path
 
 
 def core_env(port: Port, home: Path) -> Path:

@@ -1,0 +1,1 @@
+"""Per-file pin headers: comment styles, the citation grammar, SHA verification."""

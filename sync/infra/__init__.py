@@ -1,0 +1,1 @@
+"""Infrastructure: errors and exit codes, atomic writes and locks, globs."""

@@ -1,0 +1,1 @@
+"""The records the port keeps, one module each: parse, validate, render byte-preserving."""

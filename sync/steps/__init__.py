@@ -1,0 +1,1 @@
+"""The cycle's steps as library code: functions from what they are given to what they return."""

@@ -1,0 +1,1 @@
+"""Step 7, advance: preconditions, the all-or-nothing transaction, pin copies."""

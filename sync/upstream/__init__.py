@@ -1,0 +1,1 @@
+"""The upstream: the one git wrapper, history enumeration, fetch."""
