@@ -1,19 +1,33 @@
-"""Finding the port: `--port`, `$SYNC_PORT`, or the directory we were started from
-(`$SYNC_INVOKED_FROM`, set by the nox sessions, which run from the noxfile's folder).
+"""The port and its read model: where the records are, each loaded at most once per process.
 
+Found from `--port`, `$SYNC_PORT`, or the directory we were started from
+(`$SYNC_INVOKED_FROM`, set by the nox sessions, which run from the noxfile's folder).
 Inside this repository with no port configured, commands run on the bundled
-example (materialised by `example.py`) and say so on stderr.
+example (materialised by `dev/example.py`) and say so on stderr.
+
+A command locates the port once and hands the `Port` to the steps; the records they
+read (pin block, preferences, ledger, ...) are parsed on first use and kept, so one
+run opens each record file once. A step that writes a record through the port
+updates what it holds.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar, cast
 
+from sync.infra.atomic import port_lock
 from sync.infra.errors import UsageError
 from sync.records import config as config_mod
 from sync.records import pins
+from sync.records import prefs as prefs_mod
+from sync.upstream import gitio
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -21,6 +35,10 @@ class Port:
     root: Path
     config: config_mod.Config
     example: bool = False
+    # What was loaded, by record name: filled on first use (see `_once`).
+    _cache: dict[str, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _lock_depth: list[int] = field(default_factory=lambda: [0], init=False, repr=False,
+                                   compare=False)
 
     def path(self, rel: str) -> Path:
         return self.root / rel
@@ -33,18 +51,58 @@ class Port:
     def sync_dir(self) -> Path:
         return self.root / self.config.sync_dir
 
-    def pin_record(self) -> pins.PinRecord:
-        """The authority: the protocol file's pin block (errors name it port-relative)."""
-        return pins.load(self.protocol, rel=self.config.protocol)
-
-    def oracle_files(self) -> list[Path]:
-        return sorted(self.root.glob(self.config.oracles))
-
     def rel(self, path: Path) -> str:
         try:
             return path.relative_to(self.root).as_posix()
         except ValueError:
             return str(path)
+
+    def _once(self, key: str, load: Callable[[], T]) -> T:
+        if key not in self._cache:
+            self._cache[key] = load()
+        return cast(T, self._cache[key])
+
+    def forget(self, key: str) -> None:
+        """Drop a loaded record (after something outside the port object rewrote it)."""
+        self._cache.pop(key, None)
+
+    def pin_record(self) -> pins.PinRecord:
+        """The authority: the protocol file's pin block (errors name it port-relative)."""
+        return self._once("pin", lambda: pins.load(self.protocol, rel=self.config.protocol))
+
+    def preferences(self) -> prefs_mod.Preferences:
+        return self._once("preferences",
+                          lambda: prefs_mod.load(self.root / self.config.preferences))
+
+    def reference(self) -> gitio.Reference:
+        """The reference checkout the preferences name (refused when unset or shallow)."""
+        return self._once("reference", lambda: self.preferences().reference())
+
+    @property
+    def upstream_ref(self) -> str:
+        """`<remote>/<branch>`: where a cycle's default target comes from."""
+        prefs = self.preferences()
+        return f"{prefs.remote}/{prefs.branch}"
+
+    def oracle_files(self) -> list[Path]:
+        return self._once("oracle_files", lambda: sorted(self.root.glob(self.config.oracles)))
+
+    @contextlib.contextmanager
+    def lock(self) -> Iterator[None]:
+        """The port-wide lock; re-entrant within one process (a step under a command's lock)."""
+        if self._lock_depth[0]:
+            self._lock_depth[0] += 1
+            try:
+                yield
+            finally:
+                self._lock_depth[0] -= 1
+            return
+        with port_lock(self.sync_dir / ".lock"):
+            self._lock_depth[0] = 1
+            try:
+                yield
+            finally:
+                self._lock_depth[0] = 0
 
 
 def is_port(path: Path) -> bool:

@@ -139,9 +139,9 @@ def build_port(root: Path, up: Up) -> Path:
 
 @pytest.fixture
 def with_port_cmd(monkeypatch: pytest.MonkeyPatch) -> None:
-    if "sync.cli.commands.port" not in cli.COMMAND_MODULES:
+    if "sync.cli.commands.queue" not in cli.COMMAND_MODULES:
         monkeypatch.setattr(cli, "COMMAND_MODULES",
-                            (*cli.COMMAND_MODULES, "sync.cli.commands.port"))
+                            (*cli.COMMAND_MODULES, "sync.cli.commands.queue"))
 
 
 @dataclass

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from sync import cli
+from sync.cli.context import Context
 from sync.infra.errors import MalformedRecord, SyncError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,7 +35,7 @@ def one_error_line(err: str) -> str:
 def boom(monkeypatch: pytest.MonkeyPatch) -> None:
     """A command `boom KIND` that raises what it is told to, to exercise the boundary."""
 
-    def run(args: argparse.Namespace, ctx: cli.Context) -> int:
+    def run(args: argparse.Namespace, ctx: Context) -> int:
         if args.kind == "sync":
             raise MalformedRecord("bad\nthing", "fix\tit", path="a.md", line=3)
         if args.kind == "base":

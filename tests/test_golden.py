@@ -20,7 +20,7 @@ from sync.infra.errors import CheckFailed, UsageError
 from sync.port import Port
 from sync.records import config, cycle, gates
 from sync.steps.verify import build as oracle_build
-from sync.steps.verify import golden, oracle
+from sync.steps.verify import golden
 
 CONFIG = """\
 [oracles.vllm]
@@ -62,7 +62,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         mp.setenv("VLLM_SOURCE", str(up.path))
         mp.setenv("SYNC_ORACLE_HOME", str(home))
         p = Port(port, config.load(port))
-        built = oracle_build.build(p, oracle.preferences(p), "vllm")
+        built = oracle_build.build(p, p.preferences(), "vllm")
         yield World(up, port, home, built.env)
     finally:
         mp.undo()
@@ -133,7 +133,7 @@ def test_pending_without_a_gpu(world: World, port: Path) -> None:
     if gates.gpu_visible()[0]:
         pytest.skip("this host shows a GPU")
     p = with_config(port, golden_needs_gpu=True)
-    outcome = golden.run(p, oracle.preferences(p))
+    outcome = golden.run(p, p.preferences())
     assert outcome.gate.status == "PENDING"
     assert outcome.gate.detail is not None and "no GPU visible" in outcome.gate.detail
 
@@ -202,11 +202,11 @@ def test_golden_writes_manifests_and_reports_drift(world: World, port: Path,
 def test_drift_without_git_compares_with_the_files_on_disk(world: World, port: Path) -> None:
     shutil.rmtree(port / ".git")
     p = Port(port, config.load(port))
-    first = golden.run(p, oracle.preferences(p))
+    first = golden.run(p, p.preferences())
     assert [c.drift for c in first.cases] == ["new", "new", "new"]
     (port / "goldens/gamma/sub/raw.bin").write_bytes(b"old bytes")
     (port / "goldens/gamma/stale.txt").write_text("gone next run")
-    second = golden.run(p, oracle.preferences(p))
+    second = golden.run(p, p.preferences())
     assert second.summary == "drift in 1 of 3 cases: changed gamma"
     assert second.cases[2].changed == ("stale.txt", "sub/raw.bin")
     assert not (port / "goldens/gamma/stale.txt").exists()  # a case is replaced whole
@@ -242,15 +242,15 @@ def test_self_sharding_scripts_run_in_every_shard(world: World, port: Path) -> N
     script = ("{python}", "tools/dump.py", "{out}", "s{shard}of{shards}")
     p = with_config(port, golden_scripts=(script, ("{python}", "tools/dump.py", "{out}", "a"),
                                           ("{python}", "tools/dump.py", "{out}", "b")))
-    names = [c.name for c in golden.run(p, oracle.preferences(p),
+    names = [c.name for c in golden.run(p, p.preferences(),
                                         shard=golden.Shard(1, 2)).cases]
     assert names == ["s1of2", "a"]
-    names = [c.name for c in golden.run(p, oracle.preferences(p),
+    names = [c.name for c in golden.run(p, p.preferences(),
                                         shard=golden.Shard(2, 2)).cases]
     assert names == ["s2of2", "b"]
     with pytest.raises(UsageError, match="shard 3/3 has no golden script"):
         golden.run(replace(p, config=replace(p.config, golden_scripts=p.config.golden_scripts[1:])),
-                   oracle.preferences(p), shard=golden.Shard(3, 3))
+                   p.preferences(), shard=golden.Shard(3, 3))
 
 
 # -- failures --------------------------------------------------------------------------------
@@ -282,7 +282,7 @@ def test_duplicate_case_across_scripts(world: World, port: Path) -> None:
     dump = ("{python}", "tools/dump.py", "{out}", "same")
     p = with_config(port, golden_scripts=(dump, dump))
     with pytest.raises(CheckFailed, match="case 'same' written by golden scripts 1 and 2"):
-        golden.run(p, oracle.preferences(p))
+        golden.run(p, p.preferences())
 
 
 def test_handoff_for_another_target_refused(world: World, port: Path) -> None:

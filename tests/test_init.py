@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from sync import cli
-from sync.cli.commands import init as init_cmd
 from sync.records import config, prefs
+from sync.steps import discover as init_cmd
 
 COMMIT = "5559679229bc961848b121ccdeaa8fa5d79bec98"
 PIN_BLOCK = (

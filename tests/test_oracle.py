@@ -95,7 +95,7 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
                   home / f"vllm-omni-{omni_up.pin[:10]}", base)
         _setenv(mp, w.environ())
         p = Port(port, config.load(port))
-        prefs = oracle.preferences(p)
+        prefs = p.preferences()
         oracle_build.build(p, prefs, "vllm")
         add_distribution(site_packages(w.env), "flashinfer-python", FLASHINFER)
         oracle_build.build(p, prefs, "vllm-omni")
@@ -117,7 +117,7 @@ def port_of(w: World, **changes: Any) -> Port:
 
 def verify_lines(w: World, port: Port | None = None, commit: str | None = None) -> list[str]:
     p = port or port_of(w)
-    v = oracle_verify.verify(p, oracle.preferences(p), "vllm", commit)
+    v = oracle_verify.verify(p, p.preferences(), "vllm", commit)
     return [str(m) for m in v.mismatches]
 
 
@@ -176,7 +176,7 @@ def test_pretend_version_refused(env: World, monkeypatch: pytest.MonkeyPatch) ->
                                                      "1.0"),))
     p = port_of(env, oracle_configs=(forged,))
     with pytest.raises(UsageError, match=r"oracles\.vllm\.build_env"):
-        oracle_build.build(p, oracle.preferences(p), "vllm", rebuild=True)
+        oracle_build.build(p, p.preferences(), "vllm", rebuild=True)
     assert oracle.read_marker(env.env) is not None  # nothing was torn down
 
 
@@ -201,11 +201,11 @@ def test_source_mode_release_build_keeps_previous_env(env: World, port_copy: Pat
     """Building at the tagged commit in source mode: no suffix, a released-wheel version."""
     (port_copy / ".agents/upstream-sync.toml").write_text("")
     p = Port(port_copy, config.load(port_copy))
-    built = oracle_build.build(p, oracle.preferences(p), "vllm", env.up.released)
+    built = oracle_build.build(p, p.preferences(), "vllm", env.up.released)
     try:
         assert env.env in built.kept  # the pin's environment stays for rollback
         assert env.env.is_dir()
-        probe = oracle_probe.probe(p, oracle.preferences(p), "vllm", env.up.released)
+        probe = oracle_probe.probe(p, p.preferences(), "vllm", env.up.released)
         assert probe.runtime_version == "0.2.1rc1"
         assert probe.distribution_version == "0.2.1rc1"  # source mode adds no suffix
         lines = verify_lines(env, p, env.up.released)
@@ -499,7 +499,7 @@ def test_omni_golden_carries_both_commits(env: World, port_copy: Path,
     p = replace(Port(port_copy, config.load(port_copy)), config=replace(
         config.load(port_copy), golden_scripts=(("{python}", "-c", OMNI_DUMP, "{out}"),),
         golden_needs_gpu=False))
-    outcome = golden.run(p, oracle.preferences(p), oracle_id="vllm-omni")
+    outcome = golden.run(p, p.preferences(), oracle_id="vllm-omni")
     g = outcome.gate
     assert (g.name, g.status) == ("golden:vllm-omni", "PASS")
     assert g.oracle is not None and g.oracle["commit"] == env.omni_up.pin
@@ -512,7 +512,8 @@ def test_omni_golden_carries_both_commits(env: World, port_copy: Path,
     assert {c.op: c.status for c in proof.checks}["golden"] == "PASS"
     # Pending elsewhere, with a handoff naming the omni oracle.
     monkeypatch.setenv("SYNC_GATE_HOSTS", "dgx")
-    pending = golden.run(p, oracle.preferences(p), oracle_id="vllm-omni").gate
+    p = replace(p)  # a new run: the port's records (preferences included) are read afresh
+    pending = golden.run(p, p.preferences(), oracle_id="vllm-omni").gate
     assert pending.handoff == (f"upstream-sync golden --oracle vllm-omni --target {env.up.pin} "
                                "--strict")
 
@@ -521,7 +522,7 @@ def test_omni_pin_label_mismatch(env: World, port_copy: Path) -> None:
     (port_copy / ".agents/oracles/vllm-omni.md").write_text(
         oracle_doc("vllm-omni", "omni", env.omni_up.pin, "0.1.1"))
     p = Port(port_copy, config.load(port_copy))
-    v = oracle_verify.verify(p, oracle.preferences(p), "vllm-omni")
+    v = oracle_verify.verify(p, p.preferences(), "vllm-omni")
     public = env.omni_up.runtime(env.omni_up.pin, 2).split("+")[0]
     assert [str(m) for m in v.mismatches] == [
         f"pin label: oracle reports '{public}', .agents/oracles/vllm-omni.md (pin_label) says "
@@ -556,7 +557,7 @@ def test_omni_build_that_modifies_the_core_env_is_detected(env: World, tmp_path:
     with pytest.raises(BlockedCycle, match="treat it as a core sync cycle"):
         isolation.require(p, "vllm-omni", env.omni_up.pin)
     # Sticky: a clean verify afterwards does not clear the failed build.
-    oracle_verify.verify(p, oracle.preferences(p), "vllm-omni")
+    oracle_verify.verify(p, p.preferences(), "vllm-omni")
     with pytest.raises(BlockedCycle):
         isolation.require(p, "vllm-omni", env.omni_up.pin)
 
@@ -569,7 +570,7 @@ def test_omni_env_pointing_into_the_core_env_is_detected(env: World, tmp_path: P
     (site_packages(omni) / "core.pth").write_text(f"{core_site}\n")
     os.environ["SYNC_ORACLE_HOME"] = str(home)
     p = Port(port_copy, config.load(port_copy))
-    v = oracle_verify.verify(p, oracle.preferences(p), "vllm-omni")
+    v = oracle_verify.verify(p, p.preferences(), "vllm-omni")
     lines = [str(m) for m in v.mismatches]
     label = f"the core environment {env.env.name}"
     assert f"isolation: lib/python3.11/site-packages/core.pth points into {label}: " \
@@ -653,7 +654,7 @@ def test_require_without_proof(tmp_path: Path) -> None:
 
 def test_ids_and_commit_specs(env: World) -> None:
     p = port_of(env)
-    prefs = oracle.preferences(p)
+    prefs = p.preferences()
     with pytest.raises(UsageError):
         oracle.check_id("../x")
     assert oracle.resolve_commit(p, prefs, "vllm", "side") == env.up.middle

@@ -8,70 +8,23 @@ import os
 import sys
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from sync import __version__
+from sync.cli.context import Context
 from sync.infra.errors import SyncError, UsageError
-from sync.port import Port, locate
 from sync.upstream import gitio
 
-# Each module defines `register(subparsers)` which adds its parser(s) and sets
-# `func=run(args, ctx) -> int`. Listed in cycle order: this is `--help`'s order.
-COMMAND_MODULES = (
-    "sync.cli.commands.init",
-    "sync.cli.commands.status",
-    "sync.upstream.fetch",
-    "sync.steps.syncrun",
-    "sync.cli.commands.decide",
-    "sync.cli.commands.port",
-    "sync.cli.commands.oracle",
-    "sync.steps.advance.advance",
-    "sync.cli.commands.advance_omni",
-    "sync.steps.check",
-    "sync.steps.commitcheck",
+# Each module under sync.cli.commands defines `register(subparsers)`, which adds its parser
+# and sets `func=run(args, ctx) -> int`. Listed in cycle order: this is `--help`'s order.
+COMMANDS = (
+    "init", "status", "fetch", "sync", "decide",
+    "queue", "bump_headers", "ledger", "inventory", "audit",
+    "oracle", "golden", "parity", "gates",
+    "advance", "rollback", "advance_omni",
+    "check", "check_commit",
 )
-
-
-@dataclass
-class Context:
-    """What a command needs besides its arguments: the port, output streams, flags."""
-
-    port_arg: str | None
-    json: bool = False
-    debug: bool = False
-    out: TextIO = field(default_factory=lambda: sys.stdout)
-    err: TextIO = field(default_factory=lambda: sys.stderr)
-    _port: Port | None = None
-
-    @property
-    def port(self) -> Port:
-        if self._port is None:
-            self._port = locate(self.port_arg)
-            if self._port.example:
-                self.note(f"no port configured: running on the bundled example at "
-                          f"{self._port.root}")
-            from sync.steps.advance.txn import recover
-
-            done = recover(self._port.sync_dir)
-            if done:
-                self.note(f"note: {done}")
-        return self._port
-
-    def note(self, message: str) -> None:
-        """Progress and notices go to stderr so stdout stays parseable."""
-        print(message, file=self.err, flush=True)
-
-    def progress(self, message: str) -> None:
-        """Progress of a slow step: on a terminal only, so logs and pipes keep one-line errors."""
-        isatty = getattr(self.err, "isatty", None)
-        if isatty is not None and isatty():
-            self.note(message)
-
-    def emit_json(self, doc: Any) -> None:
-        from sync.steps.report import dump_json
-
-        self.out.write(dump_json(doc))
+COMMAND_MODULES = tuple(f"sync.cli.commands.{name}" for name in COMMANDS)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -114,10 +67,6 @@ def _share_globals(sub: argparse._SubParsersAction[Any]) -> None:
         for action in child._actions:
             if isinstance(action, argparse._SubParsersAction):
                 _share_globals(action)
-
-
-def add_json(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--json", action="store_true", help="print machine-readable JSON on stdout")
 
 
 def main(argv: list[str] | None = None, *, out: TextIO | None = None,

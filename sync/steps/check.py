@@ -1,4 +1,4 @@
-"""`check`: every record invariant, one line per violation (file:line: what is wrong).
+"""The record invariants `check` verifies, one line per violation (file:line: what is wrong).
 
 This is what a port's CI runs on every change, so it needs no reference checkout:
 the per-file pin audit runs only when one is configured, and says when it is skipped.
@@ -6,13 +6,11 @@ the per-file pin audit runs only when one is configured, and says when it is ski
 
 from __future__ import annotations
 
-import argparse
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from sync.cli import Context, add_json
 from sync.infra.atomic import read_text
-from sync.infra.errors import CheckFailed, MalformedRecord, SyncError
+from sync.infra.errors import MalformedRecord, SyncError
 from sync.port import Port
 from sync.records import cycle, decisions, events, ledger, oraclefile, paragraph, pins, spans
 from sync.steps.advance import pincopies
@@ -94,14 +92,13 @@ def _relative(port: Port, text: str) -> str:
 
 def _audit(port: Port, pin: pins.Pin, notes: list[str]) -> list[Finding]:
     from sync.steps import audit, surface
-    from sync.upstream.fetch import preferences
 
     try:
-        prefs = preferences(port)
+        prefs = port.preferences()
     except MalformedRecord as exc:
         return [Finding(str(exc))]  # a preferences file that exists must parse
     try:
-        ref = prefs.reference()
+        ref = port.reference()
     except SyncError as exc:
         notes.append(f"per-file pin audit skipped: {exc}")
         return []
@@ -118,33 +115,3 @@ def _audit(port: Port, pin: pins.Pin, notes: list[str]) -> list[Finding]:
                            "ledger note — bump the header or add a ledger row naming the file",
                            severity))
     return out
-
-
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("check", help="verify every record invariant (for CI)",
-                       description="Check the pin block, PARITY PIN paragraph, oracle files, pin "
-                       "spans, ledger, decisions and per-file pins; one line per violation.")
-    p.add_argument("--no-audit", action="store_true",
-                   help="skip the per-file pin audit (it needs the reference checkout)")
-    add_json(p)
-    p.set_defaults(func=run)
-
-
-def run(args: argparse.Namespace, ctx: Context) -> int:
-    found, notes = findings(ctx.port, with_audit=not args.no_audit)
-    errors = [f for f in found if f.severity == "error"]
-    if ctx.json:
-        ctx.emit_json({"ok": not errors, "errors": [f.text for f in errors],
-                       "warnings": [f.text for f in found if f.severity != "error"],
-                       "notes": notes})
-    else:
-        for f in found:
-            print(f.text if f.severity == "error" else f"warning: {f.text}", file=ctx.out)
-        for n in notes:
-            ctx.note(f"note: {n}")
-    if errors:
-        raise CheckFailed(f"{len(errors)} record invariant(s) violated",
-                          "fix each line above, then run check again")
-    if not ctx.json:
-        print(f"check: all record invariants hold in {ctx.port.root}", file=ctx.out)
-    return 0

@@ -7,20 +7,19 @@ ancestry, per-file pin status and patch identity.
 
 from __future__ import annotations
 
-import argparse
 import json
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-from sync.cli import Context, add_json
-from sync.infra.atomic import port_lock, read_text, write_text
+from sync.infra.atomic import read_text, write_text
 from sync.infra.errors import EnvironmentUnresolved, UsageError
+from sync.infra.notes import Notes
 from sync.port import Port
 from sync.records import cycle, decisions, deviations, gates, pins
 from sync.steps import audit, carry, classify, report, surface
 from sync.upstream import gitio, history
-from sync.upstream.fetch import freeze, preferences
+from sync.upstream.fetch import freeze
 
 
 @dataclass(frozen=True)
@@ -50,7 +49,7 @@ def moves(commits: list[history.Commit], surf: surface.Surface) -> tuple[report.
     return tuple(out)
 
 
-def run_cycle(port: Port, ctx: Context | None = None, *, target: str | None = None,
+def run_cycle(port: Port, ctx: Notes | None = None, *, target: str | None = None,
               retarget: bool = False, allow_divergent: bool = False,
               write_report: bool = True, state: report.State | None = None,
               unmet: tuple[str, ...] | None = None,
@@ -61,8 +60,8 @@ def run_cycle(port: Port, ctx: Context | None = None, *, target: str | None = No
     and lists the unmet preconditions in its carry-over until a later advance clears them.
     `decided_now` (from `decide`) is never read back from the old report line.
     """
-    prefs = preferences(port)
-    ref = prefs.reference()
+    prefs = port.preferences()
+    ref = port.reference()
     pin = port.pin_record().pin
     if not gitio.has_commit(ref, pin.commit):
         # The checkout, not the command line, is what is wrong: the same code `status` uses.
@@ -129,7 +128,7 @@ def run_cycle(port: Port, ctx: Context | None = None, *, target: str | None = No
     )
     if not write_report:
         return Result(model, path, path.with_suffix(".json"), warnings=warnings)
-    with port_lock(port.sync_dir / ".lock"):
+    with port.lock():
         if new:
             decisions.save(dec_path, decided)
         write(port, path, model)
@@ -187,44 +186,3 @@ def _empty_model(port: Port, pin: pins.Pin, c: cycle.Cycle, ref: gitio.Reference
     return report.Model(c.frozen_at[:10], pin.commit, pin.runtime_version, c.target,
                         c.target_ref, gitio.head_sha(ref) or "",
                         gitio.is_dirty(ref), history.RangeStats(0, 0, 0, 0), "ACTIVE", ())
-
-
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    p = sub.add_parser("sync", help="steps 2-4: enumerate, classify, write the sync report",
-                       description="Enumerate PIN..TARGET, classify every commit (decisions, "
-                       "rules, defaults) and write .agents/sync/YYYY-MM-DD-<target7>.md + .json.")
-    p.add_argument("--target", help="commit, tag or ref to sync to (default: the open cycle's "
-                   "frozen target, else <remote>/<branch>)")
-    p.add_argument("--retarget", action="store_true",
-                   help="move an open cycle's frozen target to <remote>/<branch>")
-    p.add_argument("--allow-divergent", action="store_true",
-                   help="accept a target that does not descend from the pin")
-    add_json(p)
-    p.set_defaults(func=run)
-
-
-def run(args: argparse.Namespace, ctx: Context) -> int:
-    result = run_cycle(ctx.port, ctx, target=args.target, retarget=args.retarget,
-                       allow_divergent=args.allow_divergent)
-    for w in result.warnings:
-        ctx.note(f"warning: {w}")
-    m = result.model
-    if result.nothing:
-        if ctx.json:
-            ctx.emit_json({"pin": m.pin, "target": m.target, "report": None,
-                           "nothing_to_sync": True})
-        else:
-            print(f"nothing to sync: the target {m.target[:10]} is the pin", file=ctx.out)
-        return 0
-    rel = ctx.port.rel(result.path)
-    if ctx.json:
-        ctx.emit_json(report.to_json(m, rel))
-        return 0
-    counts = m.counts()
-    if result.new_decisions:
-        ctx.note(f"read back {result.new_decisions} hand-edited entries into decisions.toml")
-    print(f"{m.stats.commits} commits {m.pin[:10]}..{m.target[:10]}: "
-          + ", ".join(f"{counts[d]} {d}" for d in report.SECTIONS), file=ctx.out)
-    print(f"report: {result.path}", file=ctx.out)
-    return 0
-

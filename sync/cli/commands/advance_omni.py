@@ -13,8 +13,7 @@ import argparse
 import json
 from datetime import UTC, datetime
 
-from sync.cli import Context, add_json
-from sync.infra.atomic import port_lock
+from sync.cli.context import Context, add_json
 from sync.infra.errors import BlockedCycle, IdentityMismatch, UsageError
 from sync.records import events, oraclefile
 from sync.steps.advance import txn
@@ -41,7 +40,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     if oracle.is_core(args.oracle):
         raise UsageError("advance-omni moves an omni oracle, not the core pin",
                          "use 'upstream-sync advance' for the core pin")
-    prefs = oracle.preferences(port)
+    prefs = port.preferences()
     commit = oracle.resolve_commit(port, prefs, args.oracle, args.commit)
     proof = isolation.require(port, args.oracle, commit)
     v = oracle_verify.verify(port, prefs, args.oracle, commit)
@@ -68,7 +67,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     ev_path, ev_bytes = events.staged(port, "omni-advance", pin_before=of.pin, pin_after=commit,
                                       report="", detail=json.dumps({**both, "isolation_checks":
                                                                     checks}, sort_keys=True))
-    with port_lock(port.sync_dir / ".lock"):
+    with port.lock():
         txn.commit(port.sync_dir, {of.path: new_text.encode(), ev_path: ev_bytes})
     if ctx.json:
         ctx.emit_json({"advanced": True, "oracle": args.oracle, "pin_before": of.pin,

@@ -7,12 +7,11 @@ import getpass
 import re
 from datetime import UTC, datetime
 
-from sync.cli import Context, add_json
-from sync.infra.atomic import port_lock
+from sync.cli.context import Context, add_json
 from sync.infra.errors import UsageError
 from sync.records import cycle, decisions
+from sync.steps.syncrun import run_cycle
 from sync.upstream import gitio, history
-from sync.upstream.fetch import preferences
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -53,20 +52,18 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     if not reason:
         raise UsageError("the reason is empty", "say why, in one line")
     c = cycle.require(port)
-    ref = preferences(port).reference()
+    ref = port.reference()
     pin = port.pin_record().pin
     commits = history.log_range(ref, pin.commit, c.target)
     commit = _find(commits, ref, args.commit)
     path = port.sync_dir / decisions.FILE
-    with port_lock(port.sync_dir / ".lock"):
+    with port.lock():
         table = decisions.load(path, rel=port.rel(path))
         by = args.by or getpass.getuser()
         table[commit.sha] = decisions.Decision(commit.sha, args.disposition, reason, by,
                                                datetime.now(UTC).strftime("%Y-%m-%d"),
                                                commit.subject)
         decisions.save(path, table)
-    from sync.steps.syncrun import run_cycle
-
     result = run_cycle(port, ctx, decided_now=commit.sha)
     if ctx.json:
         ctx.emit_json({"sha": commit.sha, "disposition": args.disposition, "reason": reason,

@@ -1,19 +1,19 @@
-"""Step 6 commands: `oracle build|probe|verify`, `golden`, `parity`."""
+"""`oracle build|probe|verify` (step 6): isolated oracle environments, identity checked
+fail-closed against the records."""
 
 from __future__ import annotations
 
 import argparse
 import shlex
 import time
-from pathlib import Path
 from typing import Any
 
-from sync.cli import Context, add_json
+from sync.cli.context import Context, add_json
 from sync.infra.errors import IdentityMismatch
 from sync.records import gates
 from sync.steps.verify import build as oracle_build
-from sync.steps.verify import golden, oracle, parity
 from sync.steps.verify import identity as oracle_verify
+from sync.steps.verify import oracle
 from sync.steps.verify import probe as oracle_probe
 
 
@@ -23,14 +23,6 @@ def _oracle_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--commit", default=None, metavar="SHA|pin|target",
                    help="the oracle's commit: 'pin' (default: the pin block, or the oracle "
                    "file for omni), 'target' (the cycle's frozen target) or a commit")
-
-
-def _gate_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--strict", action="store_true",
-                   help="a gate this host cannot run is an error (exit 6), never a skip")
-    p.add_argument("--target", metavar="SHA", default=None,
-                   help="refuse unless this checkout's gate target is SHA (handoffs pass it)")
-    add_json(p)
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -62,39 +54,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     add_json(v)
     v.set_defaults(func=run_verify)
 
-    g = sub.add_parser("golden", help="step 6: regenerate goldens with a verified oracle",
-                       description="Runs the configured dump scripts with the oracle's Python "
-                       "on an eligible gate host (PENDING with a handoff elsewhere) and "
-                       "prints the drift against the committed goldens.")
-    g.add_argument("--oracle", default=None, metavar="ID",
-                   help="oracle id (default: [golden] oracle in the config, else vllm)")
-    g.add_argument("--shard", metavar="i/n", default=None, help="run shard i of n")
-    _gate_args(g)
-    g.set_defaults(func=run_golden)
-
-    pa = sub.add_parser("parity", help="step 6: run the parity suites as gates",
-                        description="Runs the configured suites (op, behavioral, model) and "
-                        "records PASS/FAIL, duration and command per suite.")
-    pa.add_argument("--suite", metavar="NAME", default=None, help="run only this suite")
-    _gate_args(pa)
-    pa.set_defaults(func=run_parity)
-
-    gm = sub.add_parser("gates", help="step 6: fold gate records from other hosts into the port",
-                        description="Merge gate records (.agents/sync/gates/<target7>.json "
-                        "files from sharded gate runners' artifacts) into this port's record "
-                        "for the same target: a run beats PENDING, then the later run.")
-    gsub = gm.add_subparsers(dest="gates_command", metavar="ACTION", required=True)
-    merge = gsub.add_parser("merge", help="merge gate record files into the port's record")
-    merge.add_argument("files", nargs="+", type=Path, help="gate record JSON files")
-    merge.add_argument("--target", help="full target SHA (default: the open cycle's, else the "
-                       "pin)")
-    add_json(merge)
-    merge.set_defaults(func=run_gates_merge)
-
 
 def run_build(args: argparse.Namespace, ctx: Context) -> int:
     port = ctx.port
-    prefs = oracle.preferences(port)
+    prefs = port.preferences()
     if args.if_missing:
         commit = oracle.resolve_commit(port, prefs, oracle.check_id(args.oracle), args.commit)
         env = oracle.env_path(oracle.oracle_home(port, prefs), args.oracle, commit)
@@ -128,7 +91,7 @@ def run_build(args: argparse.Namespace, ctx: Context) -> int:
 
 def run_probe(args: argparse.Namespace, ctx: Context) -> int:
     port = ctx.port
-    p = oracle_probe.probe(port, oracle.preferences(port), args.oracle, args.commit)
+    p = oracle_probe.probe(port, port.preferences(), args.oracle, args.commit)
     ctx.emit_json(p.as_doc())
     return 0
 
@@ -146,7 +109,7 @@ def _describe(ident: oracle_verify.Identity) -> str:
 
 def run_verify(args: argparse.Namespace, ctx: Context) -> int:
     port = ctx.port
-    prefs = oracle.preferences(port)
+    prefs = port.preferences()
     started = time.monotonic()
     v = oracle_verify.verify(port, prefs, args.oracle, args.commit)
     ident = v.identity
@@ -179,53 +142,3 @@ def run_verify(args: argparse.Namespace, ctx: Context) -> int:
     return 0
 
 
-def run_golden(args: argparse.Namespace, ctx: Context) -> int:
-    port = ctx.port
-    shard = golden.parse_shard(args.shard) if args.shard else None
-    outcome = golden.run(port, oracle.preferences(port), oracle_id=args.oracle, shard=shard,
-                         strict=args.strict, target=args.target, note=ctx.note)
-    g = outcome.gate
-    if ctx.json:
-        ctx.emit_json({**g.as_doc(), "cases": [
-            {"case": c.name, "drift": c.drift, "changed": list(c.changed)}
-            for c in outcome.cases]})
-    elif g.status == "PENDING":
-        print(f"{g.name} PENDING — {g.detail}", file=ctx.out)
-        print(f"handoff: {g.handoff}", file=ctx.out)
-    else:
-        print(f"{g.name} {g.status} ({g.duration_s:.1f} s)", file=ctx.out)
-        for c in outcome.cases:
-            if c.drift != "unchanged":
-                print(f"  {c.drift}: {c.name}" + (f" ({', '.join(c.changed)})"
-                                                  if c.drift == "changed" else ""),
-                      file=ctx.out)
-        print(f"golden drift: {outcome.summary}", file=ctx.out)
-    return 0
-
-
-def run_parity(args: argparse.Namespace, ctx: Context) -> int:
-    port = ctx.port
-    results = parity.run(port, oracle.preferences(port), suite=args.suite, strict=args.strict,
-                         target=args.target, say=ctx.note)
-    if ctx.json:
-        ctx.emit_json([r.as_doc() for r in results])
-    else:
-        for r in results:
-            extra = f" ({r.duration_s:.1f} s)" if r.duration_s is not None else ""
-            tail = f"; handoff: {r.handoff}" if r.handoff else ""
-            print(f"{r.name} {r.status}{extra}{tail}", file=ctx.out)
-    return 0
-
-
-def run_gates_merge(args: argparse.Namespace, ctx: Context) -> int:
-    port = ctx.port
-    target = gates.check_target(port, args.target) if args.target else gates.current_target(port)
-    changes = gates.merge(port, target, list(args.files))
-    if ctx.json:
-        ctx.emit_json({"target": target, "changed": changes})
-    else:
-        for line in changes:
-            print(line, file=ctx.out)
-        print(f"merged {len(args.files)} file(s) into the gate record for {target[:10]}: "
-              f"{len(changes)} gate(s) changed", file=ctx.out)
-    return 0

@@ -27,7 +27,6 @@ from sync.records import cycle, oraclefile
 from sync.records.config import OracleConfig
 from sync.records.prefs import KEYS as PREF_KEYS
 from sync.records.prefs import Preferences
-from sync.records.prefs import load as load_prefs
 from sync.upstream import gitio
 
 CORE_ID = oraclefile.CORE_ID
@@ -39,10 +38,6 @@ _ID = re.compile(r"[a-z0-9][a-z0-9._-]*")
 BASE_PATH = ("/usr/local/bin", "/usr/bin", "/bin")
 
 Note = Callable[[str], None]
-
-
-def preferences(port: Port) -> Preferences:
-    return load_prefs(port.root / port.config.preferences)
 
 
 def is_core(oracle_id: str) -> bool:

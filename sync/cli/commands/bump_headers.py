@@ -1,0 +1,98 @@
+"""`bump-headers` (step 5): move files' per-file pins to the target, byte-exact."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+from sync.cli.context import Context, add_json
+from sync.infra.errors import UsageError
+from sync.port import Port
+from sync.records import cycle
+from sync.steps import bump
+from sync.upstream import gitio
+
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_COMMIT = re.compile(r"[0-9a-f]{7,40}")
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("bump-headers", help="step 5: move files' per-file pins to the target",
+                       description="Rewrite only the SHA token(s) of each file's header "
+                       "citations to the target (default: the open cycle's target); every "
+                       "other byte is kept. Refuses ambiguous headers, citations ahead of the "
+                       "target and paths the target no longer has; a refusal writes nothing.")
+    p.add_argument("files", nargs="+", metavar="FILE", help="ported files to bump")
+    p.add_argument("--to", metavar="SHA", help="upstream commit to bump to (default: the cycle "
+                   "target)")
+    p.add_argument("--check", action="store_true",
+                   help="list what would change and write nothing")
+    add_json(p)
+    p.set_defaults(func=run)
+
+
+def _file_arg(port: Port, arg: str) -> tuple[Path, str]:
+    given = Path(arg).expanduser()
+    candidates = [given] if given.is_absolute() else [Path.cwd() / given, port.root / given]
+    for c in candidates:
+        if c.is_file():
+            real = c.resolve()
+            try:
+                rel = real.relative_to(port.root.resolve()).as_posix()
+            except ValueError:
+                raise UsageError(f"{arg} is not inside the port {port.root}",
+                                 "bump only the port's own files") from None
+            return real, rel
+    raise UsageError(f"no such file: {arg}", "give paths to ported files (relative to the "
+                     "current directory or the port root)")
+
+
+def run(args: argparse.Namespace, ctx: Context) -> int:
+    port = ctx.port
+    ref, upstream = port.reference(), port.upstream_ref
+    files = [_file_arg(port, a) for a in dict.fromkeys(args.files)]
+    rev = args.to
+    if rev is None:
+        rev = cycle.require(port).target
+    gitio.check_rev(rev)
+    target = bump.resolve_target(ref, rev, upstream)
+    written = 0
+    if args.check:
+        plans = bump.plan(ref, target, upstream, files)
+    else:
+        # Plan under the lock too: what is written must be what was read.
+        with port.lock():
+            plans = bump.plan(ref, target, upstream, files)
+            if not any(p.refusal is not None for p in plans):
+                written = bump.write(plans)
+    refused = [p for p in plans if p.refusal is not None]
+    if ctx.json:
+        ctx.emit_json({
+            "target": target, "check": bool(args.check), "written": written,
+            "files": [{
+                "path": p.rel, "status": p.status,
+                "reason": None if p.refusal is None else str(p.refusal),
+                "changes": [{"line": c.line, "path": c.path, "old": c.old, "new": c.new,
+                             "was": c.was} for c in p.changes],
+            } for p in plans],
+        })
+    else:
+        verb = "would bump" if args.check or refused else "bumped"
+        for p in plans:
+            if p.refusal is not None:
+                print(f"refused: {p.refusal}", file=ctx.out)
+            elif not p.changes:
+                print(f"{p.rel}: already at {target[:10]}", file=ctx.out)
+            for c in p.changes:
+                print(f"{p.rel}:{c.line}: {verb} {c.path} {c.old} → {c.new} (was {c.was})",
+                      file=ctx.out)
+    if refused:
+        first = refused[0].refusal
+        assert first is not None
+        if len(refused) == 1:
+            raise type(first)(f"{first.message}; nothing was written", first.fix)
+        raise type(first)(f"{len(refused)} of {len(plans)} files cannot be bumped safely "
+                          "(reasons above); nothing was written",
+                          "fix those headers by hand or leave the files out")
+    return 0

@@ -1,0 +1,39 @@
+"""`check` (CI): every record invariant, one line per violation."""
+
+from __future__ import annotations
+
+import argparse
+
+from sync.cli.context import Context, add_json
+from sync.infra.errors import CheckFailed
+from sync.steps.check import findings
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("check", help="verify every record invariant (for CI)",
+                       description="Check the pin block, PARITY PIN paragraph, oracle files, pin "
+                       "spans, ledger, decisions and per-file pins; one line per violation.")
+    p.add_argument("--no-audit", action="store_true",
+                   help="skip the per-file pin audit (it needs the reference checkout)")
+    add_json(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, ctx: Context) -> int:
+    found, notes = findings(ctx.port, with_audit=not args.no_audit)
+    errors = [f for f in found if f.severity == "error"]
+    if ctx.json:
+        ctx.emit_json({"ok": not errors, "errors": [f.text for f in errors],
+                       "warnings": [f.text for f in found if f.severity != "error"],
+                       "notes": notes})
+    else:
+        for f in found:
+            print(f.text if f.severity == "error" else f"warning: {f.text}", file=ctx.out)
+        for n in notes:
+            ctx.note(f"note: {n}")
+    if errors:
+        raise CheckFailed(f"{len(errors)} record invariant(s) violated",
+                          "fix each line above, then run check again")
+    if not ctx.json:
+        print(f"check: all record invariants hold in {ctx.port.root}", file=ctx.out)
+    return 0

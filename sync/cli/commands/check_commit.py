@@ -1,0 +1,38 @@
+"""`check-commit` (CI): no commit mixes a sync cycle with feature work."""
+
+from __future__ import annotations
+
+import argparse
+
+from sync.cli.context import Context, add_json
+from sync.infra.errors import CheckFailed
+from sync.steps.commitcheck import offenders
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("check-commit", help="refuse commits that mix sync records with feature "
+                       "work", description="Fail on any commit in RANGE that touches both "
+                       "sync-owned records and feature paths (check.feature_globs).")
+    p.add_argument("range", nargs="?", default="HEAD",
+                   help="A..B, or one commit (default: HEAD)")
+    add_json(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, ctx: Context) -> int:
+    bad = offenders(ctx.port, args.range)
+    if ctx.json:
+        ctx.emit_json({"ok": not bad, "commits": [
+            {"sha": s, "subject": subj, "sync_paths": o, "feature_paths": f}
+            for s, subj, o, f in bad]})
+    else:
+        for sha, subject, owned, feature in bad:
+            print(f"{sha[:10]} {subject}: mixes sync records ({', '.join(owned)}) with feature "
+                  f"work ({', '.join(feature)})", file=ctx.out)
+    if bad:
+        raise CheckFailed(f"{len(bad)} commit(s) mix a sync cycle with feature work",
+                          "split each into a sync commit and a feature commit")
+    if not ctx.json:
+        print(f"check-commit: no commit in {args.range} mixes sync records with feature work",
+              file=ctx.out)
+    return 0

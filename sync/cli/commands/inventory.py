@@ -1,0 +1,105 @@
+"""`inventory annotate` (step 5): record an INVENTORY item's (vllm#N) and tier."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+from pathlib import Path
+
+from sync.cli.context import Context, add_json
+from sync.infra.atomic import read_text, write_text
+from sync.infra.errors import MalformedRecord, UsageError
+from sync.port import Port
+from sync.records import cycle, inventory
+from sync.steps import queue as workqueue
+from sync.steps.classify import Entry
+
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_COMMIT = re.compile(r"[0-9a-f]{7,40}")
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("inventory", help="step 5: annotate INVENTORY items in the inventory",
+                       description="Porting inventory annotations.")
+    isub = p.add_subparsers(dest="inventory_command", metavar="ACTION", required=True)
+    a = isub.add_parser("annotate", help="record (vllm#N) and a tier for an INVENTORY item",
+                        description="Record '(vllm#N)' on the inventory row citing the same "
+                        "upstream path, or else as a bullet in this cycle's INVENTORY section "
+                        "(inserted before §9).")
+    a.add_argument("--pr", type=int, required=True, metavar="N", help="upstream PR number")
+    a.add_argument("--tier", required=True, type=str.upper, choices=inventory.TIERS)
+    a.add_argument("--path", action="append", default=[], metavar="P",
+                   help="upstream path (repeatable; default: the report entry's paths)")
+    a.add_argument("--note", help="a short note kept with the reference")
+    a.add_argument("--row", type=int, metavar="LINE",
+                   help="annotate the row at LINE (when several rows cite the path)")
+    add_json(a)
+    a.set_defaults(func=run)
+
+
+def _report_entry(port: Port, c: cycle.Cycle | None, pr: int) -> Entry | None:
+    """The open cycle's report entry for vllm#PR (the last, if a revert re-lands it)."""
+    if c is None:
+        return None
+    jpath = workqueue.report_json(port, c)
+    if not jpath.exists():
+        return None
+    try:
+        text = read_text(jpath)
+    except UnicodeDecodeError:
+        raise MalformedRecord("not UTF-8", "run 'upstream-sync sync' to rewrite it",
+                              path=port.rel(jpath)) from None
+    _pin, _target, entries = workqueue.entries_from_json(text, path=port.rel(jpath))
+    hits = [e for e in entries if e.pr == pr]
+    return hits[-1] if hits else None
+
+
+def run(args: argparse.Namespace, ctx: Context) -> int:
+    port = ctx.port
+    if args.pr <= 0:
+        raise UsageError("--pr must be a positive PR number", "give the upstream PR number")
+    c = cycle.load(port)
+    entry = _report_entry(port, c, args.pr)
+    if entry is not None and entry.disposition != "INVENTORY":
+        raise UsageError(f"the cycle's report lists vllm#{args.pr} as {entry.disposition}, "
+                         "not INVENTORY", f"decide it INVENTORY first (upstream-sync decide "
+                         f"#{args.pr} INVENTORY <reason>)")
+    paths: list[str] = list(dict.fromkeys(args.path)) or (
+        list(entry.upstream_paths) if entry else [])
+    if entry is None and not paths and args.row is None:
+        raise UsageError(f"vllm#{args.pr} is not in the open cycle's report and no --path was "
+                         "given", "pass --path P (the upstream path it adds or changes)")
+    file = port.root / port.config.inventory
+    rel = port.rel(file)
+    if not file.exists():
+        raise MalformedRecord("the porting inventory does not exist",
+                              "create it (tiers T0..T3 and a '## 9. Deviations' section)",
+                              path=rel)
+    title: str | None = None
+    intro = ""
+    if c is not None:
+        title = inventory.cycle_title(c.frozen_at[:10], c.target)
+        report_md = workqueue.report_json(port, c).with_suffix(".md")
+        link = Path(os.path.relpath(report_md, file.parent)).as_posix()
+        intro = (f"INVENTORY items of the sync cycle to `{c.target[:10]}` (report: "
+                 f"[{report_md.name}]({link})), recorded by `upstream-sync inventory annotate`. "
+                 "Move an item into its tier's list when it is scheduled.")
+    with port.lock():
+        inv = inventory.read(file, rel=rel)
+        result = inventory.annotate(inv, pr=args.pr, tier=args.tier, paths=paths,
+                                    subject=entry.subject if entry else None, note=args.note,
+                                    section_title=title, intro=intro, row_line=args.row)
+        if result.where != "already":
+            write_text(file, result.text)
+    if ctx.json:
+        ctx.emit_json({"inventory": rel, "pr": args.pr, "tier": args.tier,
+                       "where": result.where, "line": result.line, "row": result.row})
+    elif result.where == "already":
+        print(f"{rel}:{result.line}: vllm#{args.pr} is already recorded: {result.row.strip()}",
+              file=ctx.out)
+    else:
+        where = "on the existing row" if result.where == "row" else f"in section '{title}'"
+        print(f"{rel}:{result.line}: recorded vllm#{args.pr} {where}: {result.row.strip()}",
+              file=ctx.out)
+    return 0

@@ -1,0 +1,87 @@
+"""`ledger add` (step 5): append one parity-ledger row; rows are never edited."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from datetime import UTC, datetime
+
+from sync.cli.context import Context, add_json
+from sync.infra.errors import UsageError
+from sync.records import ledger
+
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_COMMIT = re.compile(r"[0-9a-f]{7,40}")
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("ledger", help="step 5: append a parity-ledger row",
+                       description="Parity ledger: rows are appended, never edited.")
+    lsub = p.add_subparsers(dest="ledger_command", metavar="ACTION", required=True)
+    a = lsub.add_parser("add", help="append one row to the ledger table",
+                        description="Append one row: 'DATE / `COMMIT`' | WHAT | "
+                        "'vllm#N, ... (`path`, ...) TEXT' | STATUS. '|' and newlines in values "
+                        "are escaped; existing rows are never touched.")
+    a.add_argument("--commit", required=True, help="the port commit that ports it (7-40 hex)")
+    a.add_argument("--what", required=True, help="what the port change does")
+    a.add_argument("--pr", type=int, action="append", default=[], metavar="N",
+                   help="upstream PR number (repeatable): written as vllm#N")
+    a.add_argument("--path", action="append", default=[], metavar="P",
+                   help="upstream path (repeatable)")
+    a.add_argument("--upstream", metavar="TEXT",
+                   help="further upstream-equivalent text (e.g. '@ `sha`')")
+    a.add_argument("--status", required=True, help="parity status (e.g. '✅ goldens "
+                   "bit-identical')")
+    a.add_argument("--date", help="YYYY-MM-DD (default: today, UTC)")
+    add_json(a)
+    a.set_defaults(func=run)
+
+
+def upstream_cell(prs: list[int], paths: list[str], text: str | None) -> str:
+    """`vllm#1, vllm#2 (`a.py`, `b.py`) text`: the shape of the real ledger's column."""
+    parts = []
+    if prs:
+        parts.append(", ".join(f"vllm#{n}" for n in dict.fromkeys(prs)))
+    if paths:
+        quoted = ", ".join(f"`{p}`" for p in dict.fromkeys(paths))
+        parts.append(f"({quoted})" if prs else quoted)
+    if text and text.strip():
+        parts.append(" ".join(text.split()))
+    return " ".join(parts)
+
+
+def run(args: argparse.Namespace, ctx: Context) -> int:
+    port = ctx.port
+    date = args.date or datetime.now(UTC).strftime("%Y-%m-%d")
+    if not _DATE.fullmatch(date):
+        raise UsageError(f"--date {date!r} is not YYYY-MM-DD", "give a date like 2026-08-13")
+    try:
+        datetime.strptime(date, "%Y-%m-%d")
+    except ValueError:
+        raise UsageError(f"--date {date!r} is not a calendar date", "give a real date") from None
+    commit = args.commit.strip()
+    if not _COMMIT.fullmatch(commit):
+        raise UsageError(f"--commit {commit!r} is not a commit SHA (7-40 lowercase hex)",
+                         "give the port commit that ports the change")
+    if any(n <= 0 for n in args.pr):
+        raise UsageError("--pr must be a positive PR number", "give the upstream PR number")
+    up = upstream_cell(args.pr, args.path, args.upstream)
+    if not up:
+        raise UsageError("the upstream equivalent is empty",
+                         "give --pr N and/or --path P (and optionally --upstream TEXT)")
+    cells = (f"{date} / `{commit}`", args.what, up, args.status)
+    path = port.root / port.config.ledger
+    rel = port.rel(path)
+    with port.lock():
+        table = ledger.load(path, rel=rel)
+        earlier = [r.line for n in args.pr for r in table.rows
+                   if re.search(rf"vllm#{n}\b", r.text)]
+        row = ledger.append(path, cells, rel=rel)
+    if earlier:
+        ctx.note(f"note: earlier ledger rows already name these PRs (lines "
+                 f"{', '.join(str(x) for x in sorted(set(earlier)))}); rows are never edited")
+    if ctx.json:
+        ctx.emit_json({"ledger": rel, "row": row, "cells": list(cells)})
+    else:
+        print(f"{rel}: appended {row}", file=ctx.out)
+    return 0

@@ -1,0 +1,33 @@
+"""`parity` (step 6): run the parity suites as gates."""
+
+from __future__ import annotations
+
+import argparse
+
+from sync.cli.context import Context, add_gate_args
+from sync.steps.verify import parity
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    pa = sub.add_parser("parity", help="step 6: run the parity suites as gates",
+                        description="Runs the configured suites (op, behavioral, model) and "
+                        "records PASS/FAIL, duration and command per suite.")
+    pa.add_argument("--suite", metavar="NAME", default=None, help="run only this suite")
+    add_gate_args(pa)
+    pa.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, ctx: Context) -> int:
+    port = ctx.port
+    results = parity.run(port, port.preferences(), suite=args.suite, strict=args.strict,
+                         target=args.target, say=ctx.note)
+    if ctx.json:
+        ctx.emit_json([r.as_doc() for r in results])
+    else:
+        for r in results:
+            extra = f" ({r.duration_s:.1f} s)" if r.duration_s is not None else ""
+            tail = f"; handoff: {r.handoff}" if r.handoff else ""
+            print(f"{r.name} {r.status}{extra}{tail}", file=ctx.out)
+    return 0
+
+

@@ -1,0 +1,48 @@
+"""`queue` (step 5): the PORT-NOW worklist with per-file pins and diffs."""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+from sync.cli.context import Context, add_json
+from sync.infra.errors import UsageError
+from sync.records import cycle
+from sync.steps import queue as workqueue
+from sync.upstream import gitio
+
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_COMMIT = re.compile(r"[0-9a-f]{7,40}")
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("queue", help="step 5: the PORT-NOW worklist with per-file pins and diffs",
+                       description="List the open cycle's PORT-NOW items in upstream order: the "
+                       "port files, their per-file pins, and per upstream path the diff to read "
+                       "(git diff <file-pin>..TARGET -- <path>) with its diffstat.")
+    p.add_argument("--patch", metavar="DIR", type=Path,
+                   help="also write each item's upstream diff to DIR/NNN-<sha>-vllm<PR>.patch")
+    add_json(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, ctx: Context) -> int:
+    port = ctx.port
+    ref, upstream = port.reference(), port.upstream_ref
+    if gitio.resolve(ref, upstream) is None:
+        upstream = cycle.require(port).target
+    patch_dir: Path | None = args.patch
+    if patch_dir is not None:
+        patch_dir = patch_dir.expanduser().resolve()
+        if patch_dir.exists() and not patch_dir.is_dir():
+            raise UsageError(f"--patch {patch_dir} is not a directory", "give a directory")
+    q = workqueue.build(port, ref, upstream, patch_dir=patch_dir)
+    for n in q.notes:
+        ctx.note(f"note: {n}")
+    if ctx.json:
+        ctx.emit_json(workqueue.to_json(q))
+    else:
+        for line in workqueue.render(q):
+            print(line, file=ctx.out)
+    return 0

@@ -1,0 +1,50 @@
+"""`sync` (steps 2-4): enumerate the range, classify every commit, write the report."""
+
+from __future__ import annotations
+
+import argparse
+
+from sync.cli.context import Context, add_json
+from sync.steps import report
+from sync.steps.syncrun import run_cycle
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("sync", help="steps 2-4: enumerate, classify, write the sync report",
+                       description="Enumerate PIN..TARGET, classify every commit (decisions, "
+                       "rules, defaults) and write .agents/sync/YYYY-MM-DD-<target7>.md + .json.")
+    p.add_argument("--target", help="commit, tag or ref to sync to (default: the open cycle's "
+                   "frozen target, else <remote>/<branch>)")
+    p.add_argument("--retarget", action="store_true",
+                   help="move an open cycle's frozen target to <remote>/<branch>")
+    p.add_argument("--allow-divergent", action="store_true",
+                   help="accept a target that does not descend from the pin")
+    add_json(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace, ctx: Context) -> int:
+    result = run_cycle(ctx.port, ctx, target=args.target, retarget=args.retarget,
+                       allow_divergent=args.allow_divergent)
+    for w in result.warnings:
+        ctx.note(f"warning: {w}")
+    m = result.model
+    if result.nothing:
+        if ctx.json:
+            ctx.emit_json({"pin": m.pin, "target": m.target, "report": None,
+                           "nothing_to_sync": True})
+        else:
+            print(f"nothing to sync: the target {m.target[:10]} is the pin", file=ctx.out)
+        return 0
+    rel = ctx.port.rel(result.path)
+    if ctx.json:
+        ctx.emit_json(report.to_json(m, rel))
+        return 0
+    counts = m.counts()
+    if result.new_decisions:
+        ctx.note(f"read back {result.new_decisions} hand-edited entries into decisions.toml")
+    print(f"{m.stats.commits} commits {m.pin[:10]}..{m.target[:10]}: "
+          + ", ".join(f"{counts[d]} {d}" for d in report.SECTIONS), file=ctx.out)
+    print(f"report: {result.path}", file=ctx.out)
+    return 0
+

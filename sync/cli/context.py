@@ -1,0 +1,68 @@
+"""What a command needs besides its arguments: the port, the output streams, the flags."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from sync.port import Port, locate
+
+
+@dataclass
+class Context:
+    """One per command run; it locates the port once (and finishes an interrupted advance)."""
+
+    port_arg: str | None
+    json: bool = False
+    debug: bool = False
+    out: TextIO = field(default_factory=lambda: sys.stdout)
+    err: TextIO = field(default_factory=lambda: sys.stderr)
+    _port: Port | None = None
+
+    @property
+    def port(self) -> Port:
+        if self._port is None:
+            self._port = locate(self.port_arg)
+            if self._port.example:
+                self.note(f"no port configured: running on the bundled example at "
+                          f"{self._port.root}")
+            from sync.steps.advance.txn import recover
+
+            done = recover(self._port.sync_dir)
+            if done:
+                self.note(f"note: {done}")
+        return self._port
+
+    def note(self, message: str) -> None:
+        """Progress and notices go to stderr so stdout stays parseable."""
+        print(message, file=self.err, flush=True)
+
+    def progress(self, message: str) -> None:
+        """Progress of a slow step: on a terminal only, so logs and pipes keep one-line errors."""
+        isatty = getattr(self.err, "isatty", None)
+        if isatty is not None and isatty():
+            self.note(message)
+
+    def say(self, line: str = "") -> None:
+        """One line of the command's own output (stdout)."""
+        print(line, file=self.out)
+
+    def emit_json(self, doc: Any) -> None:
+        from sync.steps.report import dump_json
+
+        self.out.write(dump_json(doc))
+
+
+def add_json(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--json", action="store_true", help="print machine-readable JSON on stdout")
+
+
+def add_gate_args(p: argparse.ArgumentParser) -> None:
+    """The options every gate command shares (golden, parity)."""
+    p.add_argument("--strict", action="store_true",
+                   help="a gate this host cannot run is an error (exit 6), never a skip")
+    p.add_argument("--target", metavar="SHA", default=None,
+                   help="refuse unless this checkout's gate target is SHA (handoffs pass it)")
+    add_json(p)

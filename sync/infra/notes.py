@@ -1,0 +1,17 @@
+"""What a step may say while it works: notices and progress, never on stdout.
+
+The CLI's `Context` is the one implementation; steps take `Notes | None` so they
+can run without a command line (tests, other steps).
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+
+class Notes(Protocol):
+    def note(self, message: str) -> None:
+        """A notice the user should read (stderr)."""
+
+    def progress(self, message: str) -> None:
+        """Progress of a slow step (stderr, on a terminal only)."""
