@@ -18,8 +18,8 @@ from sync.infra.notes import Notes
 from sync.port import Port
 from sync.records import cycle, decisions, deviations, gates, pins
 from sync.steps import audit, carry, classify, report, surface
+from sync.steps.target import freeze
 from sync.upstream import gitio, history
-from sync.upstream.fetch import freeze
 
 
 @dataclass(frozen=True)

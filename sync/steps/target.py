@@ -1,4 +1,4 @@
-"""Step 1: fetch the upstream and freeze the cycle's target SHA.
+"""Step 1: choose the cycle's target and freeze its SHA (the fetch itself is `gitio.fetch`).
 
 The fetch only moves `refs/remotes/<remote>/<branch>`; the reference checkout's
 work tree and branches stay where they are, so mid-cycle work (or a dirty tree)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 from sync.cli.context import Context, add_json
+from sync.steps.target import freeze
 from sync.upstream import gitio
-from sync.upstream.fetch import freeze
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
