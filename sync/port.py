@@ -22,6 +22,7 @@ from typing import Any, TypeVar, cast
 
 from sync.infra.atomic import port_lock
 from sync.infra.errors import UsageError
+from sync.infra.notes import Notes
 from sync.records import config as config_mod
 from sync.records import pins
 from sync.records import prefs as prefs_mod
@@ -117,7 +118,7 @@ def this_repository(start: Path) -> Path | None:
     return None
 
 
-def locate(arg: str | None) -> Port:
+def locate(arg: str | None, notes: Notes | None = None) -> Port:
     chosen = arg or os.environ.get("SYNC_PORT")
     if chosen:
         root = Path(chosen).expanduser().resolve()
@@ -135,6 +136,6 @@ def locate(arg: str | None) -> Port:
     if repo is not None:
         from sync.dev import example
 
-        root = example.materialise(repo)
+        root = example.materialise(repo, notes=notes)
         return Port(root, config_mod.load(root), example=True)
     raise UsageError("no port found here", "run inside the port, pass --port DIR or set SYNC_PORT")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
+import io
 import json
 import re
 import shutil
@@ -318,3 +319,31 @@ def test_generator_runs_as_a_plain_script(tmp: Path) -> None:
                            f"import runpy; runpy.run_path({str(script)!r}, run_name='check')"],
                           capture_output=True, text=True, cwd=tmp)
     assert proc.returncode == 0, proc.stderr
+
+
+def test_the_first_run_says_it_is_building_the_example(tmp: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    from sync import cli
+
+    root = tmp / "upstream-sync"
+    shutil.copytree(EXAMPLES, root / "examples",
+                    ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    (root / "sync" / "cli").mkdir(parents=True)
+    (root / "sync" / "cli" / "__init__.py").write_text("")  # what marks the suite's checkout
+    monkeypatch.setenv("SYNC_INVOKED_FROM", str(root))
+
+    def notes() -> list[str]:
+        out, err = io.StringIO(), io.StringIO()
+        cli.main(["status"], out=out, err=err)
+        return err.getvalue().splitlines()
+
+    first = notes()
+    assert first[:2] == [
+        f"building the bundled example in {root.resolve() / '.example'} (first run): its upstream"
+        " history with git fast-import, a reference checkout and the example port",
+        f"no port configured: running on the bundled example at {root.resolve()}/.example/port"]
+    assert not any(line.startswith("building") for line in notes())  # built once
+    readme = root / "examples" / "port" / "README.md"
+    readme.write_text(readme.read_text() + "\nOne more line.\n")
+    assert notes()[0].startswith(f"building the bundled example in {root.resolve()}/.example"
+                                 " (examples/ changed): ")

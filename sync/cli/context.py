@@ -24,7 +24,7 @@ class Context:
     @property
     def port(self) -> Port:
         if self._port is None:
-            self._port = locate(self.port_arg)
+            self._port = locate(self.port_arg, notes=self)
             if self._port.example:
                 self.note(f"no port configured: running on the bundled example at "
                           f"{self._port.root}")

@@ -33,6 +33,7 @@ from pathlib import Path
 from sync.dev.fastimport import hermetic_env
 from sync.infra.atomic import write_text
 from sync.infra.errors import EnvironmentUnresolved, UsageError
+from sync.infra.notes import Notes
 
 EXAMPLE_DIR = ".example"
 STAMP_FILE = "stamp"
@@ -161,11 +162,12 @@ def _lock(repo_root: Path) -> Iterator[None]:
         os.close(fd)
 
 
-def materialise(repo_root: Path, *, fresh: bool = False) -> Path:
+def materialise(repo_root: Path, *, fresh: bool = False, notes: Notes | None = None) -> Path:
     """Build (if needed) `<repo_root>/.example` and return the example port's root.
 
     `fresh=True` rebuilds even when the stamp matches, discarding any state that
-    earlier commands left in the example.
+    earlier commands left in the example. A build says so first, through `notes`: it
+    takes a moment, and it discards what earlier commands left in the example.
     """
     repo_root = repo_root.resolve()
     examples = repo_root / "examples"
@@ -176,6 +178,10 @@ def materialise(repo_root: Path, *, fresh: bool = False) -> Path:
     with _lock(repo_root):
         if not fresh and _current(final) == want:
             return final / "port"
+        if notes is not None:
+            why = "first run" if not final.exists() else "rebuild" if fresh else "examples/ changed"
+            notes.note(f"building the bundled example in {final} ({why}): its upstream history "
+                       "with git fast-import, a reference checkout and the example port")
         for stale in repo_root.glob(f"{EXAMPLE_DIR}.*.tmp"):
             shutil.rmtree(stale, ignore_errors=True)  # left by a killed build
         work = Path(tempfile.mkdtemp(prefix=f"{EXAMPLE_DIR}.", suffix=".tmp", dir=repo_root))
