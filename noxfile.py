@@ -2,9 +2,19 @@
 
 With no port configured (no --port, no $SYNC_PORT, not inside a port) the commands
 run on the bundled example and say so. Arguments after `--` go to the command.
+
+A session reinstalls the package only when its sources changed: the install writes a
+stamp (a hash of `pyproject.toml`, `sync/` and what was installed) into the session's
+virtualenv, and a warm session whose stamp matches goes straight to its command.
+A command's typed exit code (2-7, see the README) is nox's exit code too, so CI
+sees "3: misconfigured runner" or "6: the cycle is not ready" through nox.
 """
 
 from __future__ import annotations
+
+import hashlib
+import re
+from pathlib import Path
 
 import nox
 
@@ -12,11 +22,44 @@ nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.reuse_existing_virtualenvs = True
 nox.options.sessions = ["tests", "lint"]
 
-PYPROJECT = nox.project.load_toml("pyproject.toml")
+ROOT = Path(__file__).resolve().parent
+PYPROJECT = nox.project.load_toml(ROOT / "pyproject.toml")
+STAMP = "upstream-sync.stamp"
+TYPED_EXITS = range(2, 8)  # sync/infra/errors.py; 1 stays nox's own "something failed"
+
+
+def _stamp(requirements: tuple[str, ...]) -> str:
+    """What a session's install depends on: the requirements and every source byte."""
+    h = hashlib.sha256("\0".join(requirements).encode())
+    files = [ROOT / "pyproject.toml", *(ROOT / "sync").rglob("*")]
+    for path in sorted(p for p in files if p.is_file() and "__pycache__" not in p.parts):
+        data = path.read_bytes()
+        h.update(f"\0{path.relative_to(ROOT).as_posix()}\0{len(data)}\0".encode())
+        h.update(data)
+    return h.hexdigest()
+
+
+def _install(session: nox.Session, *groups: str) -> None:
+    """Install the package (and dependency groups) unless this venv already holds it."""
+    if session.venv_backend == "none":
+        return  # --no-venv: the upstream-sync already on PATH runs
+    reqs = (".", *(r for g in groups for r in nox.project.dependency_groups(PYPROJECT, g)))
+    stamp = Path(session.virtualenv.location) / STAMP
+    want = _stamp((session.venv_backend, *reqs))
+    if stamp.is_file() and stamp.read_text(encoding="utf-8") == want:
+        session.log("upstream-sync is installed from these sources: nothing to install")
+        return
+    stamp.unlink(missing_ok=True)
+    # uv keeps an installed local package of the same version unless told otherwise.
+    cmd = (["uv", "pip", "install", "--reinstall-package", "upstream-sync"]
+           if session.venv_backend == "uv" else ["python", "-m", "pip", "install"])
+    # run_install is skipped (returns None) under --no-install: then nothing was installed.
+    if session.run_install(*cmd, *reqs, silent=True, external="error") is not None:
+        stamp.write_text(want, encoding="utf-8")
 
 
 def _cli(session: nox.Session, *args: str) -> None:
-    session.install(".")
+    _install(session)
     _run(session, *args)
 
 
@@ -24,7 +67,17 @@ def _run(session: nox.Session, *args: str) -> None:
     # nox runs sessions from the noxfile's folder; the command looks for the port where
     # nox was invoked (`nox -f .../noxfile.py` from inside a port).
     env = {"SYNC_INVOKED_FROM": str(session.invoked_from)}
-    session.run("upstream-sync", *args, *session.posargs, env=env)
+    try:
+        session.run("upstream-sync", *args, *session.posargs, env=env)
+    except nox.command.CommandFailed as exc:
+        code = getattr(exc, "return_code", None)  # nox >= 2026.07; older ones say it in words
+        if code is None:
+            found = re.fullmatch(r"Returned code (\d+)", str(exc.reason))
+            code = int(found.group(1)) if found else None
+        if code in TYPED_EXITS:
+            session.log(f"upstream-sync exited {code}: nox exits {code} too (README, Exit codes)")
+            raise SystemExit(code) from None
+        raise
 
 
 @nox.session(default=False)
@@ -48,7 +101,7 @@ def sync(session: nox.Session) -> None:
 @nox.session(default=False)
 def port(session: nox.Session) -> None:
     """Step 5: the PORT-NOW queue and the per-file pin audit."""
-    session.install(".")
+    _install(session)
     _run(session, "queue")
     _run(session, "audit")
 
@@ -56,7 +109,7 @@ def port(session: nox.Session) -> None:
 @nox.session(default=False, tags=["gate"])
 def oracle(session: nox.Session) -> None:
     """Step 6: build the oracle virtualenv at the pin (or --commit) if missing, and verify it."""
-    session.install(".")
+    _install(session)
     _run(session, "oracle", "build", "--if-missing")
     _run(session, "oracle", "verify")
 
@@ -102,20 +155,23 @@ def cli(session: nox.Session) -> None:
 @nox.session
 def tests(session: nox.Session) -> None:
     """Run the test suite."""
-    session.install(".", *nox.project.dependency_groups(PYPROJECT, "test"))
+    _install(session, "test")
     session.run("pytest", *session.posargs)
 
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """Ruff and strict mypy."""
-    session.install(".", *nox.project.dependency_groups(PYPROJECT, "lint"))
+    """Ruff, strict mypy, and the CI templates as GitHub lints them (zizmor, schema)."""
+    _install(session, "lint")
     session.run("ruff", "check", "sync", "tests", "noxfile.py", "examples")
     session.run("mypy", *session.posargs)
+    templates = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "ci" / "github").glob("*.yml"))
+    session.run("zizmor", "--offline", "--no-progress", "--color", "never", *templates)
+    session.run("check-jsonschema", "--builtin-schema", "vendor.github-workflows", *templates)
 
 
 @nox.session(default=False)
 def bench(session: nox.Session) -> None:
     """Measure the speed and memory bars (10,000-commit synthetic upstream, 2,000-file port)."""
-    session.install(".")
+    _install(session)
     session.run("python", "-m", "sync.dev.bench", *session.posargs)
