@@ -8,6 +8,7 @@ import os
 import shutil
 import socket
 import subprocess
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -152,7 +153,7 @@ def test_build_layout_record_and_untouched_reference(env: World) -> None:
     assert rec is not None
     assert (rec.oracle, rec.commit, rec.build_mode) == ("vllm", env.up.pin, "precompiled")
     assert dict(rec.build_env) == {"VLLM_USE_PRECOMPILED": "1"}
-    assert rec.installer in ("uv", "pip")
+    assert rec.installer == ("uv" if oracle_build.find_uv() is not None else "pip")
     # The reference checkout's work tree, HEAD, worktrees and refs are as fast-import left them.
     assert git(env.up.path, "status", "--porcelain", "--untracked-files=all") == ""
     assert git(env.up.path, "rev-parse", "HEAD").strip() == env.up.pin
@@ -160,6 +161,22 @@ def test_build_layout_record_and_untouched_reference(env: World) -> None:
     assert not (env.up.path / "vllm" / "_version.py").exists()
     assert sorted(git(env.up.path, "for-each-ref", "--format=%(refname)").split()) == [
         "refs/heads/main", "refs/heads/side", "refs/tags/v0.2.1rc1"]
+
+
+def test_build_without_uv_uses_venv_and_pip(env: World, tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """The product's second installer: a machine without uv builds with venv + pip."""
+    monkeypatch.setitem(sys.modules, "uv", None)  # `import uv` fails, as where it is absent
+    path = [d for d in os.environ["PATH"].split(os.pathsep) if not (Path(d) / "uv").exists()]
+    monkeypatch.setenv("PATH", os.pathsep.join(path))
+    assert oracle_build.find_uv() is None and shutil.which("git") is not None
+    monkeypatch.setenv("SYNC_ORACLE_HOME", str(tmp_path / "venvs"))
+    p = port_of(env)
+    built = oracle_build.build(p, p.preferences(), "vllm")
+    assert built.record.installer == "pip"
+    assert not (built.env / "bin" / "uv").exists()
+    add_distribution(site_packages(built.env), "flashinfer-python", FLASHINFER)
+    assert verify_lines(env) == []
 
 
 def test_existing_env_needs_rebuild(env: World) -> None:
