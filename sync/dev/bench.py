@@ -5,7 +5,8 @@ several subtrees with renames and a 2,000-file port citing it, then runs
 `upstream-sync sync` as a child process on a 150-commit and a 10,000-commit
 range. Each run's git processes are counted through a `git` shim on PATH, so
 GitPython's own calls are counted too. Prints wall time, peak RSS, git process
-count and the ratio to plain `git log -z --no-merges -M --name-status`.
+count and the ratio to plain `git log -z --no-merges -M --name-status`. Then what a
+warm `nox -s sync` adds to the command on the 150-commit range (`dev/warmnox.py`).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from sync.dev import warmnox
 from sync.dev.fastimport import History, hermetic_env
 
 SUBTREES = ("vllm/v1/core", "vllm/config", "vllm/model_executor/layers", "vllm/entrypoints",
@@ -142,6 +144,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m sync.dev.bench", description=__doc__)
     ap.add_argument("--commits", type=int, default=10_000, help="size of the long range")
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    ap.add_argument("--warm-runs", type=int, default=5, metavar="N",
+                    help="warm `nox -s sync` runs to time (0: skip that measurement)")
+    ap.add_argument("--suite", type=Path, default=Path.cwd(),
+                    help="the upstream-sync checkout whose noxfile is timed (default: here, "
+                    "where nox runs the bench session)")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="upstream-sync-bench-") as tmp:
         root = Path(tmp)
@@ -169,9 +176,12 @@ def main(argv: list[str] | None = None) -> int:
                          and fig["enumerate_ratio"] < 3.0)
             rows.append(fig)
             print(f"bench: range {size}: {fig['wall_s']:.2f}s", file=sys.stderr, flush=True)
+        warm = _warm(args, root, shas)
     constant = len({r["git_processes"] for r in rows}) == 1
+    warm_doc = warm.as_doc() if isinstance(warm, warmnox.Warm) else {"skipped": warm}
     if args.json:
-        print(json.dumps({"runs": rows, "git_processes_constant": constant}, indent=2))
+        print(json.dumps({"runs": rows, "git_processes_constant": constant,
+                          "warm_session": warm_doc}, indent=2))
     else:
         print(f"{'range':>7} {'wall s':>7} {'bar':>5} {'RSS MB':>7} {'bar':>5} {'git procs':>9} "
               f"{'git log s':>9} {'ratio':>6} {'enum s':>7} {'enum ratio':>10}")
@@ -182,7 +192,25 @@ def main(argv: list[str] | None = None) -> int:
                   f"{r['plain_git_log_s']:>9.2f} {r['ratio_to_git_log']:>6.2f} "
                   f"{r['enumerate_s']:>7.2f} {r['enumerate_ratio']:>10.2f}")
         print(f"git processes independent of commit count: {'yes' if constant else 'NO'}")
-    return 0 if all(r["ok"] for r in rows) and constant else 1
+        print(warm.line() if isinstance(warm, warmnox.Warm)
+              else f"warm nox session: not measured: {warm}")
+    warm_ok = not isinstance(warm, warmnox.Warm) or warm.ok
+    return 0 if all(r["ok"] for r in rows) and constant and warm_ok else 1
+
+
+def _warm(args: argparse.Namespace, root: Path, shas: list[str]) -> warmnox.Warm | str:
+    """The warm-session overhead on the 150-commit port, or why it was not measured."""
+    if args.warm_runs <= 0:
+        return "--warm-runs 0"
+    print(f"bench: timing warm `nox -s sync` ({args.warm_runs} runs, after one cold install)",
+          file=sys.stderr, flush=True)
+    port = root / "r150" / "port"
+    try:
+        return warmnox.measure(args.suite.resolve(), root / "warm", "sync",
+                               ["--port", str(port), "--target", shas[-1], "--json"],
+                               args.warm_runs)
+    except warmnox.Skipped as exc:
+        return str(exc)
 
 
 if __name__ == "__main__":
