@@ -70,7 +70,8 @@ def _run(session: nox.Session, *args: str) -> None:
     try:
         session.run("upstream-sync", *args, *session.posargs, env=env)
     except nox.command.CommandFailed as exc:
-        code = getattr(exc, "return_code", None)  # nox >= 2026.07; older ones say it in words
+        # nox >= 2026.07 carries the code; older ones (2025.02.09 on) only say it in words.
+        code = getattr(exc, "return_code", None)
         if code is None:
             found = re.fullmatch(r"Returned code (\d+)", str(exc.reason))
             code = int(found.group(1)) if found else None
