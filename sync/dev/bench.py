@@ -178,10 +178,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"bench: range {size}: {fig['wall_s']:.2f}s", file=sys.stderr, flush=True)
         warm = _warm(args, root, shas)
     constant = len({r["git_processes"] for r in rows}) == 1
-    warm_doc = warm.as_doc() if isinstance(warm, warmnox.Warm) else {"skipped": warm}
     if args.json:
         print(json.dumps({"runs": rows, "git_processes_constant": constant,
-                          "warm_session": warm_doc}, indent=2))
+                          "warm_session": warmnox.as_doc(warm)}, indent=2))
     else:
         print(f"{'range':>7} {'wall s':>7} {'bar':>5} {'RSS MB':>7} {'bar':>5} {'git procs':>9} "
               f"{'git log s':>9} {'ratio':>6} {'enum s':>7} {'enum ratio':>10}")
@@ -192,10 +191,9 @@ def main(argv: list[str] | None = None) -> int:
                   f"{r['plain_git_log_s']:>9.2f} {r['ratio_to_git_log']:>6.2f} "
                   f"{r['enumerate_s']:>7.2f} {r['enumerate_ratio']:>10.2f}")
         print(f"git processes independent of commit count: {'yes' if constant else 'NO'}")
-        print(warm.line() if isinstance(warm, warmnox.Warm)
-              else f"warm nox session: not measured: {warm}")
-    warm_ok = not isinstance(warm, warmnox.Warm) or warm.ok
-    return 0 if all(r["ok"] for r in rows) and constant and warm_ok else 1
+        print(warmnox.line(warm))
+    bars_met = [*(r["ok"] for r in rows), constant, warmnox.ok(warm)]
+    return 0 if all(bars_met) else 1
 
 
 def _warm(args: argparse.Namespace, root: Path, shas: list[str]) -> warmnox.Warm | str:

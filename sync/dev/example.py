@@ -162,6 +162,12 @@ def _lock(repo_root: Path) -> Iterator[None]:
         os.close(fd)
 
 
+def _building(final: Path, fresh: bool) -> str:
+    why = "first run" if not final.exists() else "rebuild" if fresh else "examples/ changed"
+    return (f"building the bundled example in {final} ({why}): its upstream history with "
+            "git fast-import, a reference checkout and the example port")
+
+
 def materialise(repo_root: Path, *, fresh: bool = False, notes: Notes | None = None) -> Path:
     """Build (if needed) `<repo_root>/.example` and return the example port's root.
 
@@ -179,9 +185,7 @@ def materialise(repo_root: Path, *, fresh: bool = False, notes: Notes | None = N
         if not fresh and _current(final) == want:
             return final / "port"
         if notes is not None:
-            why = "first run" if not final.exists() else "rebuild" if fresh else "examples/ changed"
-            notes.note(f"building the bundled example in {final} ({why}): its upstream history "
-                       "with git fast-import, a reference checkout and the example port")
+            notes.note(_building(final, fresh))
         for stale in repo_root.glob(f"{EXAMPLE_DIR}.*.tmp"):
             shutil.rmtree(stale, ignore_errors=True)  # left by a killed build
         work = Path(tempfile.mkdtemp(prefix=f"{EXAMPLE_DIR}.", suffix=".tmp", dir=repo_root))

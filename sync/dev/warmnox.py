@@ -113,3 +113,19 @@ def measure(suite: Path, work: Path, session: str, args: list[str], runs: int) -
             raise _fail(f"`upstream-sync {session}`", proc)
         command_s.append(wall)
     return Warm(session, found.group(1) if found else "?", tuple(nox_s), tuple(command_s))
+
+
+# The bench reports a measurement or why there is none (a string): both print, and only
+# a measurement over the bar fails the bench.
+def as_doc(result: Warm | str) -> dict[str, object]:
+    return result.as_doc() if isinstance(result, Warm) else {"skipped": result}
+
+
+def line(result: Warm | str) -> str:
+    if isinstance(result, Warm):
+        return result.line()
+    return f"warm nox session: not measured: {result}"
+
+
+def ok(result: Warm | str) -> bool:
+    return not isinstance(result, Warm) or result.ok
