@@ -14,7 +14,7 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, cast, get_args
+from typing import Any, Literal, get_args
 
 import tomli_w
 
@@ -90,7 +90,7 @@ def _decision(sha: str, d: object, path: str) -> Decision:
     if schema.mistyped(values, Decision) is not None:
         raise MalformedRecord(f"decision {sha[:10]}: by/at/subject must be strings",
                               "fix the file", path=path)
-    return Decision(sha=sha, **cast(dict[str, Any], values))
+    return Decision(sha=sha, **values)
 
 
 def parse(text: str, *, path: str) -> dict[str, Decision]:

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from sync.port import Port
-from sync.records import mdscan
+from sync.records import mdscan, mdtext
+from sync.records.layout import Layout
 from sync.records.mdscan import LIST, PR_REF, Heading, Line
-from sync.steps import report
-from sync.steps.surface import Surface
 from sync.upstream.history import Commit
 
 _ENTRY_NUMBER = re.compile(r"(?:§\s*)?(\d+(?:\.\d+)*)\.?(?=[\s:)—–-]|\Z)")
@@ -52,6 +50,13 @@ class Cited(Protocol):
 
     @property
     def deviations(self) -> tuple[Deviation, ...]: ...
+
+
+class Surface(Protocol):
+    """What `touched` reads of a `steps.surface.Surface` (a step, above the records)."""
+
+    @property
+    def by_upstream(self) -> Mapping[str, Sequence[str]]: ...
 
 
 def title_key(title: str) -> str:
@@ -210,7 +215,7 @@ def _touched(deviations: Iterable[Deviation], commits: Iterable[Commit],
             hits = index.by_pr.get(pr, [])
             if hits:
                 parts.append(f"cites vllm#{pr}, in the range: "
-                             + ", ".join(f"`{c.sha[:report.SHA_LEN]}`" for c in hits))
+                             + ", ".join(f"`{c.sha[:mdtext.SHA_LEN]}`" for c in hits))
         if parts:
             title = d.title.replace('"', "'")
             out.append(f"- {d.label} \"{title}\": " + "; ".join(parts))
@@ -219,10 +224,10 @@ def _touched(deviations: Iterable[Deviation], commits: Iterable[Commit],
 
 def _ref(c: Commit) -> str:
     pr = f" vllm#{c.pr}" if c.pr is not None else ""
-    return f"`{c.sha[:report.SHA_LEN]}`{pr}"
+    return f"`{c.sha[:mdtext.SHA_LEN]}`{pr}"
 
 
-def deviations_touched(port: Port, commits: list[Commit], surf: Surface) -> list[str]:
+def deviations_touched(port: Layout, commits: list[Commit], surf: Surface) -> list[str]:
     """For the report: every §9 deviation the range touches ([] without an inventory or §9)."""
     file = port.root / port.config.inventory
     if not file.exists():

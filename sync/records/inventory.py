@@ -17,11 +17,10 @@ from pathlib import Path
 from typing import Literal
 
 from sync.infra.errors import MalformedRecord, UsageError
-from sync.port import Port
-from sync.records import deviations, mdscan
+from sync.records import deviations, mdscan, mdtext
 from sync.records.deviations import Deviation
+from sync.records.layout import Layout
 from sync.records.mdscan import FENCE, LIST, PR_REF, Heading, Line, split_lines
-from sync.steps import report
 
 ItemKind = Literal["bullet", "table"]
 ItemStatus = Literal["todo", "wip", "done"]
@@ -154,7 +153,7 @@ def _first_cell(row: str) -> str:
     return row.lstrip("|").split("|", 1)[0].strip()
 
 
-def load(port: Port) -> Inventory | None:
+def load(port: Layout) -> Inventory | None:
     """The port's inventory, or None when the file does not exist."""
     file = port.root / port.config.inventory
     if not file.exists():
@@ -272,7 +271,7 @@ def _in_section(inv: Inventory, pr: int, tier: str, paths: Sequence[str], subjec
     bullet = f"- {tier} (vllm#{pr})"
     if subject:
         bare = _PR_SUFFIX.sub("", subject) or subject  # the (vllm#N) just written says it
-        bullet += " " + report.escape(report.short_subject(bare))
+        bullet += " " + mdtext.escape(mdtext.short_subject(bare))
     if paths:
         bullet += " — " + ", ".join(f"`{p}`" for p in paths)
     if note:

@@ -49,9 +49,10 @@ def unknown(doc: Mapping[str, object], cls: type) -> str | None:
     return extra[0] if extra else None
 
 
-def values(doc: Mapping[str, object], cls: type) -> dict[str, object]:
-    """The stored keys of `doc`, defaults filled in for the keys it omits."""
-    out: dict[str, object] = {}
+def values(doc: Mapping[str, object], cls: type) -> dict[str, Any]:
+    """The stored keys of `doc`, defaults filled in for the keys it omits (for `cls(**...)`
+    once `missing` and `mistyped` found nothing)."""
+    out: dict[str, Any] = {}
     for f in stored(cls):
         if f.name in doc:
             out[f.name] = doc[f.name]
