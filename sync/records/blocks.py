@@ -28,7 +28,9 @@ def is_date(value: str) -> bool:
 
 
 @dataclass(frozen=True)
-class Entry:
+class KeyValue:
+    """One `key = value` line of a block."""
+
     key: str
     value: str
     line: int  # 1-based line number in the file
@@ -37,7 +39,7 @@ class Entry:
 @dataclass(frozen=True)
 class Block:
     info: str
-    entries: tuple[Entry, ...]
+    entries: tuple[KeyValue, ...]
     start: int  # offset of the first body line
     end: int  # offset just past the last body line (the closing fence starts here)
     open_line: int  # 1-based line of the opening fence
@@ -83,7 +85,7 @@ def find(text: str, info: str, *, path: str) -> list[Block]:
     return blocks
 
 
-def _parse_line(body: str, path: str, line: int) -> Entry:
+def _parse_line(body: str, path: str, line: int) -> KeyValue:
     if "=" not in body:
         raise MalformedRecord(f"malformed line {body.strip()[:60]!r} (expected 'key = value')",
                               "fix the block line", path=path, line=line)
@@ -92,7 +94,7 @@ def _parse_line(body: str, path: str, line: int) -> Entry:
     if not _KEY.match(key):
         raise MalformedRecord(f"malformed key {key[:40]!r}", "keys are lowercase_with_underscores",
                               path=path, line=line)
-    return Entry(key, value.strip(), line)
+    return KeyValue(key, value.strip(), line)
 
 
 def exactly_one(text: str, info: str, *, path: str) -> Block:
@@ -110,7 +112,7 @@ def exactly_one(text: str, info: str, *, path: str) -> Block:
 
 def check_keys(block: Block, required: tuple[str, ...], *, path: str,
                optional: tuple[str, ...] = ()) -> dict[str, str]:
-    seen: dict[str, Entry] = {}
+    seen: dict[str, KeyValue] = {}
     for e in block.entries:
         if e.key in seen:
             raise MalformedRecord(f"duplicate key {e.key!r} (first on line {seen[e.key].line})",
