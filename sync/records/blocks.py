@@ -66,23 +66,33 @@ def find(text: str, info: str, *, path: str) -> list[Block]:
     lines = _lines(text)
     i = 0
     while i < len(lines):
-        _off, body, nl = lines[i]
-        stripped = body.strip()
-        if stripped.startswith("```") and stripped[3:].strip() == info and body.startswith("```"):
-            j = i + 1
-            while j < len(lines) and lines[j][1].strip() != "```":
-                j += 1
-            if j >= len(lines):
-                raise MalformedRecord(f"```{info} block is never closed", "add the closing ```",
-                                      path=path, line=i + 1)
-            entries = tuple(_parse_line(lines[k][1], path, k + 1) for k in range(i + 1, j)
-                            if lines[k][1].strip() and not lines[k][1].lstrip().startswith("#"))
-            start = lines[i + 1][0] if i + 1 <= j else lines[j][0]
-            blocks.append(Block(info, entries, start, lines[j][0], i + 1, nl or "\n"))
-            i = j + 1
-            continue
-        i += 1
+        if _opens(lines[i][1], info):
+            block, i = _block(lines, i, info, path)
+            blocks.append(block)
+        else:
+            i += 1
     return blocks
+
+
+def _opens(body: str, info: str) -> bool:
+    """Whether `body` is an opening fence of an `info` block, at the start of its line."""
+    stripped = body.strip()
+    return body.startswith("```") and stripped[3:].strip() == info
+
+
+def _block(lines: list[tuple[int, str, str]], i: int, info: str,
+           path: str) -> tuple[Block, int]:
+    """(the block opened on line index `i`, the index of the line after its closing fence)."""
+    j = i + 1
+    while j < len(lines) and lines[j][1].strip() != "```":
+        j += 1
+    if j >= len(lines):
+        raise MalformedRecord(f"```{info} block is never closed", "add the closing ```",
+                              path=path, line=i + 1)
+    entries = tuple(_parse_line(body, path, k + 1) for k, (_, body, _) in
+                    enumerate(lines[i + 1: j], start=i + 1)
+                    if body.strip() and not body.lstrip().startswith("#"))
+    return Block(info, entries, lines[i + 1][0], lines[j][0], i + 1, lines[i][2] or "\n"), j + 1
 
 
 def _parse_line(body: str, path: str, line: int) -> KeyValue:

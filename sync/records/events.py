@@ -24,6 +24,7 @@ from sync.infra.errors import MalformedRecord
 from sync.records import schema
 from sync.records.layout import Layout
 from sync.records.schema import DERIVED
+from sync.upstream import gitio
 
 Kind = Literal["advance", "rollback", "stall", "omni-advance", "correction"]
 KINDS: tuple[Kind, ...] = get_args(Kind)
@@ -172,26 +173,31 @@ def git_edits(port: Layout) -> list[str]:
     Two git processes whatever the number of events; nothing when the port is not a git
     repository (then only the hash chain guards the events).
     """
-    from sync.upstream import gitio
-
     d = directory(port)
     if not d.is_dir() or not (port.root / ".git").exists():
         return []
     rel = port.rel(d)
+    return _worktree_edits(port.root, rel) + _committed_edits(port.root, rel)
+
+
+def _worktree_edits(root: Path, rel: str) -> list[str]:
+    status = gitio.run(root, ["status", "--porcelain", "-z", "--", rel], check=False)
+    items = status.stdout.decode("utf-8", "replace").split("\0")
+    # A new event (added, untracked) is an append; any other change is an edit.
+    return [f"{item[3:]}:1: state event modified or deleted in the work tree "
+            f"({item[:2].strip()}) — events are immutable; restore it and append a correction"
+            for item in items
+            if len(item) > 3 and item[:2].strip() and item[:2] != "??" and "A" not in item[:2]]
+
+
+def _committed_edits(root: Path, rel: str) -> list[str]:
+    log = gitio.run(root, ["log", "--format=%x1e%h", "--diff-filter=MD", "--name-only",
+                           "-z", "--", rel], check=False)
     out = []
-    status = gitio.run(port.root, ["status", "--porcelain", "-z", "--", rel], check=False)
-    for item in status.stdout.decode("utf-8", "replace").split("\0"):
-        if len(item) > 3 and item[:2].strip() and item[:2] != "??" and "A" not in item[:2]:
-            out.append(f"{item[3:]}:1: state event modified or deleted in the work tree "
-                       f"({item[:2].strip()}) — events are immutable; restore it and append a "
-                       "correction")
-    log = gitio.run(port.root, ["log", "--format=%x1e%h", "--diff-filter=MD", "--name-only",
-                                "-z", "--", rel], check=False)
     for record in log.stdout.decode("utf-8", "replace").split("\x1e")[1:]:
         parts = [p.strip("\n") for p in record.split("\0") if p.strip("\n")]
         if parts:
             sha, *paths = parts[0].split("\n") + parts[1:]
-            for path in paths:
-                out.append(f"{path}:1: state event changed by commit {sha} — events are "
-                           "immutable; append a correction instead")
+            out += [f"{path}:1: state event changed by commit {sha} — events are "
+                    "immutable; append a correction instead" for path in paths]
     return out

@@ -13,7 +13,7 @@ checks here say *what* is wrong (`Problem`) and the record says it.
 from __future__ import annotations
 
 import types
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import MISSING, Field, dataclass, fields
 from functools import cache
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
@@ -131,21 +131,25 @@ def _scalar(value: object, hint: Any) -> bool:
 def describe(hint: Any) -> str:
     """The type in a refusal's words: `a string or null`, `an object of strings`."""
     if _is_union(hint):
-        args = get_args(hint)
-        named = " or ".join(describe(h) for h in args if h is not type(None))
-        return named + (" or null" if type(None) in args else "")
+        return _alternatives(hint, describe)
     if get_origin(hint) is Literal:
         return "one of " + ", ".join(str(a) for a in get_args(hint))
     if get_origin(hint) is dict:
-        values = [h for h in get_args(get_args(hint)[1]) or (get_args(hint)[1],)
-                  if h is not type(None)]
-        return "an object of " + " or ".join(_plural(h) for h in values)
+        return "an object of " + _alternatives(get_args(hint)[1], _plural, null=False)
     return _NAMES.get(hint, repr(hint))
+
+
+def _alternatives(hint: Any, name: Callable[[Any], str], *, null: bool = True) -> str:
+    """`a string or null`; with `null` False, a null member goes unsaid."""
+    args = get_args(hint) if _is_union(hint) else (hint,)
+    named = " or ".join(name(h) for h in args if h is not type(None))
+    return named + (" or null" if null and type(None) in args else "")
 
 
 _NAMES: dict[Any, str] = {str: "a string", int: "an integer", float: "a number",
                           bool: "true or false", type(None): "null"}
+_PLURALS: dict[Any, str] = {str: "strings", int: "integers", float: "numbers"}
 
 
 def _plural(hint: Any) -> str:
-    return {str: "strings", int: "integers", float: "numbers"}.get(hint, describe(hint))
+    return _PLURALS.get(hint, describe(hint))
