@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from sync.infra.errors import MalformedRecord, SyncError
 from sync.records import blocks
-from sync.records.blocks import Entry
+from sync.records.blocks import KeyValue
 
 DOC = (
     "# Protocol\n"
@@ -36,22 +36,22 @@ def test_find_entries_and_offsets() -> None:
     [block] = blocks.find(DOC, "parity-pin", path="p.md")
     assert block.info == "parity-pin"
     assert block.entries == (
-        Entry("vllm_commit", "5559679229bc961848b121ccdeaa8fa5d79bec98", 6),
-        Entry("flashinfer_version", "0.6.15.post1", 9),
-        Entry("note", "a = b", 10),
+        KeyValue("vllm_commit", "5559679229bc961848b121ccdeaa8fa5d79bec98", 6),
+        KeyValue("flashinfer_version", "0.6.15.post1", 9),
+        KeyValue("note", "a = b", 10),
     )
     assert block.open_line == 5 and block.newline == "\n"
     assert DOC[block.start:].startswith("vllm_commit = ")
     assert DOC[block.end:].startswith("```\n\n    ```parity-pin")
     assert block.as_dict()["note"] == "a = b"
-    assert blocks.find(DOC, "python", path="p.md")[0].entries == (Entry("x", "1", 16),)
+    assert blocks.find(DOC, "python", path="p.md")[0].entries == (KeyValue("x", "1", 16),)
     assert blocks.find(DOC, "oracle-pin", path="p.md") == []
 
 
 def test_info_must_match_exactly() -> None:
     text = "```parity-pin-old\na = 1\n```\n``` parity-pin \nb = 2\n```\n"
     [block] = blocks.find(text, "parity-pin", path="p.md")
-    assert block.entries == (Entry("b", "2", 5),)
+    assert block.entries == (KeyValue("b", "2", 5),)
 
 
 def test_empty_block() -> None:
@@ -119,7 +119,7 @@ def test_replace_body_crlf() -> None:
             "after\r\nlone LF line\nend")
     [block] = blocks.find(text, "parity-pin", path="p.md")
     assert block.newline == "\r\n"
-    assert block.entries == (Entry("vllm_commit", "abc", 4), Entry("old", "1", 5))
+    assert block.entries == (KeyValue("vllm_commit", "abc", 4), KeyValue("old", "1", 5))
     new = blocks.replace_body(text, block, [("vllm_commit", "def"), ("new", "2")])
     assert new == ("Intro line\r\n\r\n```parity-pin\r\nvllm_commit = def\r\nnew = 2\r\n```\r\n"
                    "after\r\nlone LF line\nend")

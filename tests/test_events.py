@@ -123,7 +123,7 @@ _VALUES = st.one_of(st.integers(-3, 10**20), st.text(max_size=8), st.booleans(),
 
 @settings(max_examples=100, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(overrides=st.dictionaries(st.sampled_from(sorted(events.EventDoc.__annotations__)),
+@given(overrides=st.dictionaries(st.sampled_from(sorted(events.KEYS)),
                                  _VALUES, max_size=4),
        raw=st.binary(max_size=120))
 def test_event_parser_raises_only_typed_errors(tmp_path: Path, overrides: dict[str, object],

@@ -81,7 +81,8 @@ def annotate(text: str, **kw: object) -> inventory.Annotation:
                                "note": None, "section_title": "Sync 2026-01-05-abcdef0: INVENTORY",
                                "intro": "Intro."}
     args.update(kw)
-    return inventory.annotate(inventory.parse(text, path="inv.md"), **args)  # type: ignore[arg-type]
+    return inventory.annotate(inventory.parse(text, path="inv.md"),
+                              inventory.Request(**args))  # type: ignore[arg-type]
 
 
 def test_annotate_existing_row_inserts_only_the_reference() -> None:
@@ -226,8 +227,9 @@ def test_parse_and_annotate_never_crash(lines: list[str], nl: str, paths: list[s
     for d in inv.deviations:
         assert d.title and d.key
     try:
-        a = inventory.annotate(inv, pr=5, tier=tier, paths=paths, subject="S (#5)", note=None,
-                               section_title="Sync 2026-01-05-abcdef0: INVENTORY", intro="I.")
+        a = inventory.annotate(inv, inventory.Request(
+            pr=5, tier=tier, paths=paths, subject="S (#5)", note=None,
+            section_title="Sync 2026-01-05-abcdef0: INVENTORY", intro="I."))
     except SyncError:
         return
     if a.where == "already":

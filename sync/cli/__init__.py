@@ -80,7 +80,7 @@ def main(argv: list[str] | None = None, *, out: TextIO | None = None,
         args = parser.parse_args(argv)
         if not getattr(args, "func", None):
             parser.print_help(out)
-            return 2
+            return UsageError.exit_code
         ctx = Context(port_arg=args.port, json=getattr(args, "json", False), debug=args.debug,
                       out=out, err=err)
         func: Callable[[argparse.Namespace, Context], int] = args.func
@@ -102,7 +102,7 @@ def main(argv: list[str] | None = None, *, out: TextIO | None = None,
             traceback.print_exc(file=err)
         print(f"upstream-sync: internal error: {type(exc).__name__}: "
               f"{' '.join(str(exc).split())} — rerun with --debug and report it", file=err)
-        return 1
+        return SyncError.exit_code
 
 
 def entry() -> None:

@@ -1,12 +1,22 @@
 """The one error hierarchy. Each class carries the exit code the CLI boundary returns.
 
 Messages are one line: what is wrong, then (after " — ") what to do about it.
+
+`EXIT_CODES` is the one table of exit codes: each class declares its code and, in its
+docstring, what the code means; the tables in README.md and docs/adopting.md §8 are
+rendered from it (`exit_table`, written by `python -m sync.dev.docs`, checked by a test),
+and the CLI returns `exc.exit_code`. It is kept rather than removed because CI scripts and
+the docs need the codes as data, and a second hand-written table is what drifted before.
 """
 
 from __future__ import annotations
 
+import inspect
+
 
 class SyncError(Exception):
+    """An internal error (a bug): rerun with `--debug` for the traceback and report it."""
+
     exit_code = 1
 
     def __init__(self, message: str, fix: str | None = None) -> None:
@@ -21,19 +31,21 @@ class SyncError(Exception):
 
 
 class UsageError(SyncError):
-    """Bad command line or configuration."""
+    """Bad command line or configuration (unknown key, path escaping the port, existing file
+    without `--force`)."""
 
     exit_code = 2
 
 
 class EnvironmentUnresolved(SyncError):
-    """A machine-specific input (reference checkout, oracle home, ...) is missing or unusable."""
+    """A machine-specific input is missing or unusable: reference checkout unset, missing or
+    shallow; oracle environment missing; oracle home inside a checkout."""
 
     exit_code = 3
 
 
 class MalformedRecord(SyncError):
-    """A record in the port (pin block, oracle file, report, ...) does not parse or validate."""
+    """A record in the port does not parse or validate, reported as `path:line:`."""
 
     exit_code = 4
 
@@ -50,30 +62,44 @@ class MalformedRecord(SyncError):
 
 
 class IdentityMismatch(SyncError):
-    """An oracle or a pin copy does not match the authority."""
+    """An oracle or a pin copy disagrees with the authority (`oracle verify`)."""
 
     exit_code = 5
 
 
 class BlockedCycle(SyncError):
-    """The cycle cannot proceed (advance preconditions unmet, PENDING gate under --strict, ...)."""
+    """The cycle cannot proceed: advance preconditions unmet, a PENDING gate under
+    `--strict`, another run holds the lock."""
 
     exit_code = 6
 
 
 class CheckFailed(SyncError):
-    """`check`-style commands found violations (already printed, one per line)."""
+    """`check`, `check-commit` or a gate found violations (already printed, one per line)."""
 
     exit_code = 7
 
 
-EXIT_CODES = {
-    "ok": 0,
-    "internal": 1,
-    "usage": UsageError.exit_code,
-    "environment": EnvironmentUnresolved.exit_code,
-    "malformed": MalformedRecord.exit_code,
-    "identity": IdentityMismatch.exit_code,
-    "blocked": BlockedCycle.exit_code,
-    "check": CheckFailed.exit_code,
-}
+SUCCESS = 0
+SUCCESS_MEANING = ("success; `check` found nothing worse than warnings, or there was nothing "
+                   "to sync")
+# In exit-code order; a new error class goes here, with its code and its docstring.
+EXIT_CODES: tuple[type[SyncError], ...] = (
+    SyncError, UsageError, EnvironmentUnresolved, MalformedRecord, IdentityMismatch,
+    BlockedCycle, CheckFailed,
+)
+
+
+def meaning(cls: type[SyncError]) -> str:
+    """What the class's exit code means: its docstring, as one line."""
+    text = " ".join(inspect.cleandoc(cls.__doc__ or "").split()).rstrip(".")
+    return text[:1].lower() + text[1:]
+
+
+def exit_table() -> str:
+    """The exit codes as the markdown table of README.md and docs/adopting.md §8."""
+    rows = [(str(SUCCESS), "—", SUCCESS_MEANING)]
+    rows += [(str(c.exit_code), f"`{c.__name__}`", meaning(c)) for c in EXIT_CODES]
+    lines = ["| exit | class | meaning |", "|---|---|---|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"

@@ -28,7 +28,9 @@ def is_date(value: str) -> bool:
 
 
 @dataclass(frozen=True)
-class Entry:
+class KeyValue:
+    """One `key = value` line of a block."""
+
     key: str
     value: str
     line: int  # 1-based line number in the file
@@ -37,7 +39,7 @@ class Entry:
 @dataclass(frozen=True)
 class Block:
     info: str
-    entries: tuple[Entry, ...]
+    entries: tuple[KeyValue, ...]
     start: int  # offset of the first body line
     end: int  # offset just past the last body line (the closing fence starts here)
     open_line: int  # 1-based line of the opening fence
@@ -64,26 +66,36 @@ def find(text: str, info: str, *, path: str) -> list[Block]:
     lines = _lines(text)
     i = 0
     while i < len(lines):
-        _off, body, nl = lines[i]
-        stripped = body.strip()
-        if stripped.startswith("```") and stripped[3:].strip() == info and body.startswith("```"):
-            j = i + 1
-            while j < len(lines) and lines[j][1].strip() != "```":
-                j += 1
-            if j >= len(lines):
-                raise MalformedRecord(f"```{info} block is never closed", "add the closing ```",
-                                      path=path, line=i + 1)
-            entries = tuple(_parse_line(lines[k][1], path, k + 1) for k in range(i + 1, j)
-                            if lines[k][1].strip() and not lines[k][1].lstrip().startswith("#"))
-            start = lines[i + 1][0] if i + 1 <= j else lines[j][0]
-            blocks.append(Block(info, entries, start, lines[j][0], i + 1, nl or "\n"))
-            i = j + 1
-            continue
-        i += 1
+        if _opens(lines[i][1], info):
+            block, i = _block(lines, i, info, path)
+            blocks.append(block)
+        else:
+            i += 1
     return blocks
 
 
-def _parse_line(body: str, path: str, line: int) -> Entry:
+def _opens(body: str, info: str) -> bool:
+    """Whether `body` is an opening fence of an `info` block, at the start of its line."""
+    stripped = body.strip()
+    return body.startswith("```") and stripped[3:].strip() == info
+
+
+def _block(lines: list[tuple[int, str, str]], i: int, info: str,
+           path: str) -> tuple[Block, int]:
+    """(the block opened on line index `i`, the index of the line after its closing fence)."""
+    j = i + 1
+    while j < len(lines) and lines[j][1].strip() != "```":
+        j += 1
+    if j >= len(lines):
+        raise MalformedRecord(f"```{info} block is never closed", "add the closing ```",
+                              path=path, line=i + 1)
+    entries = tuple(_parse_line(body, path, k + 1) for k, (_, body, _) in
+                    enumerate(lines[i + 1: j], start=i + 1)
+                    if body.strip() and not body.lstrip().startswith("#"))
+    return Block(info, entries, lines[i + 1][0], lines[j][0], i + 1, lines[i][2] or "\n"), j + 1
+
+
+def _parse_line(body: str, path: str, line: int) -> KeyValue:
     if "=" not in body:
         raise MalformedRecord(f"malformed line {body.strip()[:60]!r} (expected 'key = value')",
                               "fix the block line", path=path, line=line)
@@ -92,7 +104,7 @@ def _parse_line(body: str, path: str, line: int) -> Entry:
     if not _KEY.match(key):
         raise MalformedRecord(f"malformed key {key[:40]!r}", "keys are lowercase_with_underscores",
                               path=path, line=line)
-    return Entry(key, value.strip(), line)
+    return KeyValue(key, value.strip(), line)
 
 
 def exactly_one(text: str, info: str, *, path: str) -> Block:
@@ -110,7 +122,7 @@ def exactly_one(text: str, info: str, *, path: str) -> Block:
 
 def check_keys(block: Block, required: tuple[str, ...], *, path: str,
                optional: tuple[str, ...] = ()) -> dict[str, str]:
-    seen: dict[str, Entry] = {}
+    seen: dict[str, KeyValue] = {}
     for e in block.entries:
         if e.key in seen:
             raise MalformedRecord(f"duplicate key {e.key!r} (first on line {seen[e.key].line})",

@@ -3,125 +3,72 @@
 Every key has a default that matches the real layout, so a port without the file
 works. Unknown keys and paths that escape the port are refused: a typo in a path
 must not silently fall back to a default.
+
+Each key is declared once, as a field of `Config` (or of the record a table holds:
+`Mapping`, `Rule`, `OracleConfig`, `Suite`) whose metadata is a `Key`: the TOML table
+it sits in, how its value is read and what it means. The parser, the set of known
+keys and the docs' key table (`keys_table`, rendered into docs/adopting.md by
+`python -m sync.dev.docs`) all come from those fields.
 """
 
 from __future__ import annotations
 
+import json
 import tomllib
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import MISSING, Field, dataclass, field, fields, replace
 from pathlib import Path, PurePosixPath
-from typing import Any, Literal, TypedDict
+from typing import Any, Literal, cast
 
 from sync.infra.errors import UsageError
+from sync.records.decisions import RULED, Disposition
 
 CONFIG_PATH = ".agents/upstream-sync.toml"
 SCHEMA = 1
-Disposition = Literal["PORT-NOW", "INVENTORY", "IGNORE"]
-DISPOSITIONS: tuple[Disposition, ...] = ("PORT-NOW", "INVENTORY", "IGNORE")
 
-
-class ConfigDoc(TypedDict, total=False):
-    schema: int
-    paths: dict[str, str]
-    surface: dict[str, Any]
-    rules: list[dict[str, Any]]
-    check: dict[str, Any]
-    oracles: dict[str, dict[str, Any]]
-    golden: dict[str, Any]
-    parity: dict[str, Any]
+# How a key's value is read: (the TOML value, where it sits as "table.key") -> the field's value.
+Reader = Callable[[object, str], Any]
 
 
 @dataclass(frozen=True)
-class Rule:
-    """A classification rule: matches by subject tag and/or path globs."""
+class Key:
+    """One configuration key: where it sits, how it is read, what it means (a field's metadata)."""
 
-    id: str
-    disposition: Disposition
-    reason: str
-    tags: tuple[str, ...] = ()
-    paths_any: tuple[str, ...] = ()
-    paths_all: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class Mapping:
-    """`port` glob (e.g. src/vllm/**/*.cpp) mirrored from `upstream` template ({stem} path)."""
-
-    port: str
-    upstream: str
+    doc: str
+    read: Reader | None  # None: read by its table's own function (a rule's id, say)
+    table: str = ""  # the TOML table of a `Config` field ("" for the top level)
+    name: str | None = None  # the TOML key, when it is not the field's name
+    shown: str | None = None  # the default as the docs show it, when not the value itself
+    item: type | None = None  # the record each entry of an array or table of tables holds
+    each: str | None = None  # "<id>" for a table of named tables; None: an array of tables
+    variants: tuple[tuple[str, Any], ...] = ()  # named entries whose defaults differ
 
 
-@dataclass(frozen=True)
-class OracleConfig:
-    id: str
-    build_env: tuple[tuple[str, str], ...] = ()
-    build_mode: str = "source"
-    require_flashinfer: bool = True
-    require_torch: bool = False
-    source_variable: str = "VLLM_SOURCE"
-    distribution: str = "vllm"
-    module: str = "vllm"
-    # Absolute site directories of a gate host's image (its CUDA torch, say) appended to the
-    # oracle's path by a .pth file: the oracle's own packages still come first, and verify
-    # still requires exactly one distribution of the oracle, inside its environment.
-    image_site_dirs: tuple[str, ...] = ()
+_KEY = "upstream_sync.key"
 
 
-@dataclass(frozen=True)
-class Suite:
-    name: str
-    command: tuple[str, ...]
-    needs_gpu: bool = False
+def _key(default: Any, read: Reader | None, doc: str, **kw: Any) -> Any:
+    return field(default=default, metadata={_KEY: Key(doc, read, **kw)})
 
 
-@dataclass(frozen=True)
-class Config:
-    protocol: str = ".agents/upstream-sync.md"
-    oracles: str = ".agents/oracles/*.md"
-    sync_dir: str = ".agents/sync"
-    ledger: str = ".agents/parity-ledger.md"
-    inventory: str = ".agents/porting-inventory.md"
-    preferences: str = ".agents/developer-preferences.md"
-    port_roots: tuple[str, ...] = ("src",)
-    mirrored: tuple[str, ...] = ("vllm/",)
-    header_globs: tuple[str, ...] = ("**/*.h", "**/*.hpp", "**/*.cc", "**/*.cpp", "**/*.cu",
-                                     "**/*.py")
-    mappings: tuple[Mapping, ...] = ()
-    rules: tuple[Rule, ...] = ()
-    behind_without_note: Literal["warning", "error"] = "warning"
-    pin_copy_roots: tuple[str, ...] = ()
-    feature_globs: tuple[str, ...] = ("src/**", "tests/**")
-    oracle_configs: tuple[OracleConfig, ...] = ()
-    golden_dir: str = "goldens"
-    golden_scripts: tuple[tuple[str, ...], ...] = ()
-    golden_oracle: str = "vllm"
-    golden_needs_gpu: bool = True
-    suites: tuple[Suite, ...] = ()
-    span_globs: tuple[str, ...] = ("**/*.md",)
-    source: str | None = None  # the TOML file this came from, None for defaults
-    raw: ConfigDoc = field(default_factory=lambda: ConfigDoc())
-
-    def oracle(self, oracle_id: str) -> OracleConfig:
-        for oc in self.oracle_configs:
-            if oc.id == oracle_id:
-                return oc
-        if oracle_id == "vllm-omni":
-            return OracleConfig(id=oracle_id, source_variable="VLLM_OMNI_SOURCE",
-                                distribution="vllm-omni", module="vllm_omni",
-                                require_flashinfer=False)
-        return OracleConfig(id=oracle_id)
+def _doc(doc: str) -> dict[str, Key]:
+    """Metadata for a key its table's function reads itself (a required key)."""
+    return {_KEY: Key(doc, None)}
 
 
-_PATH_KEYS = ("protocol", "oracles", "sync_dir", "ledger", "inventory", "preferences")
+# -- readers: each refuses a wrong value with one line naming the key -------------------------
 
 
-def _safe_rel(value: object, where: str) -> str:
+def _bad(message: str) -> UsageError:
+    return UsageError(message, f"fix {CONFIG_PATH}")
+
+
+def _path(value: object, where: str) -> str:
     if not isinstance(value, str) or not value:
-        raise UsageError(f"{where} must be a non-empty string", f"fix {CONFIG_PATH}")
+        raise _bad(f"{where} must be a non-empty string")
     if any(ord(c) < 32 or ord(c) == 127 for c in value):
         # A NUL would only fail later, inside os calls, as a ValueError.
-        raise UsageError(f"{where} = {value!r} contains a control character",
-                         f"fix {CONFIG_PATH}")
+        raise _bad(f"{where} = {value!r} contains a control character")
     p = PurePosixPath(value)
     if p.is_absolute() or ".." in p.parts or "\\" in value:
         raise UsageError(f"{where} = {value!r} escapes the port",
@@ -129,10 +76,14 @@ def _safe_rel(value: object, where: str) -> str:
     return value
 
 
-def _strs(value: object, where: str, *, paths: bool = False) -> tuple[str, ...]:
+def _strs(value: object, where: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-        raise UsageError(f"{where} must be a list of strings", f"fix {CONFIG_PATH}")
-    return tuple(_safe_rel(v, where) if paths else v for v in value)
+        raise _bad(f"{where} must be a list of strings")
+    return tuple(value)
+
+
+def _paths(value: object, where: str) -> tuple[str, ...]:
+    return tuple(_path(v, where) for v in _strs(value, where))
 
 
 def _absolute(value: object, where: str) -> tuple[str, ...]:
@@ -144,6 +95,133 @@ def _absolute(value: object, where: str) -> tuple[str, ...]:
     return dirs
 
 
+def _bool(value: object, where: str) -> bool:
+    # bool("no") is True: a quoted flag must be refused, not read as its truthiness.
+    if not isinstance(value, bool):
+        raise _bad(f"{where} must be true or false, not {value!r}")
+    return value
+
+
+def _str(value: object, where: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise _bad(f"{where} must be a non-empty string")
+    return value
+
+
+def _one_of(*choices: str) -> Reader:
+    def read(value: object, where: str) -> str:
+        if value not in choices:
+            raise _bad(f"{where} must be " + " or ".join(repr(c) for c in choices))
+        return value
+
+    return read
+
+
+def _env(value: object, where: str) -> tuple[tuple[str, str], ...]:
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise _bad(f"{where} must be a table of strings")
+    return tuple(sorted(value.items()))
+
+
+def _argv_lists(value: object, where: str) -> tuple[tuple[str, ...], ...]:
+    if not isinstance(value, list) or not all(
+            isinstance(s, list) and s and all(isinstance(a, str) for a in s) for s in value):
+        raise _bad(f"{where} must be a list of argument lists")
+    return tuple(tuple(s) for s in value)
+
+
+def _schema(value: object, where: str) -> int:
+    if type(value) is not int or value != SCHEMA:  # True == 1, but is not a schema number
+        raise UsageError(f"{CONFIG_PATH} has schema {value!r}, expected {SCHEMA}",
+                         "upgrade upstream-sync or fix the schema number")
+    return value
+
+
+# -- the records the tables of tables hold ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Mapping:
+    """`port` glob (e.g. src/vllm/**/*.cpp) mirrored from `upstream` template ({stem} path)."""
+
+    port: str = field(metadata={_KEY: Key("the port glob, e.g. `\"src/vllm/**/*.cpp\"`",
+                                          _path)})
+    upstream: str = field(metadata={_KEY: Key("the upstream path template, e.g. "
+                                              "`\"vllm/{stem}.py\"`", _path)})
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A classification rule: matches by subject tag and/or path globs."""
+
+    id: str = field(metadata=_doc("the rule's name, unique; reports cite it as `rule <id>`"))
+    disposition: Disposition = field(metadata=_doc(
+        "what a matching commit is: " + ", ".join(RULED)))
+    reason: str = field(metadata=_doc("why, written into the report entry"))
+    tags: tuple[str, ...] = _key((), _strs, "matches a commit with one of these subject tags "
+                                 "(`[ROCm]`, case-insensitive)")
+    paths_any: tuple[str, ...] = _key((), _strs, "matches a commit changing a path that one "
+                                      "of these upstream globs matches")
+    paths_all: tuple[str, ...] = _key((), _strs, "matches a commit when each path it changes "
+                                      "matches one of these upstream globs")
+
+
+@dataclass(frozen=True)
+class OracleConfig:
+    id: str
+    build_env: tuple[tuple[str, str], ...] = _key(
+        (), _env, "environment for the build, e.g. `{ VLLM_USE_PRECOMPILED = \"1\" }`",
+        shown="`{}`")
+    build_mode: str = _key("source", _str, "how the oracle is built (the example uses "
+                           "`\"precompiled\"`)")
+    require_flashinfer: bool = _key(True, _bool, "the probe must find FlashInfer")
+    require_torch: bool = _key(False, _bool, "the probe must find torch")
+    source_variable: str = _key("VLLM_SOURCE", _str, "the environment variable naming the "
+                                "oracle's source checkout")
+    distribution: str = _key("vllm", _str, "the distribution the oracle installs")
+    module: str = _key("vllm", _str, "the module the probe imports")
+    image_site_dirs: tuple[str, ...] = _key(
+        (), _absolute, "absolute site directories of a gate host's image (its CUDA torch, "
+        "say) appended to the oracle's path by a .pth file: the oracle's own packages still "
+        "come first, and verify still requires exactly one distribution of the oracle")
+
+
+@dataclass(frozen=True)
+class Suite:
+    name: str
+    command: tuple[str, ...] = _key((), _strs, "the suite's argument list, run without a shell "
+                                    "from the port root. Placeholders: `{port} {target} "
+                                    "{target7}`", shown="required")
+    needs_gpu: bool = _key(False, _bool, "the suite needs a GPU")
+
+
+# Oracles whose defaults are not the core oracle's.
+_KNOWN_ORACLES: tuple[tuple[str, OracleConfig], ...] = (
+    ("vllm-omni", OracleConfig(id="vllm-omni", source_variable="VLLM_OMNI_SOURCE",
+                               distribution="vllm-omni", module="vllm_omni",
+                               require_flashinfer=False)),
+)
+
+
+def _default_oracle(oracle_id: str) -> OracleConfig:
+    known = dict(_KNOWN_ORACLES).get(oracle_id)
+    return OracleConfig(id=oracle_id) if known is None else known
+
+
+# -- the functions for tables of tables -------------------------------------------------------
+
+
+def _keyed(cls: type) -> Iterator[tuple[Field[Any], Key]]:
+    for f in fields(cls):
+        key = f.metadata.get(_KEY)
+        if key is not None:
+            yield f, key
+
+
+def _toml_name(f: Field[Any], key: Key) -> str:
+    return key.name or f.name
+
+
 def _only(table: dict[str, Any], allowed: set[str], where: str) -> None:
     unknown = sorted(set(table) - allowed)
     if unknown:
@@ -151,155 +229,188 @@ def _only(table: dict[str, Any], allowed: set[str], where: str) -> None:
                          f"remove it; known keys: {', '.join(sorted(allowed))}")
 
 
-def _table(doc: dict[str, Any], key: str, where: str = "") -> dict[str, Any]:
+def _fields(cls: type, table: dict[str, Any], where: str) -> dict[str, Any]:
+    """The keys of `table` that `cls` declares, read; a required key is read even when absent
+    (its reader refuses the absence), the others keep their defaults."""
+    _only(table, {_toml_name(f, k) for f, k in _keyed(cls)}, where + ".")
+    out: dict[str, Any] = {}
+    for f, key in _keyed(cls):
+        name = _toml_name(f, key)
+        if key.read is not None and (name in table or f.default is MISSING):
+            out[f.name] = key.read(table.get(name), f"{where}.{name}")
+    return out
+
+
+def _named_tables(value: object, where: str) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """(name, "where.name", table) of each `[where.<name>]`, in name order."""
+    if not isinstance(value, dict):
+        raise _bad(f"[{where}] must be a table")
+    for name, table in sorted(value.items()):
+        if not isinstance(table, dict):
+            raise _bad(f"[{where}.{name}] must be a table")
+        yield name, f"{where}.{name}", table
+
+
+def _mappings(value: object, where: str) -> tuple[Mapping, ...]:
+    if not isinstance(value, list):
+        raise _bad(f"{where} must be an array of tables")
+    return tuple(_mapping(m, where) for m in value)
+
+
+def _mapping(m: object, where: str) -> Mapping:
+    if not isinstance(m, dict):
+        raise _bad(f"{where} entries must be tables")
+    return Mapping(**_fields(Mapping, m, where))
+
+
+def _rules(value: object, where: str) -> tuple[Rule, ...]:
+    if not isinstance(value, list):
+        raise _bad(f"{where} must be an array of tables ([[{where}]])")
+    seen: set[str] = set()
+    return tuple(_rule(r, seen) for r in value)
+
+
+def _rule(r: object, seen: set[str]) -> Rule:
+    if not isinstance(r, dict):
+        raise _bad("each [[rules]] entry must be a table")
+    _only(r, {_toml_name(f, k) for f, k in _keyed(Rule)}, "rules.")
+    rid, disp, reason = r.get("id"), r.get("disposition"), r.get("reason")
+    if not isinstance(rid, str) or not rid or rid in seen:
+        raise _bad(f"rule id {rid!r} is missing or repeated")
+    seen.add(rid)
+    if disp not in RULED:
+        raise _bad(f"rule {rid}: disposition {disp!r} is not one of {', '.join(RULED)}")
+    if not isinstance(reason, str) or not reason.strip():
+        raise _bad(f"rule {rid}: reason is required")
+    matchers = _fields(Rule, r, f"rules.{rid}")
+    if not any(matchers.values()):
+        raise _bad(f"rule {rid} matches nothing (no tags, paths_any or paths_all)")
+    return Rule(rid, cast(Disposition, disp), reason.strip(), **matchers)
+
+
+def _oracles(value: object, where: str) -> tuple[OracleConfig, ...]:
+    return tuple(replace(_default_oracle(oid), **_fields(OracleConfig, table, at))
+                 for oid, at, table in _named_tables(value, where))
+
+
+def _suites(value: object, where: str) -> tuple[Suite, ...]:
+    return tuple(_suite(name, table, at) for name, at, table in _named_tables(value, where))
+
+
+def _suite(name: str, table: dict[str, Any], where: str) -> Suite:
+    suite = Suite(name, **_fields(Suite, table, where))
+    if not suite.command:
+        raise _bad(f"parity suite {name} has no command")
+    return suite
+
+
+# -- the configuration ------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Config:
+    """The port's configuration; fields in the order the file's keys are read and documented."""
+
+    schema: int = _key(SCHEMA, _schema, "format version")
+    protocol: str = _key(".agents/upstream-sync.md", _path,
+                         "the protocol file with the pin block", table="paths")
+    oracles: str = _key(".agents/oracles/*.md", _path, "glob of the oracle files",
+                        table="paths")
+    sync_dir: str = _key(".agents/sync", _path, "reports, decisions, cycle, gates, state events",
+                         table="paths")
+    ledger: str = _key(".agents/parity-ledger.md", _path, "the parity ledger", table="paths")
+    inventory: str = _key(".agents/porting-inventory.md", _path, "the porting inventory",
+                          table="paths")
+    preferences: str = _key(".agents/developer-preferences.md", _path,
+                            "the untracked preferences file", table="paths")
+    port_roots: tuple[str, ...] = _key(("src",), _paths, "where ported files live",
+                                       table="surface")
+    mirrored: tuple[str, ...] = _key(("vllm/",), _paths,
+                                     "upstream subtrees the port mirrors; commits touching only "
+                                     "other paths are IGNORE", table="surface")
+    header_globs: tuple[str, ...] = _key(
+        ("**/*.h", "**/*.hpp", "**/*.cc", "**/*.cpp", "**/*.cu", "**/*.py"), _paths,
+        "files whose leading comment is read for citations", table="surface")
+    span_globs: tuple[str, ...] = _key(("**/*.md",), _paths, "files scanned for "
+                                       "`<!--pin:commit-->` / `<!--pin:label-->` spans",
+                                       table="surface")
+    mappings: tuple[Mapping, ...] = _key((), _mappings, "a port glob mirrored from an upstream "
+                                         "template", table="surface", item=Mapping)
+    rules: tuple[Rule, ...] = _key((), _rules, "a classification rule. It needs at least one "
+                                   "matcher (`tags`, `paths_any`, `paths_all`) and matches a "
+                                   "commit when each matcher it has matches. The first rule "
+                                   "that matches classifies the commit; a decision outranks "
+                                   "every rule", item=Rule)
+    behind_without_note: Literal["warning", "error"] = _key(
+        "warning", _one_of("warning", "error"), "`\"error\"` makes a per-file pin behind the "
+        "parity pin without a ledger note fail `check`", table="check")
+    pin_copy_roots: tuple[str, ...] = _key((), _paths, "where `check` looks for literal copies "
+                                           "of the pin (a stale copy is an error)",
+                                           table="check")
+    feature_globs: tuple[str, ...] = _key(("src/**", "tests/**"), _paths,
+                                          "feature paths for `check-commit`", table="check")
+    oracle_configs: tuple[OracleConfig, ...] = _key(
+        (), _oracles, "one oracle's build and probe; `<id>` names it (`vllm`, `vllm-omni`)",
+        name="oracles", item=OracleConfig, each="<id>", variants=_KNOWN_ORACLES)
+    golden_dir: str = _key("goldens", _path, "golden cases, `<dir>/<case>/…` plus "
+                           "`manifest.json`", table="golden", name="dir")
+    golden_scripts: tuple[tuple[str, ...], ...] = _key(
+        (), _argv_lists, "argument lists run without a shell, each starting with `{python}`. "
+        "Placeholders: `{python} {env} {out} {port} {oracle} {commit} {target} {shard} "
+        "{shards}`", table="golden", name="scripts")
+    golden_oracle: str = _key("vllm", _str, "default `--oracle`", table="golden",
+                              name="oracle")
+    golden_needs_gpu: bool = _key(True, _bool, "gate hosts must show a GPU", table="golden",
+                                  name="needs_gpu")
+    suites: tuple[Suite, ...] = _key((), _suites, "one parity suite", table="parity",
+                                     item=Suite, each="<name>")
+    source: str | None = None  # the TOML file this came from, None for defaults
+    raw: dict[str, Any] = field(default_factory=dict)
+
+    def oracle(self, oracle_id: str) -> OracleConfig:
+        for oc in self.oracle_configs:
+            if oc.id == oracle_id:
+                return oc
+        return _default_oracle(oracle_id)
+
+
+def _top_level() -> set[str]:
+    return {k.table or _toml_name(f, k) for f, k in _keyed(Config)}
+
+
+def _table(doc: dict[str, Any], key: str) -> dict[str, Any]:
     value = doc.get(key, {})
     if not isinstance(value, dict):
-        raise UsageError(f"[{where}{key}] must be a table", f"fix {CONFIG_PATH}")
+        raise _bad(f"[{key}] must be a table")
     return value
 
 
-def _bool(table: dict[str, Any], key: str, default: bool, where: str) -> bool:
-    # bool("no") is True: a quoted flag must be refused, not read as its truthiness.
-    value = table.get(key, default)
-    if not isinstance(value, bool):
-        raise UsageError(f"{where}{key} must be true or false, not {value!r}",
-                         f"fix {CONFIG_PATH}")
-    return value
-
-
-def _str(table: dict[str, Any], key: str, default: str, where: str) -> str:
-    value = table.get(key, default)
-    if not isinstance(value, str) or not value:
-        raise UsageError(f"{where}{key} must be a non-empty string", f"fix {CONFIG_PATH}")
-    return value
-
-
-def parse(text: str) -> Config:
+def _toml(text: str) -> dict[str, Any]:
     try:
-        doc: dict[str, Any] = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"{CONFIG_PATH} is not valid TOML: {exc}", "fix the syntax") from None
     except RecursionError:
         # tomllib recurses per nested array/inline table; deep nesting is not a config.
         raise UsageError(f"{CONFIG_PATH} nests too deeply", "fix the syntax") from None
-    _only(doc, {"schema", "paths", "surface", "rules", "check", "oracles", "golden", "parity"}, "")
-    schema = doc.get("schema", SCHEMA)
-    if type(schema) is not int or schema != SCHEMA:  # True == 1, but is not a schema number
-        raise UsageError(f"{CONFIG_PATH} has schema {doc.get('schema')!r}, expected {SCHEMA}",
-                         "upgrade upstream-sync or fix the schema number")
+
+
+def parse(text: str) -> Config:
+    """Read the keys in `Config`'s order: each table is checked for unknown keys when its
+    first key comes up, so the first problem in the file's reading order is the one named."""
+    doc = _toml(text)
+    _only(doc, _top_level(), "")
     kw: dict[str, Any] = {"raw": doc}
-    paths = _table(doc, "paths")
-    _only(paths, set(_PATH_KEYS), "paths.")
-    for key in _PATH_KEYS:
-        if key in paths:
-            kw[key] = _safe_rel(paths[key], f"paths.{key}")
-    surface = _table(doc, "surface")
-    _only(surface, {"port_roots", "mirrored", "header_globs", "mappings", "span_globs"},
-          "surface.")
-    for key in ("port_roots", "mirrored", "header_globs", "span_globs"):
-        if key in surface:
-            kw[key] = _strs(surface[key], f"surface.{key}", paths=True)
-    if "mappings" in surface:
-        maps = surface["mappings"]
-        if not isinstance(maps, list):
-            raise UsageError("surface.mappings must be an array of tables", f"fix {CONFIG_PATH}")
-        out = []
-        for m in maps:
-            if not isinstance(m, dict):
-                raise UsageError("surface.mappings entries must be tables", f"fix {CONFIG_PATH}")
-            _only(m, {"port", "upstream"}, "surface.mappings.")
-            out.append(Mapping(_safe_rel(m.get("port"), "surface.mappings.port"),
-                               _safe_rel(m.get("upstream"), "surface.mappings.upstream")))
-        kw["mappings"] = tuple(out)
-    rules = doc.get("rules", [])
-    if not isinstance(rules, list):
-        raise UsageError("rules must be an array of tables ([[rules]])", f"fix {CONFIG_PATH}")
-    parsed_rules = []
-    seen: set[str] = set()
-    for r in rules:
-        if not isinstance(r, dict):
-            raise UsageError("each [[rules]] entry must be a table", f"fix {CONFIG_PATH}")
-        _only(r, {"id", "disposition", "reason", "tags", "paths_any", "paths_all"}, "rules.")
-        rid, disp, reason = r.get("id"), r.get("disposition"), r.get("reason")
-        if not isinstance(rid, str) or not rid or rid in seen:
-            raise UsageError(f"rule id {rid!r} is missing or repeated", f"fix {CONFIG_PATH}")
-        seen.add(rid)
-        if disp not in DISPOSITIONS:
-            raise UsageError(f"rule {rid}: disposition {disp!r} is not one of "
-                             f"{', '.join(DISPOSITIONS)}", f"fix {CONFIG_PATH}")
-        if not isinstance(reason, str) or not reason.strip():
-            raise UsageError(f"rule {rid}: reason is required", f"fix {CONFIG_PATH}")
-        tags = _strs(r.get("tags", []), f"rules.{rid}.tags")
-        pa = _strs(r.get("paths_any", []), f"rules.{rid}.paths_any")
-        pl = _strs(r.get("paths_all", []), f"rules.{rid}.paths_all")
-        if not (tags or pa or pl):
-            raise UsageError(f"rule {rid} matches nothing (no tags, paths_any or paths_all)",
-                             f"fix {CONFIG_PATH}")
-        parsed_rules.append(Rule(rid, disp, reason.strip(), tags, pa, pl))
-    kw["rules"] = tuple(parsed_rules)
-    check = _table(doc, "check")
-    _only(check, {"behind_without_note", "pin_copy_roots", "feature_globs"}, "check.")
-    if "behind_without_note" in check:
-        if check["behind_without_note"] not in ("warning", "error"):
-            raise UsageError("check.behind_without_note must be 'warning' or 'error'",
-                             f"fix {CONFIG_PATH}")
-        kw["behind_without_note"] = check["behind_without_note"]
-    for key in ("pin_copy_roots", "feature_globs"):
-        if key in check:
-            kw[key] = _strs(check[key], f"check.{key}", paths=True)
-    oracles = _table(doc, "oracles")
-    ocs = []
-    for oid, table in sorted(oracles.items()):
-        if not isinstance(table, dict):
-            raise UsageError(f"[oracles.{oid}] must be a table", f"fix {CONFIG_PATH}")
-        _only(table, {"build_env", "build_mode", "require_flashinfer", "require_torch",
-                      "source_variable", "distribution", "module", "image_site_dirs"},
-              f"oracles.{oid}.")
-        base = Config().oracle(oid)
-        env = table.get("build_env", {})
-        if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
-            raise UsageError(f"oracles.{oid}.build_env must be a table of strings",
-                             f"fix {CONFIG_PATH}")
-        where = f"oracles.{oid}."
-        ocs.append(OracleConfig(
-            id=oid, build_env=tuple(sorted(env.items())),
-            build_mode=_str(table, "build_mode", base.build_mode, where),
-            require_flashinfer=_bool(table, "require_flashinfer", base.require_flashinfer, where),
-            require_torch=_bool(table, "require_torch", base.require_torch, where),
-            source_variable=_str(table, "source_variable", base.source_variable, where),
-            distribution=_str(table, "distribution", base.distribution, where),
-            module=_str(table, "module", base.module, where),
-            image_site_dirs=_absolute(table.get("image_site_dirs", []), where + "image_site_dirs"),
-        ))
-    kw["oracle_configs"] = tuple(ocs)
-    golden = _table(doc, "golden")
-    _only(golden, {"dir", "scripts", "oracle", "needs_gpu"}, "golden.")
-    if "dir" in golden:
-        kw["golden_dir"] = _safe_rel(golden["dir"], "golden.dir")
-    if "scripts" in golden:
-        scripts = golden["scripts"]
-        if not isinstance(scripts, list) or not all(
-            isinstance(s, list) and s and all(isinstance(a, str) for a in s) for s in scripts
-        ):
-            raise UsageError("golden.scripts must be a list of argument lists",
-                             f"fix {CONFIG_PATH}")
-        kw["golden_scripts"] = tuple(tuple(s) for s in scripts)
-    if "oracle" in golden:
-        kw["golden_oracle"] = _str(golden, "oracle", "", "golden.")
-    if "needs_gpu" in golden:
-        kw["golden_needs_gpu"] = _bool(golden, "needs_gpu", True, "golden.")
-    parity = _table(doc, "parity")
-    _only(parity, {"suites"}, "parity.")
-    suites = []
-    for name, s in sorted(_table(parity, "suites", "parity.").items()):
-        if not isinstance(s, dict):
-            raise UsageError(f"[parity.suites.{name}] must be a table", f"fix {CONFIG_PATH}")
-        _only(s, {"command", "needs_gpu"}, f"parity.suites.{name}.")
-        suites.append(Suite(name, _strs(s.get("command", []), f"parity.suites.{name}.command"),
-                            _bool(s, "needs_gpu", False, f"parity.suites.{name}.")))
-        if not suites[-1].command:
-            raise UsageError(f"parity suite {name} has no command", f"fix {CONFIG_PATH}")
-    kw["suites"] = tuple(suites)
+    tables: dict[str, dict[str, Any]] = {"": doc}
+    for f, key in _keyed(Config):
+        table = tables.get(key.table)
+        if table is None:
+            table = tables[key.table] = _table(doc, key.table)
+            _only(table, {_toml_name(g, k) for g, k in _keyed(Config) if k.table == key.table},
+                  f"{key.table}.")
+        name = _toml_name(f, key)
+        if name in table and key.read is not None:
+            kw[f.name] = key.read(table[name], f"{key.table}.{name}".lstrip("."))
     return Config(**kw)
 
 
@@ -314,5 +425,52 @@ def load(root: Path) -> Config:
     except OSError as exc:
         raise UsageError(f"cannot read {CONFIG_PATH}: {exc.strerror}",
                          "make it a readable file") from None
-    cfg = parse(text)
-    return Config(**{**cfg.__dict__, "source": str(path)})
+    return replace(parse(text), source=str(path))
+
+
+# -- the docs' key table ----------------------------------------------------------------------
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, tuple | list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value)
+
+
+def _shown(f: Field[Any], key: Key) -> str:
+    if key.shown is not None:
+        return key.shown
+    if key.item is not None or f.default is MISSING:
+        return "none" if key.item is not None else "required"
+    return f"`{_toml_value(f.default)}`"
+
+
+def _variants(f: Field[Any], variants: tuple[tuple[str, Any], ...]) -> str:
+    differ = [(name, getattr(v, f.name)) for name, v in variants
+              if getattr(v, f.name) != f.default]
+    return "".join(f" (`{name}`: `{_toml_value(value)}`)" for name, value in differ)
+
+
+def _rows() -> Iterator[tuple[str, str, str]]:
+    for f, key in _keyed(Config):
+        name = _toml_name(f, key)
+        if key.item is None:
+            yield (f"`[{key.table}] {name}`" if key.table else f"`{name}`"), _shown(f, key), key.doc
+            continue
+        where = f"{key.table}.{name}".lstrip(".")
+        head = f"[[{where}]]" if key.each is None else f"[{where}.{key.each}]"
+        yield f"`{head}`", _shown(f, key), key.doc
+        for g, k in _keyed(key.item):
+            yield (f"`{head} {_toml_name(g, k)}`", _shown(g, k) + _variants(g, key.variants),
+                   k.doc)
+
+
+def keys_table() -> str:
+    """The configuration keys as the markdown table of docs/adopting.md §3."""
+    lines = ["| table / key | default | meaning |", "|---|---|---|"]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in _rows()]
+    return "\n".join(lines) + "\n"

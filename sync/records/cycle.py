@@ -12,30 +12,25 @@ import tomllib
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TypedDict
+from typing import Any
 
 import tomli_w
 
 from sync.infra.atomic import write_text
 from sync.infra.errors import MalformedRecord, UsageError
-from sync.port import Port
+from sync.records import schema
+from sync.records.layout import Layout
 
 SCHEMA = 1
 FILE = "cycle.toml"
 _SHA = re.compile(r"[0-9a-f]{40}")
-
-
-class CycleDoc(TypedDict):
-    schema: int
-    pin: str
-    target: str
-    target_ref: str
-    frozen_at: str
-    previous_report: str
+_REDO = "delete it and run fetch again"
 
 
 @dataclass(frozen=True)
 class Cycle:
+    """The file's keys after `schema`, in file order."""
+
     pin: str
     target: str
     target_ref: str
@@ -48,17 +43,13 @@ class Cycle:
         return self.target[:7]
 
 
-def path(port: Port) -> Path:
+def path(port: Layout) -> Path:
     return port.sync_dir / FILE
 
 
-def load(port: Port) -> Cycle | None:
-    p = path(port)
-    if not p.exists():
-        return None
-    rel = port.rel(p)
+def _read(p: Path, rel: str) -> dict[str, Any]:
     try:
-        doc = tomllib.loads(p.read_text(encoding="utf-8"))
+        return tomllib.loads(p.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise MalformedRecord(f"not valid TOML ({exc})", "fix it or delete it and run fetch again",
                               path=rel) from None
@@ -68,40 +59,50 @@ def load(port: Port) -> Cycle | None:
     except RecursionError:
         raise MalformedRecord("not valid TOML (nested too deeply)",
                               "fix it or delete it and run fetch again", path=rel) from None
-    try:
-        if doc["schema"] != SCHEMA:
-            raise MalformedRecord(f"schema {doc['schema']!r}, expected {SCHEMA}",
-                                  "delete it and run fetch again", path=rel)
-        values = [doc["pin"], doc["target"], doc["target_ref"], doc["frozen_at"],
-                  doc.get("previous_report", "")]
-    except KeyError as exc:
-        raise MalformedRecord(f"missing key {exc.args[0]!r}", "delete it and run fetch again",
-                              path=rel) from None
-    if not all(isinstance(v, str) for v in values):
-        raise MalformedRecord("values must be strings", "delete it and run fetch again", path=rel)
-    for key, value in (("pin", values[0]), ("target", values[1])):
+
+
+def _validate(doc: dict[str, Any], rel: str) -> None:
+    if "schema" not in doc:
+        raise MalformedRecord("missing key 'schema'", _REDO, path=rel)
+    if doc["schema"] != SCHEMA:
+        raise MalformedRecord(f"schema {doc['schema']!r}, expected {SCHEMA}", _REDO, path=rel)
+    absent = schema.missing(doc, Cycle)
+    if absent is not None:
+        raise MalformedRecord(f"missing key {absent!r}", _REDO, path=rel)
+    if schema.mistyped(doc, Cycle) is not None:
+        raise MalformedRecord("values must be strings", _REDO, path=rel)
+    for key in ("pin", "target"):
         # A hand-edited target that is not a full SHA would no longer be frozen.
-        if not _SHA.fullmatch(value):
-            raise MalformedRecord(f"{key} {value[:50]!r} is not a full lowercase SHA",
-                                  "delete it and run fetch again", path=rel)
-    return Cycle(*values)
+        if not _SHA.fullmatch(doc[key]):
+            raise MalformedRecord(f"{key} {doc[key][:50]!r} is not a full lowercase SHA", _REDO,
+                                  path=rel)
+
+
+def load(port: Layout) -> Cycle | None:
+    p = path(port)
+    if not p.exists():
+        return None
+    rel = port.rel(p)
+    doc = _read(p, rel)
+    _validate(doc, rel)
+    # Keys the schema does not declare are ignored, as they always were.
+    return Cycle(**schema.values(doc, Cycle))
 
 
 def report_name(c: Cycle) -> str:
     return f"{c.frozen_at[:10]}-{c.target7}.md"
 
 
-def save(port: Port, pin: str, target: str, target_ref: str, previous_report: str = "") -> Cycle:
-    doc: CycleDoc = {"schema": SCHEMA, "pin": pin, "target": target, "target_ref": target_ref,
-                     "frozen_at": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-                     "previous_report": previous_report}
+def save(port: Layout, pin: str, target: str, target_ref: str,
+         previous_report: str = "") -> Cycle:
+    c = Cycle(pin, target, target_ref, datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+              previous_report)
     write_text(path(port), "# Frozen target of the current sync cycle (written by upstream-sync).\n"
-               + tomli_w.dumps(dict(doc)))
-    return Cycle(doc["pin"], doc["target"], doc["target_ref"], doc["frozen_at"],
-                 previous_report)
+               + tomli_w.dumps({"schema": SCHEMA, **schema.as_doc(c)}))
+    return c
 
 
-def require(port: Port) -> Cycle:
+def require(port: Layout) -> Cycle:
     c = load(port)
     if c is None:
         raise UsageError("no sync cycle is open (no frozen target)",

@@ -3,47 +3,50 @@
 `.agents/sync/decisions.toml`, keyed by full upstream SHA. Decisions outrank every
 rule, survive re-runs, and carry into the next cycle (a commit re-enumerated after
 a divergent retarget keeps its decision).
+
+`Disposition` is the one vocabulary of what a commit is: decisions may leave a commit
+UNCLASSIFIED, rules (`config.Rule`) conclude one of `RULED`.
 """
 
 from __future__ import annotations
 
+import re
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, TypedDict, get_args
+from typing import Any, Literal, get_args
 
 import tomli_w
 
 from sync.infra.atomic import write_text
 from sync.infra.errors import MalformedRecord
+from sync.records import schema
+from sync.records.schema import DERIVED
 
 Disposition = Literal["PORT-NOW", "INVENTORY", "IGNORE", "UNCLASSIFIED"]
 ALL: tuple[Disposition, ...] = get_args(Disposition)
+# What a classification rule may conclude: UNCLASSIFIED is what nothing concluded.
+RULED: tuple[Disposition, ...] = ("PORT-NOW", "INVENTORY", "IGNORE")
 SCHEMA = 1
 FILE = "decisions.toml"
-
-
-class DecisionDoc(TypedDict):
-    disposition: str
-    reason: str
-    by: str
-    at: str
-    subject: str
+_SHA = re.compile(r"[0-9a-f]{40}")
 
 
 @dataclass(frozen=True)
 class Decision:
-    sha: str
+    """One `[decisions.<sha>]` table; its fields are the table's keys, in file order."""
+
+    sha: str = field(metadata=DERIVED)  # the table's name
     disposition: Disposition
     reason: str
-    by: str
-    at: str
+    by: str = ""
+    at: str = ""
     subject: str = ""
 
 
-def parse(text: str, *, path: str) -> dict[str, Decision]:
+def _toml(text: str, path: str) -> dict[str, Any]:
     try:
-        doc = tomllib.loads(text)
+        return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise MalformedRecord(f"not valid TOML: {exc}", "fix the syntax (each decision is a "
                               "[decisions.<sha>] table)", path=path) from None
@@ -51,6 +54,10 @@ def parse(text: str, *, path: str) -> dict[str, Decision]:
         # tomllib recurses per nested array/inline table; no decision file nests deeply.
         raise MalformedRecord("not valid TOML: nested too deeply", "fix the syntax",
                               path=path) from None
+
+
+def _table(doc: dict[str, Any], path: str) -> dict[str, Any]:
+    """The `[decisions]` table of a file whose schema and keys are known."""
     unknown = set(doc) - {"schema", "decisions"}
     if unknown:
         raise MalformedRecord(f"unknown key {sorted(unknown)[0]!r}", "remove it", path=path)
@@ -60,29 +67,35 @@ def parse(text: str, *, path: str) -> dict[str, Decision]:
     table = doc.get("decisions", {})
     if not isinstance(table, dict):
         raise MalformedRecord("'decisions' must be a table", "fix the file", path=path)
-    out: dict[str, Decision] = {}
-    for sha, d in table.items():
-        if len(sha) != 40 or any(c not in "0123456789abcdef" for c in sha):
-            raise MalformedRecord(f"decision key {sha[:50]!r} is not a full lowercase SHA",
-                                  "key decisions by the 40-hex upstream commit", path=path)
-        if not isinstance(d, dict):
-            raise MalformedRecord(f"decision {sha[:10]} is not a table", "fix the file", path=path)
-        extra = set(d) - set(DecisionDoc.__annotations__)
-        if extra:
-            raise MalformedRecord(f"decision {sha[:10]} has unknown key {sorted(extra)[0]!r}",
-                                  "remove it", path=path)
-        disp, reason = d.get("disposition"), d.get("reason")
-        if disp not in ALL:
-            raise MalformedRecord(f"decision {sha[:10]}: disposition {disp!r} is not one of "
-                                  f"{', '.join(ALL)}", "fix the file", path=path)
-        if not isinstance(reason, str) or not reason.strip():
-            raise MalformedRecord(f"decision {sha[:10]} has no reason", "add a reason", path=path)
-        fields = [d.get(k, "") for k in ("by", "at", "subject")]
-        if not all(isinstance(f, str) for f in fields):
-            raise MalformedRecord(f"decision {sha[:10]}: by/at/subject must be strings",
-                                  "fix the file", path=path)
-        out[sha] = Decision(sha, disp, reason, *fields)
-    return out
+    return table
+
+
+def _decision(sha: str, d: object, path: str) -> Decision:
+    if not _SHA.fullmatch(sha):
+        raise MalformedRecord(f"decision key {sha[:50]!r} is not a full lowercase SHA",
+                              "key decisions by the 40-hex upstream commit", path=path)
+    if not isinstance(d, dict):
+        raise MalformedRecord(f"decision {sha[:10]} is not a table", "fix the file", path=path)
+    extra = schema.unknown(d, Decision)
+    if extra is not None:
+        raise MalformedRecord(f"decision {sha[:10]} has unknown key {extra!r}", "remove it",
+                              path=path)
+    disp, reason = d.get("disposition"), d.get("reason")
+    if disp not in ALL:
+        raise MalformedRecord(f"decision {sha[:10]}: disposition {disp!r} is not one of "
+                              f"{', '.join(ALL)}", "fix the file", path=path)
+    if not isinstance(reason, str) or not reason.strip():
+        raise MalformedRecord(f"decision {sha[:10]} has no reason", "add a reason", path=path)
+    values = schema.values(d, Decision)
+    if schema.mistyped(values, Decision) is not None:
+        raise MalformedRecord(f"decision {sha[:10]}: by/at/subject must be strings",
+                              "fix the file", path=path)
+    return Decision(sha=sha, **values)
+
+
+def parse(text: str, *, path: str) -> dict[str, Decision]:
+    table = _table(_toml(text, path), path)
+    return {sha: _decision(sha, d, path) for sha, d in table.items()}
 
 
 def load(path: Path, *, rel: str) -> dict[str, Decision]:
@@ -99,11 +112,7 @@ def load(path: Path, *, rel: str) -> dict[str, Decision]:
 
 
 def render(decisions: dict[str, Decision]) -> str:
-    table = {
-        sha: {"disposition": d.disposition, "reason": d.reason, "by": d.by, "at": d.at,
-              "subject": d.subject}
-        for sha, d in sorted(decisions.items())
-    }
+    table = {sha: schema.as_doc(d) for sha, d in sorted(decisions.items())}
     head = "# Decisions for upstream commits (written by upstream-sync; edit via 'decide').\n"
     return head + tomli_w.dumps({"schema": SCHEMA, "decisions": table})
 

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Protocol
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import NamedTuple, Protocol
 
-from sync.port import Port
-from sync.records import mdscan
+from sync.records import mdscan, mdtext
+from sync.records.layout import Layout
 from sync.records.mdscan import LIST, PR_REF, Heading, Line
-from sync.steps import report
-from sync.steps.surface import Surface
 from sync.upstream.history import Commit
 
 _ENTRY_NUMBER = re.compile(r"(?:§\s*)?(\d+(?:\.\d+)*)\.?(?=[\s:)—–-]|\Z)")
@@ -54,40 +52,66 @@ class Cited(Protocol):
     def deviations(self) -> tuple[Deviation, ...]: ...
 
 
+class Surface(Protocol):
+    """What `touched` reads of a `steps.surface.Surface` (a step, above the records)."""
+
+    @property
+    def by_upstream(self) -> Mapping[str, Sequence[str]]: ...
+
+
 def title_key(title: str) -> str:
     return " ".join(title.replace("*", "").replace("`", "").split()).casefold()
+
+
+class _Start(NamedTuple):
+    """Where a §9 entry starts."""
+
+    line: int
+    first: str  # its first line's text, without the list marker
+    listed: str | None  # the list's own number ("9.3" for item "3.")
+    heading: bool  # a sub-heading, all title
 
 
 def parse(lines: list[Line], code: list[bool], headings: Sequence[Heading],
           s9: Heading) -> tuple[Deviation, ...]:
     """The entries of §9 `s9`, from `mdscan.scan`'s view of the file."""
-    body = [ln for ln in lines[s9.line: s9.end_line] if not code[ln.no]]
+    starts = _starts(lines, code, headings, s9)
+    # Each entry ends where the next starts; the last at the end of §9.
+    stops = [s.line - 1 for s in starts[1:]] + [s9.end_line]
+    found = (_entry(lines, code, start, stop) for start, stop in zip(starts, stops, strict=False))
+    return tuple(d for d in found if d is not None)
+
+
+def _starts(lines: list[Line], code: list[bool], headings: Sequence[Heading],
+            s9: Heading) -> list[_Start]:
+    """Sub-headings of §9 when it has any, else its list items and `9.N` lines."""
     subs = [h for h in headings if s9.line < h.line <= s9.end_line]
-    # (line, first-line text without its marker, the list's own number, from a heading)
-    starts: list[tuple[int, str, str | None, bool]] = []
     if subs:
-        starts = [(h.line, h.text, None, True) for h in subs]
-    else:
-        for ln in body:
-            m = LIST.match(ln.body)
-            if m is not None and not m.group(1):
-                marker = m.group(2)
-                listed = f"9.{marker[:-1]}" if marker[0].isdigit() else None
-                starts.append((ln.no, ln.body[m.end():], listed, False))
-            elif re.match(r"(?:\*\*|__)?§?\s*9\.\d", ln.body):
-                starts.append((ln.no, ln.body, None, False))
-    out: list[Deviation] = []
-    for k, (line, first, listed, heading) in enumerate(starts):
-        stop = starts[k + 1][0] - 1 if k + 1 < len(starts) else s9.end_line
-        text = "\n".join(lines[x - 1].body for x in range(line, stop + 1) if not code[x])
-        number, title = _title(first, heading=heading)
-        number = number or listed
-        if not title:
-            continue
-        out.append(Deviation(number, title, line, text, _paths(text),
-                             tuple(dict.fromkeys(_SHA.findall(text))),
-                             tuple(dict.fromkeys(int(p) for p in PR_REF.findall(text)))))
-    return tuple(out)
+        return [_Start(h.line, h.text, None, True) for h in subs]
+    body = [ln for ln in lines[s9.line: s9.end_line] if not code[ln.no]]
+    return [s for s in map(_list_start, body) if s is not None]
+
+
+def _list_start(ln: Line) -> _Start | None:
+    m = LIST.match(ln.body)
+    if m is not None and not m.group(1):
+        marker = m.group(2)
+        listed = f"9.{marker[:-1]}" if marker[0].isdigit() else None
+        return _Start(ln.no, ln.body[m.end():], listed, False)
+    if re.match(r"(?:\*\*|__)?§?\s*9\.\d", ln.body):
+        return _Start(ln.no, ln.body, None, False)
+    return None
+
+
+def _entry(lines: list[Line], code: list[bool], start: _Start, stop: int) -> Deviation | None:
+    """The deviation on lines `start.line`..`stop` (None when it has no title)."""
+    text = "\n".join(lines[x - 1].body for x in range(start.line, stop + 1) if not code[x])
+    number, title = _title(start.first, heading=start.heading)
+    if not title:
+        return None
+    return Deviation(number or start.listed, title, start.line, text, _paths(text),
+                     tuple(dict.fromkeys(_SHA.findall(text))),
+                     tuple(dict.fromkeys(int(p) for p in PR_REF.findall(text))))
 
 
 def _title(first: str, *, heading: bool = False) -> tuple[str | None, str]:
@@ -178,6 +202,28 @@ def touched(inv: Cited, commits: Iterable[Commit], surf: Surface) -> list[str]:
     return _touched(inv.deviations, commits, surf)
 
 
+@dataclass
+class _Cites:
+    """What one deviation (all entries of one title) cites, each once, in order."""
+
+    first: Deviation
+    paths: list[str] = field(default_factory=list)
+    shas: list[str] = field(default_factory=list)
+    prs: list[int] = field(default_factory=list)
+
+    def add(self, d: Deviation) -> None:
+        self.paths += [p for p in dict.fromkeys(d.paths) if p not in self.paths]
+        self.shas += [s for s in dict.fromkeys(d.shas) if s not in self.shas]
+        self.prs += [p for p in dict.fromkeys(d.prs) if p not in self.prs]
+
+
+def _by_title(deviations: Iterable[Deviation]) -> list[_Cites]:
+    merged: dict[str, _Cites] = {}
+    for d in deviations:
+        merged.setdefault(d.key, _Cites(d)).add(d)
+    return list(merged.values())
+
+
 def _touched(deviations: Iterable[Deviation], commits: Iterable[Commit],
              surf: Surface) -> list[str]:
     index = _RangeIndex(list(commits))
@@ -185,44 +231,41 @@ def _touched(deviations: Iterable[Deviation], commits: Iterable[Commit],
     for up, files in surf.by_upstream.items():
         for f in files:
             by_port.setdefault(f, set()).add(up)
-    merged: dict[str, tuple[Deviation, list[str], list[str], list[int]]] = {}
-    for d in deviations:
-        slot = merged.setdefault(d.key, (d, [], [], []))
-        slot[1].extend(p for p in d.paths if p not in slot[1])
-        slot[2].extend(s for s in d.shas if s not in slot[2])
-        slot[3].extend(p for p in d.prs if p not in slot[3])
     out: list[str] = []
-    for d, paths, shas, prs in merged.values():
-        parts: list[str] = []
-        for cited in paths:
-            ups = [(cited, "")]
-            if cited in by_port:
-                ups = [(u, f" (via {cited})") for u in sorted(by_port[cited])]
-            for up, via in ups:
-                hits = index.touching(up)
-                if hits:
-                    parts.append(f"{up}{via} touched by " + ", ".join(_ref(c) for c in hits))
-        for sha in shas:
-            hits = index.named(sha)
-            if hits:
-                parts.append(f"cites `{sha}`, in the range: " + ", ".join(_ref(c) for c in hits))
-        for pr in prs:
-            hits = index.by_pr.get(pr, [])
-            if hits:
-                parts.append(f"cites vllm#{pr}, in the range: "
-                             + ", ".join(f"`{c.sha[:report.SHA_LEN]}`" for c in hits))
+    for cites in _by_title(deviations):
+        parts = _hits(cites, index, by_port)
         if parts:
-            title = d.title.replace('"', "'")
-            out.append(f"- {d.label} \"{title}\": " + "; ".join(parts))
+            title = cites.first.title.replace('"', "'")
+            out.append(f"- {cites.first.label} \"{title}\": " + "; ".join(parts))
     return out
+
+
+def _hits(cites: _Cites, index: _RangeIndex, by_port: dict[str, set[str]]) -> list[str]:
+    """One part per cited path, SHA or PR that commits of the range touch or name."""
+    parts = [part for cited in cites.paths for part in _path_hits(cited, index, by_port)]
+    parts += [f"cites `{sha}`, in the range: " + ", ".join(_ref(c) for c in hits)
+              for sha in cites.shas if (hits := index.named(sha))]
+    parts += [f"cites vllm#{pr}, in the range: "
+              + ", ".join(f"`{c.sha[:mdtext.SHA_LEN]}`" for c in hits)
+              for pr in cites.prs if (hits := index.by_pr.get(pr, []))]
+    return parts
+
+
+def _path_hits(cited: str, index: _RangeIndex, by_port: dict[str, set[str]]) -> list[str]:
+    # A cited port file stands for the upstream files it mirrors.
+    ups = [(cited, "")]
+    if cited in by_port:
+        ups = [(u, f" (via {cited})") for u in sorted(by_port[cited])]
+    return [f"{up}{via} touched by " + ", ".join(_ref(c) for c in hits)
+            for up, via in ups if (hits := index.touching(up))]
 
 
 def _ref(c: Commit) -> str:
     pr = f" vllm#{c.pr}" if c.pr is not None else ""
-    return f"`{c.sha[:report.SHA_LEN]}`{pr}"
+    return f"`{c.sha[:mdtext.SHA_LEN]}`{pr}"
 
 
-def deviations_touched(port: Port, commits: list[Commit], surf: Surface) -> list[str]:
+def deviations_touched(port: Layout, commits: list[Commit], surf: Surface) -> list[str]:
     """For the report: every §9 deviation the range touches ([] without an inventory or §9)."""
     file = port.root / port.config.inventory
     if not file.exists():

@@ -17,16 +17,17 @@ import socket
 import subprocess
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal, TypedDict, cast, get_args
+from typing import Any, Literal, get_args
 
 from sync.infra.atomic import port_lock, read_text, write_text
 from sync.infra.errors import BlockedCycle, MalformedRecord
-from sync.port import Port
-from sync.records import cycle
+from sync.records import cycle, schema
+from sync.records.layout import Layout
 from sync.records.prefs import Preferences
+from sync.records.schema import DERIVED
 
 SCHEMA = 1
 DIR = "gates"
@@ -34,26 +35,12 @@ Status = Literal["PASS", "FAIL", "PENDING"]
 STATUSES: tuple[Status, ...] = get_args(Status)
 
 
-class GateDoc(TypedDict):
-    status: Status
-    command: str
-    duration_s: float | None
-    host: str
-    time: str
-    handoff: str | None
-    detail: str | None
-    oracle: dict[str, str | None] | None
-
-
-class GatesDoc(TypedDict):
-    schema: int
-    target: str
-    gates: dict[str, GateDoc]
-
-
 @dataclass(frozen=True)
 class GateResult:
-    name: str
+    """One gate's entry; its stored fields are the entry's keys in file order, every one
+    present (null where a value does not apply)."""
+
+    name: str = field(metadata=DERIVED)  # the entry's key in `gates`
     status: Status
     command: str
     duration_s: float | None
@@ -64,13 +51,7 @@ class GateResult:
     oracle: dict[str, str | None] | None = None  # the oracle identity the gate ran with
 
     def as_doc(self) -> dict[str, Any]:
-        return {"name": self.name, **self._body()}
-
-    def _body(self) -> GateDoc:
-        return {"status": self.status, "command": self.command, "duration_s": self.duration_s,
-                "host": self.host, "time": self.time, "handoff": self.handoff,
-                "detail": self.detail, "oracle": None if self.oracle is None else
-                dict(self.oracle)}
+        return {"name": self.name, **schema.as_doc(self)}
 
 
 def now() -> str:
@@ -81,17 +62,17 @@ def hostname() -> str:
     return socket.gethostname()
 
 
-def path(port: Port, target: str) -> Path:
+def path(port: Layout, target: str) -> Path:
     return port.sync_dir / DIR / f"{target[:7]}.json"
 
 
-def current_target(port: Port) -> str:
+def current_target(port: Layout) -> str:
     """What gates are recorded against: the cycle's frozen target, else the pin."""
     c = cycle.load(port)
     return c.target if c is not None else port.pin_record().pin.commit
 
 
-def check_target(port: Port, given: str | None) -> str:
+def check_target(port: Layout, given: str | None) -> str:
     """The current target; a handoff's `--target` must name the same commit."""
     target = current_target(port)
     if given is not None and not (len(given) >= 7 and target.startswith(given.lower())):
@@ -106,41 +87,22 @@ def _bad(rel: str, message: str) -> MalformedRecord:
     return MalformedRecord(message, "delete the file and run the gates again", path=rel)
 
 
-def _opt_str(value: object) -> bool:
-    return value is None or isinstance(value, str)
-
-
 def _parse_gate(name: str, raw: object, rel: str) -> GateResult:
     if not isinstance(raw, dict):
         raise _bad(rel, f"gate {name!r} is not an object")
-    keys = set(GateDoc.__annotations__)
+    keys = set(schema.keys(GateResult))
     if set(raw) != keys:
-        missing = sorted(keys - set(raw))
-        extra = sorted(set(raw) - keys)
-        raise _bad(rel, f"gate {name!r}: " + (f"missing key {missing[0]!r}" if missing
+        absent, extra = sorted(keys - set(raw)), sorted(set(raw) - keys)
+        raise _bad(rel, f"gate {name!r}: " + (f"missing key {absent[0]!r}" if absent
                                                else f"unknown key {extra[0]!r}"))
-    status = raw["status"]
-    if status not in STATUSES:
-        raise _bad(rel, f"gate {name!r}: status {status!r} is not one of {', '.join(STATUSES)}")
-    duration = raw["duration_s"]
-    if duration is not None and (isinstance(duration, bool)
-                                 or not isinstance(duration, int | float)):
-        raise _bad(rel, f"gate {name!r}: duration_s must be a number or null")
-    for key in ("command", "host", "time"):
-        if not isinstance(raw[key], str):
-            raise _bad(rel, f"gate {name!r}: {key} must be a string")
-    for key in ("handoff", "detail"):
-        if not _opt_str(raw[key]):
-            raise _bad(rel, f"gate {name!r}: {key} must be a string or null")
-    oracle = raw["oracle"]
-    if oracle is not None and not (isinstance(oracle, dict) and all(
-            isinstance(k, str) and _opt_str(v) for k, v in oracle.items())):
-        raise _bad(rel, f"gate {name!r}: oracle must be an object of strings or null")
-    if status == "PENDING" and not raw["handoff"]:
+    problem = schema.mistyped(raw, GateResult)
+    if problem is not None:
+        raise _bad(rel, f"gate {name!r}: {problem.text}")
+    if raw["status"] == "PENDING" and not raw["handoff"]:
         raise _bad(rel, f"gate {name!r} is PENDING without a handoff")
-    return GateResult(name, cast(Status, status), raw["command"],
-                      None if duration is None else float(duration), raw["host"], raw["time"],
-                      raw["handoff"], raw["detail"], None if oracle is None else dict(oracle))
+    duration = raw["duration_s"]
+    return GateResult(name=name, **{**raw, "duration_s": None if duration is None
+                                    else float(duration)})
 
 
 def parse(text: str, target: str, *, rel: str) -> list[GateResult]:
@@ -160,7 +122,7 @@ def parse(text: str, target: str, *, rel: str) -> list[GateResult]:
     return [_parse_gate(name, raw, rel) for name, raw in sorted(gates.items())]
 
 
-def load(port: Port, target: str) -> list[GateResult]:
+def load(port: Layout, target: str) -> list[GateResult]:
     """Every recorded gate for `target` (full SHA), sorted by name; [] when none ran yet."""
     p = path(port, target)
     if not p.exists():
@@ -174,13 +136,13 @@ def load(port: Port, target: str) -> list[GateResult]:
 
 
 def render_doc(target: str, results: list[GateResult]) -> str:
-    doc: GatesDoc = {"schema": SCHEMA, "target": target,
-                     "gates": {r.name: r._body() for r in sorted(results, key=lambda r: r.name)}}
+    doc = {"schema": SCHEMA, "target": target,
+           "gates": {r.name: schema.as_doc(r) for r in sorted(results, key=lambda r: r.name)}}
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 
 @contextlib.contextmanager
-def locked(port: Port, wait_s: float = 60.0) -> Iterator[None]:
+def locked(port: Layout, wait_s: float = 60.0) -> Iterator[None]:
     """The port lock, waited for: a result measured over hours must not be lost to a
     concurrent `sync` that holds the lock for a second."""
     deadline = time.monotonic() + wait_s
@@ -196,7 +158,7 @@ def locked(port: Port, wait_s: float = 60.0) -> Iterator[None]:
         yield
 
 
-def record(port: Port, target: str, result: GateResult) -> None:
+def record(port: Layout, target: str, result: GateResult) -> None:
     """Replace `result.name`'s entry for `target`, atomically and under the port lock."""
     with locked(port):
         kept = [r for r in load(port, target) if r.name != result.name]
@@ -280,7 +242,7 @@ def _newer(a: GateResult, b: GateResult) -> GateResult:
     return b if b.time >= a.time else a
 
 
-def merge(port: Port, target: str, files: list[Path]) -> list[str]:
+def merge(port: Layout, target: str, files: list[Path]) -> list[str]:
     """Fold gate records from other hosts (sharded CI artifacts) into the port's record.
 
     Every file must be a gate record for the same target; nothing is written unless all

@@ -12,16 +12,15 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
 from sync.infra.errors import MalformedRecord, UsageError
-from sync.port import Port
-from sync.records import deviations, mdscan
+from sync.records import deviations, mdscan, mdtext
 from sync.records.deviations import Deviation
+from sync.records.layout import Layout
 from sync.records.mdscan import FENCE, LIST, PR_REF, Heading, Line, split_lines
-from sync.steps import report
 
 ItemKind = Literal["bullet", "table"]
 ItemStatus = Literal["todo", "wip", "done"]
@@ -97,64 +96,101 @@ def parse(text: str, *, path: str) -> Inventory:
 
 
 def _items(lines: list[Line], code: list[bool], head_at: dict[int, Heading]) -> list[Item]:
+    rows = _Rows(lines, code, head_at)
     items: list[Item] = []
-    stack: list[Heading] = []
+    stack: list[Heading] = []  # the headings the current line is under, outermost first
     i = 0
-    n = len(lines)
-    while i < n:
+    while i < len(lines):
         ln = lines[i]
         if code[ln.no]:
             i += 1
-            continue
-        if ln.no in head_at:
-            h = head_at[ln.no]
-            while stack and stack[-1].level >= h.level:
-                stack.pop()
-            stack.append(h)
+        elif ln.no in head_at:
+            _nest(stack, head_at[ln.no])
             i += 1
-            continue
-        tier = next((h.tier for h in reversed(stack) if h.tier is not None), None)
-        section = stack[-1].text if stack else None
-        # Rows of a cycle's INVENTORY section carry their tier themselves (`- T2 (vllm#N) ...`).
-        own_tier = any(_CYCLE_TITLE.match(h.text) for h in stack)
+        else:
+            item, i = rows.item_at(i, _Scope.of(stack))
+            if item is not None:
+                items.append(item)
+    return items
+
+
+def _nest(stack: list[Heading], h: Heading) -> None:
+    while stack and stack[-1].level >= h.level:
+        stack.pop()
+    stack.append(h)
+
+
+@dataclass(frozen=True)
+class _Scope:
+    """What the headings above a row say about it."""
+
+    tier: str | None  # the innermost tier heading's
+    section: str | None  # the innermost heading's text
+    own_tier: bool  # in a cycle's INVENTORY section, where rows carry their tier themselves
+
+    @classmethod
+    def of(cls, stack: list[Heading]) -> _Scope:
+        return cls(next((h.tier for h in reversed(stack) if h.tier is not None), None),
+                   stack[-1].text if stack else None,
+                   any(_CYCLE_TITLE.match(h.text) for h in stack))
+
+    def tier_of(self, lead: str) -> str | None:
+        """The row's tier; `lead` is its text after the marker (`T2 (vllm#N) ...`)."""
+        if self.tier is not None or not self.own_tier:
+            return self.tier
+        return _row_tier(lead)
+
+
+@dataclass(frozen=True)
+class _Rows:
+    """Reads the row starting at a line: a table row, or a list item and its continuation."""
+
+    lines: list[Line]
+    code: list[bool]
+    head_at: dict[int, Heading]
+
+    def item_at(self, i: int, scope: _Scope) -> tuple[Item | None, int]:
+        """(the row at line index `i`, if it is one; the index of the line after it)."""
+        ln = self.lines[i]
         stripped = ln.body.strip()
         if stripped.startswith("|"):
-            nxt = lines[i + 1].body.strip() if i + 1 < n else ""
-            is_header = nxt.startswith("|") and _TABLE_SEP.match(nxt) is not None
-            if not is_header and _TABLE_SEP.match(stripped) is None:
-                items.append(Item("table", ln.no, ln.no, ln.start, ln.start + len(ln.body),
-                                  stripped, tier or (_row_tier(_first_cell(stripped)) if own_tier
-                                                    else None), section))
-            i += 1
-            continue
+            return self._table_row(i, stripped, scope), i + 1
         m = LIST.match(ln.body)
         if m is None:
-            i += 1
-            continue
+            return None, i + 1
         j = i + 1
-        while j < n:
-            nb = lines[j]
-            body = nb.body
-            if (code[nb.no] or nb.no in head_at or not body.strip() or LIST.match(body)
-                    or body.strip().startswith(("|", ">")) or FENCE.match(body)):
-                break
+        while j < len(self.lines) and not self._ends_item(self.lines[j]):
             j += 1
-        last = lines[j - 1]
-        joined = " ".join(x.body.strip() for x in lines[i:j])
-        content = ln.body[m.end():]
-        items.append(Item("bullet", ln.no, last.no, ln.start,
-                          last.start + len(last.body.rstrip()), joined,
-                          tier or (_row_tier(content.lstrip()) if own_tier else None),
-                          section))
-        i = j
-    return items
+        return self._bullet(i, j, ln.body[m.end():], scope), j
+
+    def _table_row(self, i: int, stripped: str, scope: _Scope) -> Item | None:
+        nxt = self.lines[i + 1].body.strip() if i + 1 < len(self.lines) else ""
+        is_header = nxt.startswith("|") and _TABLE_SEP.match(nxt) is not None
+        if is_header or _TABLE_SEP.match(stripped) is not None:
+            return None
+        ln = self.lines[i]
+        return Item("table", ln.no, ln.no, ln.start, ln.start + len(ln.body), stripped,
+                    scope.tier_of(_first_cell(stripped)), scope.section)
+
+    def _ends_item(self, ln: Line) -> bool:
+        """Whether `ln` is not a continuation line of the list item above it."""
+        body = ln.body
+        return (self.code[ln.no] or ln.no in self.head_at or not body.strip()
+                or LIST.match(body) is not None or body.strip().startswith(("|", ">"))
+                or FENCE.match(body) is not None)
+
+    def _bullet(self, i: int, j: int, content: str, scope: _Scope) -> Item:
+        ln, last = self.lines[i], self.lines[j - 1]
+        joined = " ".join(x.body.strip() for x in self.lines[i:j])
+        return Item("bullet", ln.no, last.no, ln.start, last.start + len(last.body.rstrip()),
+                    joined, scope.tier_of(content.lstrip()), scope.section)
 
 
 def _first_cell(row: str) -> str:
     return row.lstrip("|").split("|", 1)[0].strip()
 
 
-def load(port: Port) -> Inventory | None:
+def load(port: Layout) -> Inventory | None:
     """The port's inventory, or None when the file does not exist."""
     file = port.root / port.config.inventory
     if not file.exists():
@@ -194,98 +230,140 @@ def _line_text(text: str, start: int) -> str:
     return text[start: len(text) if end < 0 else end].rstrip("\r")
 
 
-def annotate(inv: Inventory, *, pr: int, tier: str, paths: Sequence[str], subject: str | None,
-             note: str | None, section_title: str | None, intro: str,
-             row_line: int | None = None) -> Annotation:
+@dataclass(frozen=True)
+class Request:
+    """What `annotate` records: `(vllm#PR)` in `tier`, for the upstream `paths`."""
+
+    pr: int
+    tier: str
+    paths: Sequence[str]
+    subject: str | None  # the upstream subject, for a new bullet
+    note: str | None
+    section_title: str | None  # the cycle's INVENTORY section; None when no cycle is open
+    intro: str  # the first paragraph of a new section
+    row_line: int | None = None  # the row to annotate, when several cite the paths
+
+
+def annotate(inv: Inventory, req: Request) -> Annotation:
     """Record `(vllm#PR)` on the row citing one of `paths`, else in the cycle's section.
 
     `section_title` is None when no cycle is open: then only an existing row will do.
     """
-    if tier not in TIERS:
-        raise UsageError(f"tier {tier!r} is not one of {', '.join(TIERS)}", "pass --tier T0..T3")
-    note = " ".join(note.split()) if note else None
-    text = inv.text
+    if req.tier not in TIERS:
+        raise UsageError(f"tier {req.tier!r} is not one of {', '.join(TIERS)}",
+                         "pass --tier T0..T3")
+    req = replace(req, note=" ".join(req.note.split()) if req.note else None)
     rows = inv.rows()
-    for r in rows:
-        if _ref_in(pr, r.text):
-            return Annotation("already", r.line, text, _line_text(text, r.start))
-    if row_line is not None:
-        chosen = [r for r in rows if r.line <= row_line <= r.end_line]
-        if not chosen:
-            raise UsageError(f"{inv.path}:{row_line} is not an inventory row under a tier",
-                             "give the line of a bullet or table row in T0..T3")
-    else:
-        chosen = [r for r in rows if any(cites_path(p, r.text) for p in paths)]
-        if len(chosen) > 1:
-            same = [r for r in chosen if r.tier == tier]
-            if len(same) == 1:
-                chosen = same
-            else:
-                raise UsageError(
-                    f"{len(chosen)} inventory rows cite {', '.join(paths)} (lines "
-                    + ", ".join(str(r.line) for r in chosen) + ")",
-                    "pick one with --row LINE")
-    tag = f"(vllm#{pr})" if not note else f"(vllm#{pr} — {note})"
-    if chosen:
-        r = chosen[0]
-        if r.tier != tier:
-            raise UsageError(
-                f"{inv.path}:{r.line}: the row citing this is under {r.tier}, not {tier}",
-                "moving an item between tiers is a hand edit; pass its current tier")
-        at = _row_insert_at(text, r, paths)
-        new = text[:at] + " " + tag + text[at:]
-        return Annotation("row", r.line, new, _line_text(new, _line_start(new, at)))
-    if section_title is None:
+    done = next((r for r in rows if _ref_in(req.pr, r.text)), None)
+    if done is not None:
+        return Annotation("already", done.line, inv.text, _line_text(inv.text, done.start))
+    row = _row_at(inv, rows, req.row_line) if req.row_line is not None else (
+        _row_citing(rows, req))
+    if row is not None:
+        return _on_row(inv, row, req)
+    if req.section_title is None:
         raise UsageError(
-            f"no inventory row cites {', '.join(paths) or 'this item'} and no sync cycle is "
-            "open for a section", "run 'upstream-sync fetch' or 'sync' first, or pass --row")
-    return _in_section(inv, pr, tier, paths, subject, note, section_title, intro)
+            f"no inventory row cites {', '.join(req.paths) or 'this item'} and no sync cycle "
+            "is open for a section", "run 'upstream-sync fetch' or 'sync' first, or pass --row")
+    return _in_section(inv, req, req.section_title)
+
+
+def _row_at(inv: Inventory, rows: Sequence[Item], line: int) -> Item:
+    chosen = [r for r in rows if r.line <= line <= r.end_line]
+    if not chosen:
+        raise UsageError(f"{inv.path}:{line} is not an inventory row under a tier",
+                         "give the line of a bullet or table row in T0..T3")
+    return chosen[0]
+
+
+def _row_citing(rows: Sequence[Item], req: Request) -> Item | None:
+    """The one row citing a path; of several, the one in the asked tier (else refused)."""
+    chosen = [r for r in rows if any(cites_path(p, r.text) for p in req.paths)]
+    if len(chosen) > 1:
+        same = [r for r in chosen if r.tier == req.tier]
+        if len(same) != 1:
+            raise UsageError(
+                f"{len(chosen)} inventory rows cite {', '.join(req.paths)} (lines "
+                + ", ".join(str(r.line) for r in chosen) + ")", "pick one with --row LINE")
+        chosen = same
+    return chosen[0] if chosen else None
+
+
+def _on_row(inv: Inventory, r: Item, req: Request) -> Annotation:
+    if r.tier != req.tier:
+        raise UsageError(
+            f"{inv.path}:{r.line}: the row citing this is under {r.tier}, not {req.tier}",
+            "moving an item between tiers is a hand edit; pass its current tier")
+    tag = f"(vllm#{req.pr} — {req.note})" if req.note else f"(vllm#{req.pr})"
+    text = inv.text
+    at = _row_insert_at(text, r, req.paths)
+    new = text[:at] + " " + tag + text[at:]
+    return Annotation("row", r.line, new, _line_text(new, _line_start(new, at)))
 
 
 def _line_start(text: str, at: int) -> int:
     return text.rfind("\n", 0, at) + 1
 
 
+def _before_blanks(text: str, start: int, end: int) -> int:
+    """`end` moved back over spaces and tabs, never before `start`."""
+    while end > start and text[end - 1] in " \t":
+        end -= 1
+    return end
+
+
 def _row_insert_at(text: str, r: Item, paths: Sequence[str]) -> int:
     if r.kind == "bullet":
-        end = r.end
-        while end > r.start and text[end - 1] in " \t":
-            end -= 1
-        return end
-    # A table row: at the end of the cell citing the path (or the last cell).
-    row = text[r.start: r.end]
+        return _before_blanks(text, r.start, r.end)
+    return r.start + _cell_end(text[r.start: r.end], paths)
+
+
+def _cell_end(row: str, paths: Sequence[str]) -> int:
+    """In a table row: the end of the cell citing a path (or of the last cell)."""
     bars = [m.start() for m in re.finditer(r"(?<!\\)\|", row)]
     cells = list(itertools.pairwise(bars))
-    target = next((c for c in cells if any(cites_path(p, row[c[0] + 1: c[1]]) for p in paths)),
-                  cells[-1] if cells else None)
-    if target is None:
-        return r.end
-    end = target[1]
-    while end > target[0] + 1 and row[end - 1] in " \t":
-        end -= 1
-    return r.start + end
+    if not cells:
+        return len(row)
+    lo, hi = next((c for c in cells if any(cites_path(p, row[c[0] + 1: c[1]]) for p in paths)),
+                  cells[-1])
+    return _before_blanks(row, lo + 1, hi)
 
 
-def _in_section(inv: Inventory, pr: int, tier: str, paths: Sequence[str], subject: str | None,
-                note: str | None, title: str, intro: str) -> Annotation:
-    text, nl = inv.text, inv.newline
-    bullet = f"- {tier} (vllm#{pr})"
-    if subject:
-        bare = _PR_SUFFIX.sub("", subject) or subject  # the (vllm#N) just written says it
-        bullet += " " + report.escape(report.short_subject(bare))
-    if paths:
-        bullet += " — " + ", ".join(f"`{p}`" for p in paths)
-    if note:
-        bullet += f" — {note}"
+def _bullet(req: Request) -> str:
+    bullet = f"- {req.tier} (vllm#{req.pr})"
+    if req.subject:
+        bare = _PR_SUFFIX.sub("", req.subject) or req.subject  # the (vllm#N) just written says it
+        bullet += " " + mdtext.escape(mdtext.short_subject(bare))
+    if req.paths:
+        bullet += " — " + ", ".join(f"`{p}`" for p in req.paths)
+    if req.note:
+        bullet += f" — {req.note}"
+    return bullet
+
+
+def _in_section(inv: Inventory, req: Request, title: str) -> Annotation:
+    bullet = _bullet(req)
     existing = next((h for h in inv.headings if h.text == title), None)
     if existing is not None:
-        lines = split_lines(text)
-        last = max((ln for ln in lines[existing.line - 1: existing.end_line] if ln.body.strip()),
-                   key=lambda ln: ln.no)
-        at = last.start + len(last.body) + len(last.nl)
-        lead = "" if last.nl else nl
-        new = text[:at] + lead + bullet + nl + text[at:]
-        return Annotation("section", last.no + 1, new, bullet)
+        return _append_to(inv, existing, bullet)
+    return _new_section(inv, title, req.intro, bullet)
+
+
+def _append_to(inv: Inventory, h: Heading, bullet: str) -> Annotation:
+    """`bullet` after the last non-blank line of the section under `h`."""
+    text, nl = inv.text, inv.newline
+    lines = split_lines(text)
+    last = max((ln for ln in lines[h.line - 1: h.end_line] if ln.body.strip()),
+               key=lambda ln: ln.no)
+    at = last.start + len(last.body) + len(last.nl)
+    lead = "" if last.nl else nl
+    new = text[:at] + lead + bullet + nl + text[at:]
+    return Annotation("section", last.no + 1, new, bullet)
+
+
+def _new_section(inv: Inventory, title: str, intro: str, bullet: str) -> Annotation:
+    """A new section holding `bullet`, just before §9."""
+    text, nl = inv.text, inv.newline
     s9 = inv.section9
     if s9 is None:
         raise MalformedRecord(
@@ -300,4 +378,3 @@ def _in_section(inv: Inventory, pr: int, tier: str, paths: Sequence[str], subjec
     new = before + gap + block + text[s9.start:]
     line = len(split_lines(before + gap)) + 5
     return Annotation("section", line, new, bullet)
-

@@ -46,35 +46,44 @@ def split_row(line: str) -> list[str]:
 
 def find_table(text: str, *, path: str) -> Table:
     lines = text.splitlines(keepends=True)
-    offsets = []
-    pos = 0
-    for raw in lines:
-        offsets.append(pos)
-        pos += len(raw)
-    header_idx = [i for i, raw in enumerate(lines)
-                  if raw.lstrip().startswith("|") and tuple(split_row(raw)) == COLUMNS]
-    if len(header_idx) != 1:
+    h = _header(lines, path)
+    rows = _rows(lines, h + 2, path)
+    i = h + 2 + len(rows)  # the first line after the table
+    last = lines[i - 1]
+    body = last.rstrip("\r\n")
+    newline = last[len(body):] or ("\r\n" if "\r\n" in text else "\n")
+    insert_at = sum(len(raw) for raw in lines[:i])
+    return Table(tuple(rows), insert_at, newline, not last.endswith(("\n", "\r")))
+
+
+def _header(lines: list[str], path: str) -> int:
+    """The index of the one header line with the ledger's columns (its separator checked)."""
+    found = [i for i, raw in enumerate(lines)
+             if raw.lstrip().startswith("|") and tuple(split_row(raw)) == COLUMNS]
+    if len(found) != 1:
         raise MalformedRecord(
             f"expected exactly one ledger table with columns {' | '.join(COLUMNS)}, "
-            f"found {len(header_idx)}", "restore the table header", path=path)
-    h = header_idx[0]
+            f"found {len(found)}", "restore the table header", path=path)
+    h = found[0]
     if h + 1 >= len(lines) or not _SEP.match(lines[h + 1].strip()):
         raise MalformedRecord("the ledger table has no separator row under its header",
                               "add '|---|---|---|---|'", path=path, line=h + 2)
+    return h
+
+
+def _rows(lines: list[str], first: int, path: str) -> list[Row]:
+    """The table's rows: the `|` lines from index `first` on."""
     rows: list[Row] = []
-    i = h + 2
-    while i < len(lines) and lines[i].lstrip().startswith("|"):
+    for i in range(first, len(lines)):
+        if not lines[i].lstrip().startswith("|"):
+            break
         cells = split_row(lines[i])
         if len(cells) != len(COLUMNS):
             raise MalformedRecord(f"ledger row has {len(cells)} cells, expected {len(COLUMNS)}",
                                   "fix the row (escape '|' inside cells as '\\|')",
                                   path=path, line=i + 1)
         rows.append(Row(tuple(cells), i + 1))
-        i += 1
-    last = lines[i - 1]
-    body = last.rstrip("\r\n")
-    newline = last[len(body):] or ("\r\n" if "\r\n" in text else "\n")
-    return Table(tuple(rows), offsets[i - 1] + len(last), newline, not last.endswith(("\n", "\r")))
+    return rows
 
 
 def escape_cell(text: str) -> str:

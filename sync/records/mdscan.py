@@ -76,35 +76,45 @@ def _heading_tier(text: str) -> str | None:
 def scan(lines: list[Line]) -> tuple[list[bool], list[Heading]]:
     """(code, headings): code[n] is True for line n inside a fence (fence lines included);
     headings outside fences, each with the extent of its section."""
-    raw_heads: list[tuple[int, str, Line]] = []
     code = [False] * (len(lines) + 2)
+    raw_heads: list[tuple[int, str, Line]] = []  # (level, title, line)
     fence: str | None = None
     for ln in lines:
         f = FENCE.match(ln.body)
-        if fence is not None:
+        if fence is not None or f is not None:
             code[ln.no] = True
-            if f is not None and f.group(1)[0] == fence[0] and len(f.group(1)) >= len(fence) \
-                    and not ln.body[f.end():].strip():
-                fence = None
-            continue
-        if f is not None:
-            fence = f.group(1)
-            code[ln.no] = True
-            continue
-        h = _HEADING.match(ln.body)
-        if h is not None:
-            title = (h.group(2) or "").strip()
-            title = re.sub(r"(?:^|[ \t]+)#+\Z", "", title).strip()
-            raw_heads.append((len(h.group(1)), title, ln))
+            fence = _fence_after(fence, f, ln)
+        else:
+            head = _heading(ln)
+            if head is not None:
+                raw_heads.append(head)
+    return code, _with_extents(raw_heads, len(lines))
+
+
+def _fence_after(fence: str | None, f: re.Match[str] | None, ln: Line) -> str | None:
+    """The open fence after fenced line `ln` (`f`: its fence marker, if it has one)."""
+    if fence is None:
+        return f.group(1) if f is not None else None
+    closes = (f is not None and f.group(1)[0] == fence[0] and len(f.group(1)) >= len(fence)
+              and not ln.body[f.end():].strip())
+    return None if closes else fence
+
+
+def _heading(ln: Line) -> tuple[int, str, Line] | None:
+    h = _HEADING.match(ln.body)
+    if h is None:
+        return None
+    title = re.sub(r"(?:^|[ \t]+)#+\Z", "", (h.group(2) or "").strip()).strip()
+    return len(h.group(1)), title, ln
+
+
+def _with_extents(raw_heads: list[tuple[int, str, Line]], n: int) -> list[Heading]:
+    """Each heading's section ends before the next heading of its level or higher."""
     headings: list[Heading] = []
     for i, (level, title, ln) in enumerate(raw_heads):
-        end = len(lines)
-        for level2, _, ln2 in raw_heads[i + 1:]:
-            if level2 <= level:
-                end = ln2.no - 1
-                break
+        end = next((ln2.no - 1 for level2, _, ln2 in raw_heads[i + 1:] if level2 <= level), n)
         headings.append(Heading(level, title, ln.no, ln.start, end, _heading_tier(title)))
-    return code, headings
+    return headings
 
 
 def section9(headings: Sequence[Heading]) -> Heading | None:

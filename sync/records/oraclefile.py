@@ -62,44 +62,60 @@ def _evidence_exists(evidence: str, port_root: Path) -> bool:
         return False
 
 
+@dataclass(frozen=True)
+class _Fields:
+    """An oracle-pin block's values, with the lines that refusals point at."""
+
+    values: dict[str, str]
+    lines: dict[str, int]
+    path: Path
+
+    def bad(self, key: str, message: str, fix: str) -> MalformedRecord:
+        return MalformedRecord(message, fix, path=str(self.path), line=self.lines.get(key))
+
+
 def _validate(values: dict[str, str], lines: dict[str, int], *, path: Path,
               port_root: Path | None) -> None:
     """Field rules; `port_root` None skips the evidence-exists check (nothing to resolve it)."""
-    where = str(path)
-
-    def bad(key: str, message: str, fix: str) -> MalformedRecord:
-        return MalformedRecord(message, fix, path=where, line=lines.get(key))
-
+    f = _Fields(values, lines, path)
     for key in KEYS:
         if key != "evidence" and not values[key]:
-            raise bad(key, f"{key} is empty", "give it a value")
+            raise f.bad(key, f"{key} is empty", "give it a value")
     if values["id"] != path.stem:
-        raise bad("id", f"id = {values['id']!r} does not match the file name {path.name}",
-                  f"rename the file to {values['id']}.md or fix the id")
-    pin = values["pin"]
+        raise f.bad("id", f"id = {values['id']!r} does not match the file name {path.name}",
+                    f"rename the file to {values['id']}.md or fix the id")
+    _pin(f)
+    if values["gateable"] not in ("yes", "no"):
+        raise f.bad("gateable", f"gateable = {values['gateable']!r} is not yes or no",
+                    "write yes or no")
+    if values["gateable"] == "yes":
+        _evidence(f, port_root)
+
+
+def _pin(f: _Fields) -> None:
+    pin, pinned_on = f.values["pin"], f.values["pinned_on"]
     if pin != UNPINNED and not _FULL_SHA.fullmatch(pin) and not _is_version(pin):
-        raise bad("pin", f"pin = {pin!r} is neither 40 lowercase hex, a version, nor "
-                  f"{UNPINNED}", "write the full commit SHA, a version, or UNPINNED")
-    pinned_on = values["pinned_on"]
+        raise f.bad("pin", f"pin = {pin!r} is neither 40 lowercase hex, a version, nor "
+                    f"{UNPINNED}", "write the full commit SHA, a version, or UNPINNED")
     if not blocks.is_date(pinned_on) and not (pinned_on == "-" and pin == UNPINNED):
         allowed = "YYYY-MM-DD or '-' (UNPINNED only)" if pin == UNPINNED else "YYYY-MM-DD"
-        raise bad("pinned_on", f"pinned_on = {pinned_on!r} is not {allowed}",
-                  "write the date the pin was measured")
-    if values["gateable"] not in ("yes", "no"):
-        raise bad("gateable", f"gateable = {values['gateable']!r} is not yes or no",
-                  "write yes or no")
-    evidence = values["evidence"]
-    if values["gateable"] == "yes":
-        if evidence in ("", "-"):
-            raise bad("evidence", "gateable = yes but no evidence path is given",
-                      "name the file (relative to the port root) that shows the gate works")
-        rel = PurePosixPath(evidence)
-        if rel.is_absolute() or ".." in rel.parts or "\\" in evidence or "\0" in evidence:
-            raise bad("evidence", f"evidence = {evidence!r} escapes the port",
-                      "use a path relative to the port root")
-        if port_root is not None and not _evidence_exists(evidence, port_root):
-            raise bad("evidence", f"evidence {evidence!r} does not exist under {port_root}",
-                      "commit the evidence file or set gateable = no")
+        raise f.bad("pinned_on", f"pinned_on = {pinned_on!r} is not {allowed}",
+                    "write the date the pin was measured")
+
+
+def _evidence(f: _Fields, port_root: Path | None) -> None:
+    """A gateable oracle names a file, inside the port, that shows the gate works."""
+    evidence = f.values["evidence"]
+    if evidence in ("", "-"):
+        raise f.bad("evidence", "gateable = yes but no evidence path is given",
+                    "name the file (relative to the port root) that shows the gate works")
+    rel = PurePosixPath(evidence)
+    if rel.is_absolute() or ".." in rel.parts or "\\" in evidence or "\0" in evidence:
+        raise f.bad("evidence", f"evidence = {evidence!r} escapes the port",
+                    "use a path relative to the port root")
+    if port_root is not None and not _evidence_exists(evidence, port_root):
+        raise f.bad("evidence", f"evidence {evidence!r} does not exist under {port_root}",
+                    "commit the evidence file or set gateable = no")
 
 
 def _build(text: str, *, path: Path, port_root: Path | None) -> OracleFile:

@@ -76,10 +76,21 @@ def render(text: str, para: Paragraph, *, date: str, sha: str,
     existing label is refused, since the narrative after it would no longer read.
     """
     m = _RULE.match(text, para.start)
-    if (m is None or m.end() != para.end or m["date"] != para.date or m["sha"] != para.sha
-            or m["label"] != para.release_label):
+    if m is None or (m.end(), m["date"], m["sha"], m["label"]) != (
+            para.end, para.date, para.sha, para.release_label):
         raise UsageError("the PARITY PIN line changed since it was read",
                          "read the protocol file again")
+    _check_new(para, date, sha, release_label)
+    pieces = [(m.start("date"), m.end("date"), date), (m.start("sha"), m.end("sha"), sha)]
+    if release_label is not None:
+        pieces.append(_label_piece(m, para, release_label))
+    out = text
+    for begin, end, value in reversed(pieces):
+        out = out[:begin] + value + out[end:]
+    return out
+
+
+def _check_new(para: Paragraph, date: str, sha: str, release_label: str | None) -> None:
     if not blocks.is_date(date):
         raise UsageError(f"new PARITY PIN date {date!r} is not YYYY-MM-DD", "pass a real date")
     if not _SHA.fullmatch(sha):
@@ -91,15 +102,13 @@ def render(text: str, para: Paragraph, *, date: str, sha: str,
     if release_label is None and para.release_label is not None:
         raise UsageError(f"the PARITY PIN line names release {para.release_label}; "
                          "no new release label was given", "pass the new release label")
-    pieces = [(m.start("date"), m.end("date"), date), (m.start("sha"), m.end("sha"), sha)]
-    if para.release_label is not None and release_label is not None:
-        pieces.append((m.start("label"), m.end("label"), release_label))
-    elif release_label is not None:
-        pieces.append((m.end("sha"), m.end("sha"), f" (vLLM {release_label})"))
-    out = text
-    for begin, end, value in reversed(pieces):
-        out = out[:begin] + value + out[end:]
-    return out
+
+
+def _label_piece(m: re.Match[str], para: Paragraph, label: str) -> tuple[int, int, str]:
+    """(begin, end, text) that puts `label` in place of the old one, or adds it."""
+    if para.release_label is not None:
+        return m.start("label"), m.end("label"), label
+    return m.end("sha"), m.end("sha"), f" (vLLM {label})"
 
 
 def agrees(para: Paragraph, pin: Pin, *, path: str | None = None) -> list[str]:

@@ -204,25 +204,24 @@ def set_values(text: str, block: blocks.Block, changes: Mapping[str, str], *,
     if missing:
         raise UsageError(f"```{block.info} in {path} has no key {missing[0]!r} to change",
                          "change only keys the block already has")
-    wanted = {by_key[k].line: (k, v) for k, v in changes.items()}
-    out: list[str] = []
-    for number, raw in enumerate(text.splitlines(keepends=True), start=1):
-        if number in wanted:
-            key, value = wanted[number]
-            body = raw.rstrip("\r\n")
-            eq = body.index("=")
-            rest = body[eq + 1:]
-            lead = len(rest) - len(rest.lstrip())
-            begin = eq + 1 + lead
-            tail = begin + len(rest.strip())
-            if not value:
-                raw = raw[: eq + 1] + raw[tail:]
-            elif begin == tail and lead == 0:
-                raw = raw[:begin] + " " + value + raw[tail:]
-            else:
-                raw = raw[:begin] + value + raw[tail:]
-        out.append(raw)
-    return "".join(out)
+    wanted = {by_key[k].line: v for k, v in changes.items()}
+    return "".join(_with_value(raw, wanted[number]) if number in wanted else raw
+                   for number, raw in enumerate(text.splitlines(keepends=True), start=1))
+
+
+def _with_value(raw: str, value: str) -> str:
+    """`key = old` line `raw` with only the old value's span replaced by `value`."""
+    body = raw.rstrip("\r\n")
+    eq = body.index("=")
+    rest = body[eq + 1:]
+    lead = len(rest) - len(rest.lstrip())
+    begin = eq + 1 + lead
+    tail = begin + len(rest.strip())
+    if not value:
+        return raw[: eq + 1] + raw[tail:]
+    if begin == tail and lead == 0:
+        return raw[:begin] + " " + value + raw[tail:]
+    return raw[:begin] + value + raw[tail:]
 
 
 def render(record: PinRecord, pin: Pin) -> str:

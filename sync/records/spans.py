@@ -66,48 +66,73 @@ def _scan(text: str, path: Path) -> tuple[list[Span], list[str]]:
     problems: list[str] = []
     offset = 0
     for number, raw in enumerate(text.splitlines(keepends=True), start=1):
-        base = offset
+        if "<!--" in raw:
+            _Line(raw.rstrip("\r\n"), path, number, offset, spans, problems).scan()
         offset += len(raw)
-        if "<!--" not in raw:
-            continue
-        line = raw.rstrip("\r\n")
-        where = f"{path}:{number}"
-        pending: _Open | None = None
-        for cand in _CANDIDATE.finditer(line):
-            at = cand.start()
-            opener = _OPEN.match(line, at)
-            other = _OPEN_ANY.match(line, at)
-            is_close = line.startswith(_CLOSE, at)
-            if (opener or other) and _LINE_START.fullmatch(line, 0, at):
-                problems.append(f"{where}: pin marker starts its line — restate the pin "
-                                "inside a sentence, or read it from the pin block")
-            if opener or other:
-                if pending is not None:
-                    problems.append(f"{where}: pin span opened at column {pending.at + 1} "
-                                    f"is never closed — add {_CLOSE} on the same line")
-                if opener:
-                    kind: Kind = "commit" if opener.group(1) == "commit" else "label"
-                    pending = _Open(kind, at, opener.end())
-                elif other:
-                    problems.append(f"{where}: unknown pin span kind {other.group(1)!r} — use "
-                                    f"<!--pin:commit--> or <!--pin:label-->")
-                    pending = _Open(None, at, other.end())
-            elif is_close:
-                if pending is None:
-                    problems.append(f"{where}: {_CLOSE} without an opening pin marker — "
-                                    "remove it or add <!--pin:commit--> / <!--pin:label-->")
-                elif pending.kind is not None:
-                    begin, end = _value_bounds(line, pending.end, at)
-                    spans.append(Span(path, number, pending.kind, line[begin:end],
-                                      base + begin, base + end))
-                pending = None
-            else:
-                problems.append(f"{where}: malformed pin marker {line[at:at + 24]!r} — write "
-                                f"<!--pin:commit-->, <!--pin:label--> or {_CLOSE} exactly")
-        if pending is not None:
-            problems.append(f"{where}: pin span opened at column {pending.at + 1} is never "
-                            f"closed — add {_CLOSE} on the same line")
     return spans, problems
+
+
+@dataclass
+class _Line:
+    """One line's markers, read left to right; a span opens and closes on the same line."""
+
+    line: str
+    path: Path
+    number: int
+    base: int  # the line's offset in the file
+    spans: list[Span]
+    problems: list[str]
+    pending: _Open | None = None
+
+    @property
+    def where(self) -> str:
+        return f"{self.path}:{self.number}"
+
+    def scan(self) -> None:
+        for cand in _CANDIDATE.finditer(self.line):
+            self._marker(cand.start())
+        if self.pending is not None:
+            self._unclosed(self.pending)
+
+    def _unclosed(self, pending: _Open) -> None:
+        self.problems.append(f"{self.where}: pin span opened at column {pending.at + 1} "
+                             f"is never closed — add {_CLOSE} on the same line")
+
+    def _marker(self, at: int) -> None:
+        opener = _OPEN.match(self.line, at)
+        other = _OPEN_ANY.match(self.line, at)
+        if opener is not None or other is not None:
+            self._open(at, opener, other)
+        elif self.line.startswith(_CLOSE, at):
+            self._close(at)
+        else:
+            self.problems.append(f"{self.where}: malformed pin marker "
+                                 f"{self.line[at:at + 24]!r} — write <!--pin:commit-->, "
+                                 f"<!--pin:label--> or {_CLOSE} exactly")
+
+    def _open(self, at: int, opener: re.Match[str] | None, other: re.Match[str] | None) -> None:
+        if _LINE_START.fullmatch(self.line, 0, at):
+            self.problems.append(f"{self.where}: pin marker starts its line — restate the pin "
+                                 "inside a sentence, or read it from the pin block")
+        if self.pending is not None:
+            self._unclosed(self.pending)
+        if opener is not None:
+            kind: Kind = "commit" if opener.group(1) == "commit" else "label"
+            self.pending = _Open(kind, at, opener.end())
+        elif other is not None:
+            self.problems.append(f"{self.where}: unknown pin span kind {other.group(1)!r} — "
+                                 "use <!--pin:commit--> or <!--pin:label-->")
+            self.pending = _Open(None, at, other.end())
+
+    def _close(self, at: int) -> None:
+        if self.pending is None:
+            self.problems.append(f"{self.where}: {_CLOSE} without an opening pin marker — "
+                                 "remove it or add <!--pin:commit--> / <!--pin:label-->")
+        elif self.pending.kind is not None:
+            begin, end = _value_bounds(self.line, self.pending.end, at)
+            self.spans.append(Span(self.path, self.number, self.pending.kind,
+                                   self.line[begin:end], self.base + begin, self.base + end))
+        self.pending = None
 
 
 def scan_text(text: str, *, path: Path | str) -> list[Span]:

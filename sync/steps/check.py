@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
+from pathlib import Path
 
 from sync.infra.atomic import read_text
 from sync.infra.errors import MalformedRecord, SyncError
@@ -22,66 +24,96 @@ class Finding:
     severity: str = "error"  # "error" fails the check, "warning" is printed only
 
 
-def _guard(out: list[Finding], fn: Callable[[], None]) -> None:
+def _guarded(fn: Callable[[], list[Finding]]) -> list[Finding]:
+    """What `fn` finds, or the one refusal it raised."""
     try:
-        fn()
+        return fn()
     except SyncError as exc:
-        out.append(Finding(str(exc)))
+        return [Finding(str(exc))]
 
 
-def _discard(_: object) -> None:
-    """Loading is the check: only its exception matters."""
+def _loads(load: Callable[[], object]) -> list[Finding]:
+    """Loading is the check: only its refusal matters."""
+    try:
+        load()
+    except SyncError as exc:
+        return [Finding(str(exc))]
+    return []
 
 
 def findings(port: Port, *, with_audit: bool = True) -> tuple[list[Finding], list[str]]:
     """All violations plus notes (what was skipped and why)."""
-    out: list[Finding] = []
     notes: list[str] = []
-    rel = port.rel(port.protocol)
-    pin: pins.Pin | None = None
-    try:
-        pin = port.pin_record().pin
-    except SyncError as exc:
-        out.append(Finding(str(exc)))
-    if port.protocol.exists():
-        text = read_text(port.protocol)
-
-        def para() -> None:
-            p = paragraph.find(text, path=rel)
-            if pin is not None:
-                out.extend(Finding(x) for x in paragraph.agrees(p, pin, path=rel))
-
-        _guard(out, para)
-    oracle_files = port.oracle_files()
-    if not oracle_files:
-        out.append(Finding(f"{port.config.oracles}: no oracle files found (expected at least "
-                           "the core oracle vllm.md)"))
-    for path in oracle_files:
-        try:
-            of = oraclefile.load(path, port.root)
-        except SyncError as exc:
-            out.append(Finding(str(exc)))
-            continue
-        if of.id == "vllm" and pin is not None:
-            out.extend(Finding(x) for x in oraclefile.agreement(of, pin))
+    pin, out = _pin(port)
+    out += _paragraph(port, pin)
+    out += _oracle_files(port, pin)
     if pin is not None:
-        out.extend(Finding(x) for x in spans.check(port.root, port.config.span_globs, pin))
+        out += [Finding(x) for x in spans.check(port.root, port.config.span_globs, pin)]
+    out += _records(port)
+    out += _events(port)
+    if pin is not None:
+        out += [Finding(text, sev) for text, sev in pincopies.findings(port, pin)]
+    if with_audit and pin is not None:
+        out += _audit(port, pin, notes)
+    return [Finding(_relative(port, f.text), f.severity) for f in out], notes
+
+
+def _pin(port: Port) -> tuple[pins.Pin | None, list[Finding]]:
+    try:
+        return port.pin_record().pin, []
+    except SyncError as exc:
+        return None, [Finding(str(exc))]
+
+
+def _paragraph(port: Port, pin: pins.Pin | None) -> list[Finding]:
+    """The PARITY PIN line parses and, when the pin does, agrees with it."""
+    if not port.protocol.exists():
+        return []
+    rel = port.rel(port.protocol)
+    text = read_text(port.protocol)
+
+    def agree() -> list[Finding]:
+        p = paragraph.find(text, path=rel)
+        return [] if pin is None else [Finding(x) for x in paragraph.agrees(p, pin, path=rel)]
+
+    return _guarded(agree)
+
+
+def _oracle_files(port: Port, pin: pins.Pin | None) -> list[Finding]:
+    files = port.oracle_files()
+    if not files:
+        return [Finding(f"{port.config.oracles}: no oracle files found (expected at least "
+                        "the core oracle vllm.md)")]
+    return [f for path in files for f in _guarded(partial(_oracle_file, path, port.root, pin))]
+
+
+def _oracle_file(path: Path, root: Path, pin: pins.Pin | None) -> list[Finding]:
+    of = oraclefile.load(path, root)
+    if of.id != "vllm" or pin is None:
+        return []
+    return [Finding(x) for x in oraclefile.agreement(of, pin)]
+
+
+def _records(port: Port) -> list[Finding]:
+    """The ledger (when there is one), the decisions and the cycle load."""
+    out: list[Finding] = []
     ledger_path = port.root / port.config.ledger
     if ledger_path.exists():
-        _guard(out, lambda: _discard(ledger.load(ledger_path, rel=port.rel(ledger_path))))
+        out += _loads(lambda: ledger.load(ledger_path, rel=port.rel(ledger_path)))
     dec = port.sync_dir / decisions.FILE
-    _guard(out, lambda: _discard(decisions.load(dec, rel=port.rel(dec))))
-    _guard(out, lambda: _discard(cycle.load(port)))
+    out += _loads(lambda: decisions.load(dec, rel=port.rel(dec)))
+    out += _loads(lambda: cycle.load(port))
+    return out
+
+
+def _events(port: Port) -> list[Finding]:
+    out: list[Finding] = []
     try:
-        out.extend(Finding(x) for x in events.verify(port))
-        out.extend(Finding(x) for x in events.git_edits(port))
+        out += [Finding(x) for x in events.verify(port)]
+        out += [Finding(x) for x in events.git_edits(port)]
     except SyncError as exc:
         out.append(Finding(str(exc)))
-    if pin is not None:
-        out.extend(Finding(text, sev) for text, sev in pincopies.findings(port, pin))
-    if with_audit and pin is not None:
-        out.extend(_audit(port, pin, notes))
-    return [Finding(_relative(port, f.text), f.severity) for f in out], notes
+    return out
 
 
 def _relative(port: Port, text: str) -> str:

@@ -43,30 +43,42 @@ def _count(text: str, info: str, rel: str) -> int:
 
 def discover(root: Path) -> dict[str, Any]:
     """Find the records by content, not by name: each must be unique or it is left default."""
-    md = _files(root, {".md"})
+    found = _candidates(root)
+    paths = {key: found[key][0] for key in ("protocol", "ledger", "inventory")
+             if len(found[key]) == 1}
+    dirs = sorted({str(Path(p).parent.as_posix()) for p in found["oracles"]})
+    if len(dirs) == 1:
+        paths["oracles"] = f"{dirs[0]}/*.md"
+    return {"paths": paths, "found": found, "port_roots": _port_roots(root)}
+
+
+def _candidates(root: Path) -> dict[str, list[str]]:
+    """Markdown files that hold each record, by what they contain."""
     found: dict[str, list[str]] = {"protocol": [], "ledger": [], "inventory": [], "oracles": []}
-    for path in md:
+    for path in _files(root, {".md"}):
         text = _text(path)
         rel = path.relative_to(root).as_posix()
         # One entry per block: two blocks in one file are as ambiguous as two files.
         found["protocol"] += [rel] * _count(text, "parity-pin", rel)
         if _count(text, "oracle-pin", rel):
             found["oracles"].append(rel)
-        if any(line.lstrip().startswith("|") and tuple(ledger.split_row(line)) == ledger.COLUMNS
-               for line in text.splitlines()):
+        if _has_ledger_header(text):
             found["ledger"].append(rel)
         if path.name == "porting-inventory.md" or ("## 9" in text and "T0" in text):
             found["inventory"].append(rel)
+    return found
+
+
+def _has_ledger_header(text: str) -> bool:
+    return any(line.lstrip().startswith("|") and tuple(ledger.split_row(line)) == ledger.COLUMNS
+               for line in text.splitlines())
+
+
+def _port_roots(root: Path) -> list[str]:
+    """The top-level directories holding files with a ported-from header."""
     roots: dict[str, int] = {}
     for path in _files(root, _SOURCE_EXT):
         if headers.parse_header(_text(path)[:8192], path.name).kind == "PORTED":
             top = path.relative_to(root).parts[0]
             roots[top] = roots.get(top, 0) + 1
-    paths: dict[str, str] = {}
-    for key in ("protocol", "ledger", "inventory"):
-        if len(found[key]) == 1:
-            paths[key] = found[key][0]
-    dirs = sorted({str(Path(p).parent.as_posix()) for p in found["oracles"]})
-    if len(dirs) == 1:
-        paths["oracles"] = f"{dirs[0]}/*.md"
-    return {"paths": paths, "found": found, "port_roots": sorted(roots)}
+    return sorted(roots)

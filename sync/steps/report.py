@@ -14,38 +14,20 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from sync.records.decisions import ALL, Disposition
+from sync.records.mdtext import SHA_LEN as SHA_LEN
+from sync.records.mdtext import SUBJECT_MAX as SUBJECT_MAX
+from sync.records.mdtext import escape as escape
+from sync.records.mdtext import short_subject as short_subject
+from sync.records.mdtext import unescape as unescape
 from sync.steps.classify import Entry
 from sync.upstream.history import RangeStats
 
 State = Literal["ACTIVE", "STALLED", "ADVANCED"]
 SCHEMA = 1
-SHA_LEN = 10
-SUBJECT_MAX = 300
 SECTIONS: tuple[Disposition, ...] = ("PORT-NOW", "INVENTORY", "IGNORE", "UNCLASSIFIED")
 UNPARSED = "Unparsed lines (kept verbatim)"
 NOTES = "Notes"
 NONE = "_None._"
-
-# Backslash-escape markdown's active characters (str.translate: this runs 20,000 times
-# for a 10,000-commit report).
-_SUBJECT_ESC = str.maketrans({c: "\\" + c for c in "\\`*_[]<>|~"})
-_REASON_ESC = str.maketrans({c: "\\" + c for c in "\\`*[]<>|"})
-_UNESC = re.compile(r"\\(.)")
-
-
-def escape(text: str, *, reason: bool = False) -> str:
-    flat = " ".join(text.split())
-    return flat.translate(_REASON_ESC if reason else _SUBJECT_ESC)
-
-
-def unescape(text: str) -> str:
-    return _UNESC.sub(r"\1", text)
-
-
-def short_subject(subject: str) -> str:
-    flat = " ".join(subject.split())
-    return flat if len(flat) <= SUBJECT_MAX else flat[: SUBJECT_MAX - 1] + "…"
-
 
 def entry_prefix(e: Entry) -> str:
     pr = f"vllm#{e.pr}" if e.pr is not None else "(no PR)"

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import argparse
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from sync.cli.context import Context, add_json
-from sync.infra.errors import UsageError
+from sync.infra.errors import SyncError, UsageError
 from sync.port import Port
 from sync.records import cycle
 from sync.steps import bump
@@ -48,51 +50,65 @@ def _file_arg(port: Port, arg: str) -> tuple[Path, str]:
                      "current directory or the port root)")
 
 
+def _plans(port: Port, plan: Callable[[], list[bump.FilePlan]],
+           check: bool) -> tuple[list[bump.FilePlan], int]:
+    """(the plans, files written): nothing is written under `--check` or on any refusal."""
+    if check:
+        return plan(), 0
+    # Plan under the lock too: what is written must be what was read.
+    with port.lock():
+        plans = plan()
+        if any(p.refusal is not None for p in plans):
+            return plans, 0
+        return plans, bump.write(plans)
+
+
+def _as_json(target: str, check: bool, written: int,
+             plans: list[bump.FilePlan]) -> dict[str, Any]:
+    return {
+        "target": target, "check": check, "written": written,
+        "files": [{
+            "path": p.rel, "status": p.status,
+            "reason": None if p.refusal is None else str(p.refusal),
+            "changes": [{"line": c.line, "path": c.path, "old": c.old, "new": c.new,
+                         "was": c.was} for c in p.changes],
+        } for p in plans],
+    }
+
+
+def _say(ctx: Context, plans: list[bump.FilePlan], target: str, verb: str) -> None:
+    for p in plans:
+        if p.refusal is not None:
+            print(f"refused: {p.refusal}", file=ctx.out)
+        elif not p.changes:
+            print(f"{p.rel}: already at {target[:10]}", file=ctx.out)
+        for c in p.changes:
+            print(f"{p.rel}:{c.line}: {verb} {c.path} {c.old} → {c.new} (was {c.was})",
+                  file=ctx.out)
+
+
+def _refusal(refusals: list[SyncError], files: int) -> SyncError:
+    first = refusals[0]
+    if len(refusals) == 1:
+        return type(first)(f"{first.message}; nothing was written", first.fix)
+    return type(first)(f"{len(refusals)} of {files} files cannot be bumped safely "
+                       "(reasons above); nothing was written",
+                       "fix those headers by hand or leave the files out")
+
+
 def run(args: argparse.Namespace, ctx: Context) -> int:
     port = ctx.port
     ref, upstream = port.reference(), port.upstream_ref
     files = [_file_arg(port, a) for a in dict.fromkeys(args.files)]
-    rev = args.to
-    if rev is None:
-        rev = cycle.require(port).target
+    rev = args.to if args.to is not None else cycle.require(port).target
     gitio.check_rev(rev)
     target = bump.resolve_target(ref, rev, upstream)
-    written = 0
-    if args.check:
-        plans = bump.plan(ref, target, upstream, files)
-    else:
-        # Plan under the lock too: what is written must be what was read.
-        with port.lock():
-            plans = bump.plan(ref, target, upstream, files)
-            if not any(p.refusal is not None for p in plans):
-                written = bump.write(plans)
-    refused = [p for p in plans if p.refusal is not None]
+    plans, written = _plans(port, lambda: bump.plan(ref, target, upstream, files), args.check)
+    refusals = [p.refusal for p in plans if p.refusal is not None]
     if ctx.json:
-        ctx.emit_json({
-            "target": target, "check": bool(args.check), "written": written,
-            "files": [{
-                "path": p.rel, "status": p.status,
-                "reason": None if p.refusal is None else str(p.refusal),
-                "changes": [{"line": c.line, "path": c.path, "old": c.old, "new": c.new,
-                             "was": c.was} for c in p.changes],
-            } for p in plans],
-        })
+        ctx.emit_json(_as_json(target, bool(args.check), written, plans))
     else:
-        verb = "would bump" if args.check or refused else "bumped"
-        for p in plans:
-            if p.refusal is not None:
-                print(f"refused: {p.refusal}", file=ctx.out)
-            elif not p.changes:
-                print(f"{p.rel}: already at {target[:10]}", file=ctx.out)
-            for c in p.changes:
-                print(f"{p.rel}:{c.line}: {verb} {c.path} {c.old} → {c.new} (was {c.was})",
-                      file=ctx.out)
-    if refused:
-        first = refused[0].refusal
-        assert first is not None
-        if len(refused) == 1:
-            raise type(first)(f"{first.message}; nothing was written", first.fix)
-        raise type(first)(f"{len(refused)} of {len(plans)} files cannot be bumped safely "
-                          "(reasons above); nothing was written",
-                          "fix those headers by hand or leave the files out")
+        _say(ctx, plans, target, "would bump" if args.check or refusals else "bumped")
+    if refusals:
+        raise _refusal(refusals, len(plans))
     return 0

@@ -6,7 +6,7 @@ import argparse
 
 from sync.cli.context import Context, add_json
 from sync.infra.errors import CheckFailed
-from sync.steps.check import findings
+from sync.steps.check import Finding, findings
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -19,6 +19,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=run)
 
 
+def _say(ctx: Context, found: list[Finding], notes: list[str]) -> None:
+    for f in found:
+        print(f.text if f.severity == "error" else f"warning: {f.text}", file=ctx.out)
+    for n in notes:
+        ctx.note(f"note: {n}")
+
+
 def run(args: argparse.Namespace, ctx: Context) -> int:
     found, notes = findings(ctx.port, with_audit=not args.no_audit)
     errors = [f for f in found if f.severity == "error"]
@@ -27,10 +34,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
                        "warnings": [f.text for f in found if f.severity != "error"],
                        "notes": notes})
     else:
-        for f in found:
-            print(f.text if f.severity == "error" else f"warning: {f.text}", file=ctx.out)
-        for n in notes:
-            ctx.note(f"note: {n}")
+        _say(ctx, found, notes)
     if errors:
         raise CheckFailed(f"{len(errors)} record invariant(s) violated",
                           "fix each line above, then run check again")

@@ -28,14 +28,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace, ctx: Context) -> int:
-    root = Path(args.dir or ctx.port_arg or os.environ.get("SYNC_PORT") or ".").resolve()
-    if not root.is_dir():
-        raise UsageError(f"{root} is not a directory", "give the port's root")
-    cfg_path = root / config.CONFIG_PATH
-    if cfg_path.exists() and not args.force:
-        raise UsageError(f"{cfg_path} already exists", "pass --force to rewrite it")
-    found = discover.discover(root)
+def _config(root: Path, found: dict[str, Any]) -> dict[str, Any]:
+    """The configuration to write, from what `discover` found (refused without one pin block)."""
     if "protocol" not in found["paths"]:
         hits = found["found"]["protocol"]
         where = f" ({', '.join(sorted(set(hits)))})" if hits else ""
@@ -46,14 +40,13 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     if found["port_roots"]:
         doc["surface"] = {"port_roots": found["port_roots"], "mirrored": ["vllm/"]}
     config.parse(tomli_w.dumps(doc))  # what we write must load
-    write_text(cfg_path, "# upstream-sync configuration (keys: docs/adopting.md in upstream-sync)\n"
-               + tomli_w.dumps(doc))
-    example = root / (config.Config().preferences + ".example")
-    if not example.exists():
-        write_text(example, prefs.example_text())
+    return doc
+
+
+def _ignore(root: Path) -> None:
+    """Machine-specific preferences and the lock/transaction scratch files are never tracked."""
     ignore = root / ".gitignore"
     sync_dir = config.Config().sync_dir
-    # Machine-specific preferences and the lock/transaction scratch files are never tracked.
     wants = ["/" + config.Config().preferences, f"/{sync_dir}/.lock", f"/{sync_dir}/.txn-*"]
     text = read_text(ignore) if ignore.exists() else ""
     missing = [w for w in wants if w not in text.splitlines()]
@@ -61,18 +54,37 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         nl = "\r\n" if "\r\n" in text else "\n"
         write_text(ignore, text + ("" if not text or text.endswith(nl) else nl)
                    + "".join(w + nl for w in missing))
+
+
+def _say(ctx: Context, cfg_path: Path, example: Path, found: dict[str, Any]) -> None:
+    print(f"wrote {cfg_path}", file=ctx.out)
+    for key, value in found["paths"].items():
+        print(f"  {key} = {value}", file=ctx.out)
+    for key in ("ledger", "inventory"):
+        if key not in found["paths"]:
+            print(f"  {key}: not found uniquely ({len(found['found'][key])} candidates); "
+                  "default kept", file=ctx.out)
+    print(f"  port_roots = {found['port_roots']}", file=ctx.out)
+    print(f"wrote {example} (copy it to developer-preferences.md and fill it in)", file=ctx.out)
+
+
+def run(args: argparse.Namespace, ctx: Context) -> int:
+    root = Path(args.dir or ctx.port_arg or os.environ.get("SYNC_PORT") or ".").resolve()
+    if not root.is_dir():
+        raise UsageError(f"{root} is not a directory", "give the port's root")
+    cfg_path = root / config.CONFIG_PATH
+    if cfg_path.exists() and not args.force:
+        raise UsageError(f"{cfg_path} already exists", "pass --force to rewrite it")
+    found = discover.discover(root)
+    doc = _config(root, found)
+    write_text(cfg_path, "# upstream-sync configuration (keys: docs/adopting.md in upstream-sync)\n"
+               + tomli_w.dumps(doc))
+    example = root / (config.Config().preferences + ".example")
+    if not example.exists():
+        write_text(example, prefs.example_text())
+    _ignore(root)
     if ctx.json:
         ctx.emit_json({"config": str(cfg_path), "preferences_example": str(example), **found})
     else:
-        print(f"wrote {cfg_path}", file=ctx.out)
-        for key, value in found["paths"].items():
-            print(f"  {key} = {value}", file=ctx.out)
-        for key in ("ledger", "inventory"):
-            if key not in found["paths"]:
-                print(f"  {key}: not found uniquely ({len(found['found'][key])} candidates); "
-                      "default kept", file=ctx.out)
-        print(f"  port_roots = {found['port_roots']}", file=ctx.out)
-        print(f"wrote {example} (copy it to developer-preferences.md and fill it in)",
-              file=ctx.out)
+        _say(ctx, cfg_path, example, found)
     return 0
-

@@ -55,12 +55,8 @@ def _report_entry(port: Port, c: cycle.Cycle | None, pr: int) -> Entry | None:
     return hits[-1] if hits else None
 
 
-def run(args: argparse.Namespace, ctx: Context) -> int:
-    port = ctx.port
-    if args.pr <= 0:
-        raise UsageError("--pr must be a positive PR number", "give the upstream PR number")
-    c = cycle.load(port)
-    entry = _report_entry(port, c, args.pr)
+def _paths(args: argparse.Namespace, entry: Entry | None) -> list[str]:
+    """The upstream paths to annotate: `--path`, else the report entry's."""
     if entry is not None and entry.disposition != "INVENTORY":
         raise UsageError(f"the cycle's report lists vllm#{args.pr} as {entry.disposition}, "
                          "not INVENTORY", f"decide it INVENTORY first (upstream-sync decide "
@@ -70,28 +66,23 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     if entry is None and not paths and args.row is None:
         raise UsageError(f"vllm#{args.pr} is not in the open cycle's report and no --path was "
                          "given", "pass --path P (the upstream path it adds or changes)")
-    file = port.root / port.config.inventory
-    rel = port.rel(file)
-    if not file.exists():
-        raise MalformedRecord("the porting inventory does not exist",
-                              "create it (tiers T0..T3 and a '## 9. Deviations' section)",
-                              path=rel)
-    title: str | None = None
-    intro = ""
-    if c is not None:
-        title = inventory.cycle_title(c.frozen_at[:10], c.target)
-        report_md = workqueue.report_json(port, c).with_suffix(".md")
-        link = Path(os.path.relpath(report_md, file.parent)).as_posix()
-        intro = (f"INVENTORY items of the sync cycle to `{c.target[:10]}` (report: "
-                 f"[{report_md.name}]({link})), recorded by `upstream-sync inventory annotate`. "
-                 "Move an item into its tier's list when it is scheduled.")
-    with port.lock():
-        inv = inventory.read(file, rel=rel)
-        result = inventory.annotate(inv, pr=args.pr, tier=args.tier, paths=paths,
-                                    subject=entry.subject if entry else None, note=args.note,
-                                    section_title=title, intro=intro, row_line=args.row)
-        if result.where != "already":
-            write_text(file, result.text)
+    return paths
+
+
+def _section(port: Port, c: cycle.Cycle | None, file: Path) -> tuple[str | None, str]:
+    """(title, intro) of the open cycle's INVENTORY section; (None, "") without a cycle."""
+    if c is None:
+        return None, ""
+    report_md = workqueue.report_json(port, c).with_suffix(".md")
+    link = Path(os.path.relpath(report_md, file.parent)).as_posix()
+    return inventory.cycle_title(c.frozen_at[:10], c.target), (
+        f"INVENTORY items of the sync cycle to `{c.target[:10]}` (report: "
+        f"[{report_md.name}]({link})), recorded by `upstream-sync inventory annotate`. "
+        "Move an item into its tier's list when it is scheduled.")
+
+
+def _say(ctx: Context, args: argparse.Namespace, rel: str, title: str | None,
+         result: inventory.Annotation) -> None:
     if ctx.json:
         ctx.emit_json({"inventory": rel, "pr": args.pr, "tier": args.tier,
                        "where": result.where, "line": result.line, "row": result.row})
@@ -102,4 +93,28 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         where = "on the existing row" if result.where == "row" else f"in section '{title}'"
         print(f"{rel}:{result.line}: recorded vllm#{args.pr} {where}: {result.row.strip()}",
               file=ctx.out)
+
+
+def run(args: argparse.Namespace, ctx: Context) -> int:
+    port = ctx.port
+    if args.pr <= 0:
+        raise UsageError("--pr must be a positive PR number", "give the upstream PR number")
+    c = cycle.load(port)
+    entry = _report_entry(port, c, args.pr)
+    paths = _paths(args, entry)
+    file = port.root / port.config.inventory
+    rel = port.rel(file)
+    if not file.exists():
+        raise MalformedRecord("the porting inventory does not exist",
+                              "create it (tiers T0..T3 and a '## 9. Deviations' section)",
+                              path=rel)
+    title, intro = _section(port, c, file)
+    with port.lock():
+        inv = inventory.read(file, rel=rel)
+        result = inventory.annotate(inv, inventory.Request(
+            pr=args.pr, tier=args.tier, paths=paths, subject=entry.subject if entry else None,
+            note=args.note, section_title=title, intro=intro, row_line=args.row))
+        if result.where != "already":
+            write_text(file, result.text)
+    _say(ctx, args, rel, title, result)
     return 0

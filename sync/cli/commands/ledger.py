@@ -50,15 +50,20 @@ def upstream_cell(prs: list[int], paths: list[str], text: str | None) -> str:
     return " ".join(parts)
 
 
-def run(args: argparse.Namespace, ctx: Context) -> int:
-    port = ctx.port
-    date = args.date or datetime.now(UTC).strftime("%Y-%m-%d")
+def _date(given: str | None) -> str:
+    date = given or datetime.now(UTC).strftime("%Y-%m-%d")
     if not _DATE.fullmatch(date):
         raise UsageError(f"--date {date!r} is not YYYY-MM-DD", "give a date like 2026-08-13")
     try:
         datetime.strptime(date, "%Y-%m-%d")
     except ValueError:
         raise UsageError(f"--date {date!r} is not a calendar date", "give a real date") from None
+    return date
+
+
+def _cells(args: argparse.Namespace) -> tuple[str, str, str, str]:
+    """The new row's four cells, from the command line (refused when one is unusable)."""
+    date = _date(args.date)
     commit = args.commit.strip()
     if not _COMMIT.fullmatch(commit):
         raise UsageError(f"--commit {commit!r} is not a commit SHA (7-40 lowercase hex)",
@@ -69,17 +74,22 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     if not up:
         raise UsageError("the upstream equivalent is empty",
                          "give --pr N and/or --path P (and optionally --upstream TEXT)")
-    cells = (f"{date} / `{commit}`", args.what, up, args.status)
+    return (f"{date} / `{commit}`", args.what, up, args.status)
+
+
+def run(args: argparse.Namespace, ctx: Context) -> int:
+    port = ctx.port
+    cells = _cells(args)
     path = port.root / port.config.ledger
     rel = port.rel(path)
     with port.lock():
         table = ledger.load(path, rel=rel)
-        earlier = [r.line for n in args.pr for r in table.rows
-                   if re.search(rf"vllm#{n}\b", r.text)]
+        earlier = {r.line for n in args.pr for r in table.rows
+                   if re.search(rf"vllm#{n}\b", r.text)}
         row = ledger.append(path, cells, rel=rel)
     if earlier:
         ctx.note(f"note: earlier ledger rows already name these PRs (lines "
-                 f"{', '.join(str(x) for x in sorted(set(earlier)))}); rows are never edited")
+                 f"{', '.join(str(x) for x in sorted(earlier))}); rows are never edited")
     if ctx.json:
         ctx.emit_json({"ledger": rel, "row": row, "cells": list(cells)})
     else:
