@@ -16,11 +16,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from sync.infra import proc
 from sync.infra.errors import EnvironmentUnresolved, UsageError
 from sync.port import Port
 from sync.records import gates
@@ -97,12 +97,8 @@ def base_python() -> Path:
 
 
 def _run_step(argv: list[str], env: dict[str, str], cwd: Path, what: str) -> None:
-    proc = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, check=False)
-    if proc.returncode != 0:
-        text = (proc.stderr or proc.stdout).decode("utf-8", "replace").strip().splitlines()
-        tail = " | ".join(line.strip() for line in text[-3:]) if text else f"exit {proc.returncode}"
-        raise EnvironmentUnresolved(f"{what} failed: {tail}",
-                                    "fix the build (see the message) and run oracle build again")
+    proc.Command(tuple(argv), cwd=cwd, env=env, what=what,
+                 fix="fix the build (see the message) and run oracle build again").run().check()
 
 
 @dataclass(frozen=True)

@@ -42,13 +42,13 @@ import re
 import shlex
 import shutil
 import string
-import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from sync.infra import proc
 from sync.infra.errors import BlockedCycle, CheckFailed, IdentityMismatch, UsageError
 from sync.port import Port
 from sync.records import gates
@@ -421,15 +421,15 @@ def _run_scripts(port: Port, prefs: Preferences, home: Path, env: Path, oid: str
             argv = [expand(a, values) for a in script]
             note(f"golden script {number}: {shlex.join(argv)}")
             try:
-                proc = subprocess.run(argv, cwd=port.root, env=environ, capture_output=True,
-                                      check=False)
-            except OSError as exc:
-                raise _ScriptFailed(f"golden script {number} could not start: {exc}") from None
-            if proc.returncode != 0:
-                text = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-                for line in text[-20:]:
+                done = proc.Command(tuple(argv), cwd=port.root, env=environ,
+                                    what=f"golden script {number}").run()
+            except proc.ProcessFailed as exc:
+                raise _ScriptFailed(exc.message) from None
+            if not done.ok:
+                text = proc.lines(done.stderr)
+                for line in text[-proc.TAIL:]:
                     note(f"  | {line}")
-                raise _ScriptFailed(f"golden script {number} exited {proc.returncode}"
+                raise _ScriptFailed(f"golden script {number} exited {done.returncode}"
                                     + (f": {text[-1].strip()}" if text else ""))
             found = _collect(out, number, script)
             if not found and not self_sharding(script):

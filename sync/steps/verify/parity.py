@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import shlex
 import string
-import subprocess
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from sync.infra import proc
 from sync.infra.errors import BlockedCycle, CheckFailed, UsageError
 from sync.port import Port
 from sync.records import gates
@@ -24,7 +24,6 @@ from sync.records.prefs import Preferences
 
 PLACEHOLDERS = ("port", "target", "target7")
 Note = Callable[[str], None]
-TAIL = 20
 
 
 def gate_name(suite: Suite) -> str:
@@ -78,17 +77,17 @@ def run_suite(port: Port, suite: Suite, target: str) -> SuiteRun:
     argv = argv_of(port, suite, target)
     started = time.monotonic()
     try:
-        proc = subprocess.run(argv, cwd=port.root, capture_output=True, check=False)
-        rc: int | None = proc.returncode
-        text = (proc.stdout + proc.stderr).decode("utf-8", "replace").splitlines()
-    except OSError as exc:
-        rc, text = None, [f"could not start {argv[0]}: {exc}"]
+        done = proc.Command(tuple(argv), cwd=port.root).run()
+        rc: int | None = done.returncode
+        text = (done.stdout + done.stderr).decode("utf-8", "replace").splitlines()
+    except proc.ProcessFailed as exc:
+        rc, text = None, [f"could not start {argv[0]}: {exc.cause}"]
     duration = round(time.monotonic() - started, 3)
     status: gates.Status = "PASS" if rc == 0 else "FAIL"
     detail = None if rc == 0 else (f"exit {rc}" if rc is not None else text[0])
     return SuiteRun(gates.GateResult(gate_name(suite), status, shlex.join(argv), duration,
                                      gates.hostname(), gates.now(), None, detail),
-                    tuple(text[-TAIL:]) if rc != 0 else ())
+                    tuple(text[-proc.TAIL:]) if rc != 0 else ())
 
 
 def run(port: Port, prefs: Preferences, *, suite: str | None = None, strict: bool = False,

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sync.infra import proc
 from sync.infra.errors import EnvironmentUnresolved
 from sync.port import Port
 from sync.records.prefs import Preferences
@@ -170,14 +170,15 @@ def probe_env(port: Port, prefs: Preferences, oracle_id: str, commit: str, env: 
                        "flashinfer": list(FLASHINFER_DISTS)})
     with scratch(port, prefs, home) as tmp:
         out = tmp / "probe.json"
-        proc = subprocess.run([str(python), "-I", "-B", "-c", PROBE_SCRIPT, spec, str(out)],
-                              cwd=tmp, env=probe_environ(), capture_output=True, check=False)
-        if proc.returncode != 0 or not out.is_file():
-            text = proc.stderr.decode("utf-8", "replace").strip().splitlines()
+        rebuild = (f"rebuild the oracle ('upstream-sync oracle build --oracle {oracle_id} "
+                   "--rebuild')")
+        done = proc.Command((str(python), "-I", "-B", "-c", PROBE_SCRIPT, spec, str(out)),
+                            cwd=tmp, env=probe_environ(), what=f"probing {python}",
+                            fix=rebuild).run()
+        if not done.ok or not out.is_file():
+            text = proc.lines(done.stderr)
             raise EnvironmentUnresolved(
-                f"probing {python} failed: {text[-1] if text else proc.returncode}",
-                f"rebuild the oracle ('upstream-sync oracle build --oracle {oracle_id} "
-                "--rebuild')")
+                f"probing {python} failed: {text[-1] if text else done.returncode}", rebuild)
         try:
             doc = json.loads(out.read_text(encoding="utf-8"))
         except ValueError:
