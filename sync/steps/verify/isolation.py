@@ -25,9 +25,9 @@ import hashlib
 import json
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Literal, TypedDict, cast
+from typing import Literal, get_args, get_type_hints
 from urllib.parse import unquote, urlparse
 
 from sync.infra.atomic import read_text, write_text
@@ -226,25 +226,11 @@ def scan(env: Path, forbidden: Sequence[tuple[str, Path]],
     return out
 
 
-class CheckDoc(TypedDict):
-    status: Status
-    time: str
-    host: str
-    core_before: str
-    core_after: str
-    problems: list[str]
-
-
-class ProofDoc(TypedDict):
-    schema: int
-    oracle: str
-    commit: str
-    core_env: str
-    checks: dict[str, CheckDoc]
-
-
 @dataclass(frozen=True)
 class Check:
+    """One operation's check; in the record, `op` is its key under `checks` and the other
+    fields, in this order, its keys."""
+
     op: str
     status: Status
     time: str
@@ -256,6 +242,8 @@ class Check:
 
 @dataclass(frozen=True)
 class Proof:
+    """`<sync_dir>/isolation/<id>-<commit10>.json`: `schema`, then these fields in order."""
+
     oracle: str
     commit: str
     core_env: str
@@ -264,6 +252,23 @@ class Proof:
     @property
     def failures(self) -> list[Check]:
         return [c for c in self.checks if c.status == "FAIL"]
+
+
+def _strings(cls: type) -> tuple[str, ...]:
+    """The fields of `cls` that are strings in the record."""
+    hints = get_type_hints(cls)
+    return tuple(f.name for f in fields(cls) if hints[f.name] is str and f.name != "op")
+
+
+def _listing(names: Sequence[str]) -> str:
+    return ", ".join(names[:-1]) + " and " + names[-1]
+
+
+STATUSES: tuple[Status, ...] = get_args(Status)
+_PROOF_KEYS = ("schema", *(f.name for f in fields(Proof)))
+_PROOF_STRINGS = _strings(Proof)
+_CHECK_KEYS = tuple(f.name for f in fields(Check) if f.name != "op")
+_CHECK_STRINGS = _strings(Check)
 
 
 def path(port: Port, oracle_id: str, commit: str) -> Path:
@@ -280,30 +285,30 @@ def parse(text: str, *, rel: str) -> Proof:
         doc = json.loads(text)
     except (json.JSONDecodeError, RecursionError) as exc:
         raise _bad(rel, f"not valid JSON ({type(exc).__name__})") from None
-    if not isinstance(doc, dict) or set(doc) != set(ProofDoc.__annotations__):
-        raise _bad(rel, "expected an object with schema, oracle, commit, core_env and checks")
+    if not isinstance(doc, dict) or set(doc) != set(_PROOF_KEYS):
+        raise _bad(rel, f"expected an object with {_listing(_PROOF_KEYS)}")
     if doc["schema"] != SCHEMA:
         raise _bad(rel, f"schema {doc['schema']!r}, expected {SCHEMA}")
-    if not all(isinstance(doc[k], str) for k in ("oracle", "commit", "core_env")):
-        raise _bad(rel, "oracle, commit and core_env must be strings")
+    if not all(isinstance(doc[k], str) for k in _PROOF_STRINGS):
+        raise _bad(rel, f"{_listing(_PROOF_STRINGS)} must be strings")
     raw_checks = doc["checks"]
     if not isinstance(raw_checks, dict):
         raise _bad(rel, "checks must be an object keyed by operation")
-    checks = []
-    for op, c in sorted(raw_checks.items()):
-        if not isinstance(c, dict) or set(c) != set(CheckDoc.__annotations__):
-            raise _bad(rel, f"check {op!r} does not have the expected keys")
-        if c["status"] not in ("PASS", "FAIL"):
-            raise _bad(rel, f"check {op!r}: status {c['status']!r} is not PASS or FAIL")
-        time, host, before, after = (c[k] for k in ("time", "host", "core_before",
-                                                     "core_after"))
-        problems = c["problems"]
-        if not all(isinstance(s, str) for s in (time, host, before, after)) or not (
-                isinstance(problems, list) and all(isinstance(p, str) for p in problems)):
-            raise _bad(rel, f"check {op!r}: values have the wrong types")
-        checks.append(Check(op, cast(Status, c["status"]), time, host, before, after,
-                            tuple(problems)))
-    return Proof(doc["oracle"], doc["commit"], doc["core_env"], tuple(checks))
+    checks = tuple(_parse_check(rel, op, c) for op, c in sorted(raw_checks.items()))
+    return Proof(**{k: doc[k] for k in _PROOF_STRINGS}, checks=checks)
+
+
+def _parse_check(rel: str, op: str, c: object) -> Check:
+    if not isinstance(c, dict) or set(c) != set(_CHECK_KEYS):
+        raise _bad(rel, f"check {op!r} does not have the expected keys")
+    if c["status"] not in STATUSES:
+        raise _bad(rel, f"check {op!r}: status {c['status']!r} is not {' or '.join(STATUSES)}")
+    problems = c["problems"]
+    if not all(isinstance(c[k], str) for k in _CHECK_STRINGS) or not (
+            isinstance(problems, list) and all(isinstance(p, str) for p in problems)):
+        raise _bad(rel, f"check {op!r}: values have the wrong types")
+    return Check(op=op, status=c["status"], problems=tuple(problems),
+                 **{k: c[k] for k in _CHECK_STRINGS})
 
 
 def load(port: Port, oracle_id: str, commit: str) -> Proof | None:
@@ -318,14 +323,14 @@ def load(port: Port, oracle_id: str, commit: str) -> Proof | None:
 
 
 def _render(proof: Proof) -> str:
-    doc: ProofDoc = {
-        "schema": SCHEMA, "oracle": proof.oracle, "commit": proof.commit,
-        "core_env": proof.core_env,
-        "checks": {c.op: {"status": c.status, "time": c.time, "host": c.host,
-                          "core_before": c.core_before, "core_after": c.core_after,
-                          "problems": list(c.problems)} for c in proof.checks},
-    }
+    doc = {"schema": SCHEMA, **{k: getattr(proof, k) for k in _PROOF_STRINGS},
+           "checks": {c.op: {k: _plain(getattr(c, k)) for k in _CHECK_KEYS}
+                      for c in proof.checks}}
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+def _plain(value: object) -> object:
+    return list(value) if isinstance(value, tuple) else value
 
 
 def record(port: Port, oracle_id: str, commit: str, core_env: Path, check: Check) -> Proof:
