@@ -22,10 +22,11 @@ from sync.port import Port
 from sync.records import cycle, events, gates, ledger, oraclefile, paragraph, pins, spans
 from sync.steps import carry, report, syncrun
 from sync.steps.verify import identity as oracle_verify
+from sync.steps.verify.probe import Probe
 from sync.upstream import gitio
 
 CORE = "vllm"
-_ADVANCED = re.compile(r"^- Cycle state: ADVANCED(?=\r?$)", re.MULTILINE)
+ADVANCED = re.compile(r"^- Cycle state: ADVANCED(?=\r?$)", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -34,9 +35,10 @@ class Plan:
     new: pins.Pin
     target: str
     report: Path
-    writes: dict[Path, bytes]
+    writes: dict[Path, bytes]  # every pin surface, the report ADVANCED, the state event
     olds: dict[Path, bytes]
     detail: dict[str, dict[str, str]]
+    event: Path  # the advance event among the writes
 
 
 @dataclass(frozen=True)
@@ -119,42 +121,60 @@ def preconditions(port: Port, ctx: Notes | None) -> tuple[list[str], Measured]:
 
 
 def plan(port: Port, m: Measured, *, release_label: str | None) -> Plan:
-    c, v, result = m.cycle, m.verification, m.result
+    """Every write of the advance: pin surfaces, the report marked ADVANCED, the event."""
+    result, probe, new = _new_pin(port, m)
+    record = port.pin_record()
+    old = record.pin
+    writes, before = _surfaces(port, record, new, release_label)
+    writes.update(span_writes(port, writes, new))
+    detail = {"before": {**old.fields(), **before},
+              "after": {**new.fields(), "oracle_env": str(probe.env)}}
+    ev_path, ev_bytes = events.staged(
+        port, "advance", pin_before=old.commit, pin_after=new.commit,
+        report=port.rel(result.path), detail=json.dumps(detail, sort_keys=True))
+    writes.update(report_bytes(port, result, "ADVANCED"))
+    writes[ev_path] = ev_bytes
+    olds = {p: (p.read_bytes() if p.exists() else b"") for p in writes}
+    return Plan(old, new, m.cycle.target, result.path, writes, olds, detail, ev_path)
+
+
+def _new_pin(port: Port, m: Measured) -> tuple[syncrun.Result, Probe, pins.Pin]:
+    """The pin the measured oracle at the target makes: never a typed version string."""
+    v, result = m.verification, m.result
     if v is None or result is None:
         raise BlockedCycle("the advance was planned before its preconditions held",
                            "run 'upstream-sync advance' again")
-    record = port.pin_record()
-    old = record.pin
     probe = v.probe
     if probe.runtime_version is None or probe.distribution_version is None:
         raise BlockedCycle("the oracle measurement has no version strings",
                            "rebuild the oracle at the target")
-    new = pins.from_values(c.target, probe.runtime_version, probe.distribution_version,
-                           probe.flashinfer_version or old.flashinfer_version,
+    new = pins.from_values(m.cycle.target, probe.runtime_version, probe.distribution_version,
+                           probe.flashinfer_version or port.pin_record().pin.flashinfer_version,
                            path=port.rel(port.protocol))
+    return result, probe, new
+
+
+def _surfaces(port: Port, record: pins.PinRecord, new: pins.Pin, release_label: str | None
+              ) -> tuple[dict[Path, bytes], dict[str, str]]:
+    """The pin block with its PARITY PIN paragraph and the core oracle file moved to `new`,
+    and what the paragraph and the oracle file said before (for a rollback)."""
     today = datetime.now(UTC).strftime("%Y-%m-%d")
-    writes: dict[Path, bytes] = {}
     text = pins.render(record, new)
     para = paragraph.find(text, path=port.rel(port.protocol))
     text = paragraph.render(text, para, date=today, sha=new.commit[:9],
                             release_label=release_label or para.release_label
                             or new.public_version)
-    writes[port.protocol] = text.encode()
     core = oraclefile.core(oraclefile.load_all(port.oracle_files(), port.root), CORE)
     if core is None:
         raise UsageError(f"no core oracle file ({CORE}.md) among {port.config.oracles}",
                          "add .agents/oracles/vllm.md")
-    writes[core.path] = oraclefile.render(core, pin=new.commit, pin_label=new.public_version,
-                                          pinned_on=today).encode()
-    writes.update(span_writes(port, writes, new))
-    detail = {
-        "before": {**old.fields(), "paragraph_date": para.date, "paragraph_sha": para.sha,
-                   "paragraph_label": para.release_label or "", "oracle_pin": core.pin,
-                   "oracle_pin_label": core.pin_label, "oracle_pinned_on": core.pinned_on},
-        "after": {**new.fields(), "oracle_env": str(probe.env)},
-    }
-    olds = {p: (p.read_bytes() if p.exists() else b"") for p in writes}
-    return Plan(old, new, c.target, result.path, writes, olds, detail)
+    writes = {port.protocol: text.encode(),
+              core.path: oraclefile.render(core, pin=new.commit, pin_label=new.public_version,
+                                           pinned_on=today).encode()}
+    before = {"paragraph_date": para.date, "paragraph_sha": para.sha,
+              "paragraph_label": para.release_label or "", "oracle_pin": core.pin,
+              "oracle_pin_label": core.pin_label, "oracle_pinned_on": core.pinned_on}
+    return writes, before
 
 
 def span_writes(port: Port, writes: dict[Path, bytes], pin: pins.Pin) -> dict[Path, bytes]:
@@ -187,6 +207,11 @@ def diff(p: Plan, port: Port) -> str:
     return "".join(out)
 
 
+def fast_forward(port: Port, commit: str) -> None:
+    """Move the reference checkout to the advanced pin (fast-forward only: never a reset)."""
+    gitio.run(port.reference().path, ["merge", "--ff-only", "-q", "--end-of-options", commit])
+
+
 def finish_fast_forward(port: Port, target: str, ctx: Notes | None) -> None:
     """Finish an advance that died after its records were written but before the reference
     checkout moved: the pin is the target and the checkout is clean and behind it."""
@@ -197,7 +222,7 @@ def finish_fast_forward(port: Port, target: str, ctx: Notes | None) -> None:
     if head in (None, target) or gitio.is_dirty(ref) or not gitio.is_ancestor(ref, head or "",
                                                                                target):
         return
-    gitio.run(ref.path, ["merge", "--ff-only", "-q", "--end-of-options", target])
+    fast_forward(port, target)
     if ctx is not None:
         ctx.note(f"finished the interrupted advance: fast-forwarded {ref.path} to {target[:10]}")
 
@@ -222,7 +247,7 @@ def stall(port: Port, ctx: Notes, unmet: list[str]) -> bool:
 
 
 def _advanced(report_text: str) -> bool:
-    return _ADVANCED.search(report_text) is not None
+    return ADVANCED.search(report_text) is not None
 
 
 def staged_elsewhere(port: Port, own: set[str]) -> list[str]:
@@ -246,25 +271,3 @@ def git_commit(port: Port, paths: list[Path], subject: str, body: str) -> str:
     gitio.run(port.root, ["add", "--", *rels])
     gitio.run(port.root, ["commit", "-q", "-m", subject, "-m", body, "--", *rels])
     return gitio.run(port.root, ["rev-parse", "HEAD"]).stdout.decode().strip()
-
-
-def reopened(port: Port, rel: str) -> dict[Path, bytes]:
-    """The rolled-back cycle's report and JSON marked ACTIVE again: its target is open anew.
-
-    Left ADVANCED, the report would refuse every later advance to the same target.
-    """
-    path = port.root / rel
-    if not path.is_file():
-        return {}
-    text = read_text(path)
-    out = {path: _ADVANCED.sub("- Cycle state: ACTIVE", text, count=1).encode()}
-    jpath = path.with_suffix(".json")
-    if jpath.is_file():
-        try:
-            doc = json.loads(read_text(jpath))
-        except ValueError:
-            doc = None  # the next 'sync' rewrites it from the report
-        if isinstance(doc, dict) and doc.get("state") == "ADVANCED":
-            doc["state"] = "ACTIVE"
-            out[jpath] = report.dump_json(doc).encode()
-    return out

@@ -11,6 +11,8 @@ block. Omni oracles also prove their isolation while they are verified.
 from __future__ import annotations
 
 import re
+import shlex
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypedDict
@@ -233,6 +235,22 @@ def verify(port: Port, prefs: Preferences, oracle_id: str, commit_spec: str | No
     if watch is not None:
         found += [Mismatch("isolation", x) for x in watch.problems]
     return Verification(p, tuple(found), identity(p))
+
+
+def verify_gate(port: Port, prefs: Preferences, oracle_id: str, commit_spec: str | None = None
+                ) -> Verification:
+    """`verify`; checking the core oracle at the gate target also records gate oracle:<id>."""
+    started = time.monotonic()
+    v = verify(port, prefs, oracle_id, commit_spec)
+    if is_core(oracle_id) and v.probe.commit == gates.current_target(port):
+        argv = ["upstream-sync", "oracle", "verify", "--oracle", oracle_id,
+                "--commit", v.probe.commit]
+        gates.record(port, v.probe.commit, gates.GateResult(
+            f"oracle:{oracle_id}", "PASS" if v.ok else "FAIL", shlex.join(argv),
+            round(time.monotonic() - started, 3), gates.hostname(), gates.now(), None,
+            None if v.ok else f"{len(v.mismatches)} mismatch(es): {v.mismatches[0]}",
+            identity_map(v.identity)))
+    return v
 
 
 def require(port: Port, prefs: Preferences, oracle_id: str, commit_spec: str | None = None,
