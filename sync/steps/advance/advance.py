@@ -60,64 +60,102 @@ def _required_gates(port: Port) -> list[str]:
 
 def preconditions(port: Port, ctx: Notes | None) -> tuple[list[str], Measured]:
     """Every unmet precondition, one line each, plus what a passing check measured."""
-    unmet: list[str] = []
     c = cycle.require(port)
-    path = syncrun.report_path(port, c)
-    if not path.exists():
-        unmet.append(f"no sync report for the target {c.target[:10]} — run 'upstream-sync sync'")
-        return unmet, Measured(c)
-    if _advanced(read_text(path)):
-        finish_fast_forward(port, c.target, ctx)
-        unmet.append(f"the cycle to {c.target[:10]} already advanced — fetch a new target")
+    unmet = _report_unmet(port, c, ctx)
+    if unmet:
         return unmet, Measured(c)
     result = syncrun.run_cycle(port, ctx, write_report=False)
-    verification = None
-    counts = result.model.counts()
-    if counts["UNCLASSIFIED"]:
-        unmet.append(f"{counts['UNCLASSIFIED']} commit(s) UNCLASSIFIED — classify each with "
-                     "'upstream-sync decide <sha> <DISPOSITION> <reason>'")
+    unmet = _unclassified(result) + _unported(port, result) + _gates_unmet(port, c.target)
+    oracle_unmet, verification = _oracle_unmet(port, c.target)
+    unmet += oracle_unmet + _reference_unmet(port, c.target)
+    return unmet, Measured(c, result, verification)
+
+
+def _report_unmet(port: Port, c: cycle.Cycle, ctx: Notes | None) -> list[str]:
+    """The cycle has a report and has not advanced yet (then nothing else is checked)."""
+    path = syncrun.report_path(port, c)
+    if not path.exists():
+        return [f"no sync report for the target {c.target[:10]} — run 'upstream-sync sync'"]
+    if _advanced(read_text(path)):
+        finish_fast_forward(port, c.target, ctx)
+        return [f"the cycle to {c.target[:10]} already advanced — fetch a new target"]
+    return []
+
+
+def _unclassified(result: syncrun.Result) -> list[str]:
+    n = result.model.counts()["UNCLASSIFIED"]
+    if not n:
+        return []
+    return [f"{n} commit(s) UNCLASSIFIED — classify each with "
+            "'upstream-sync decide <sha> <DISPOSITION> <reason>'"]
+
+
+def _unported(port: Port, result: syncrun.Result) -> list[str]:
+    """PORT-NOW commits with neither a ledger row nor a carry-over decision."""
     led = carry.LedgerRefs.of(ledger.rows_text(port.root / port.config.ledger,
                                                rel=port.config.ledger))
+    out = []
     for e in result.model.entries:
         if e.disposition == "PORT-NOW" and not carry.ported(e, led) and not (
                 e.reason.lower().startswith("carry-over")):
             pr = f"vllm#{e.pr}" if e.pr is not None else "(no PR)"
-            unmet.append(f"PORT-NOW `{e.sha[:10]}` {pr} has no ledger row — port it and run "
-                         "'upstream-sync ledger add', or carry it over with 'upstream-sync "
-                         f"decide {e.sha[:10]} PORT-NOW \"carry-over: <why>\"'")
-    recorded = {g.name: g for g in gates.load(port, c.target)}
-    for name in _required_gates(port):
-        g = recorded.get(name) or next((r for r in recorded.values()
-                                        if r.name.startswith(name + "[")), None)
-        if g is None:
-            unmet.append(f"gate {name} has not run at {c.target[:10]} — run 'nox -s "
-                         f"{name.split(':')[0]}'")
-        elif g.status != "PASS":
-            unmet.append(f"gate {g.name} is {g.status}" + (f" — run `{g.handoff}` on a gate host"
-                                                         if g.handoff else ""))
-    for g in recorded.values():
-        if g.status != "PASS" and not any(g.name.startswith(n) for n in _required_gates(port)):
-            unmet.append(f"gate {g.name} is {g.status}")
+            out.append(f"PORT-NOW `{e.sha[:10]}` {pr} has no ledger row — port it and run "
+                       "'upstream-sync ledger add', or carry it over with 'upstream-sync "
+                       f"decide {e.sha[:10]} PORT-NOW \"carry-over: <why>\"'")
+    return out
+
+
+def _gates_unmet(port: Port, target: str) -> list[str]:
+    """Every required gate PASSed at the target, and no other recorded gate failed."""
+    recorded = {g.name: g for g in gates.load(port, target)}
+    required = _required_gates(port)
+    out = [line for name in required
+           if (line := _required_gate_unmet(name, recorded, target)) is not None]
+    out += [f"gate {g.name} is {g.status}" for g in recorded.values()
+            if g.status != "PASS" and not any(g.name.startswith(n) for n in required)]
+    return out
+
+
+def _required_gate_unmet(name: str, recorded: dict[str, gates.GateResult],
+                         target: str) -> str | None:
+    # A sharded gate is recorded per shard (`golden[1/2]`): any shard stands for it.
+    g = recorded.get(name) or next((r for r in recorded.values()
+                                    if r.name.startswith(name + "[")), None)
+    if g is None:
+        return (f"gate {name} has not run at {target[:10]} — run 'nox -s "
+                f"{name.split(':')[0]}'")
+    if g.status != "PASS":
+        return f"gate {g.name} is {g.status}" + (f" — run `{g.handoff}` on a gate host"
+                                                 if g.handoff else "")
+    return None
+
+
+def _oracle_unmet(port: Port, target: str
+                  ) -> tuple[list[str], oracle_verify.Verification | None]:
+    """The core oracle at the target verifies (its measurement is what the pin becomes)."""
     prefs = port.preferences()
     try:
-        v = oracle_verify.verify(port, prefs, CORE, c.target)
+        v = oracle_verify.verify(port, prefs, CORE, target)
     except SyncError as exc:
-        unmet.append(f"oracle {CORE} at the target cannot be verified: {exc}")
-    else:
-        if not v.ok:
-            unmet.append(f"oracle {CORE} at {c.target[:10]} fails verification: "
-                         + "; ".join(str(m) for m in v.mismatches[:3]))
-        else:
-            verification = v
+        return [f"oracle {CORE} at the target cannot be verified: {exc}"], None
+    if not v.ok:
+        return [f"oracle {CORE} at {target[:10]} fails verification: "
+                + "; ".join(str(m) for m in v.mismatches[:3])], None
+    return [], v
+
+
+def _reference_unmet(port: Port, target: str) -> list[str]:
+    """The reference checkout is clean and can fast-forward to the target."""
     ref = port.reference()
+    out = []
     if gitio.is_dirty(ref):
-        unmet.append(f"the reference checkout {ref.path} has uncommitted changes — commit or "
-                     "stash them (it is fast-forwarded, never reset)")
+        out.append(f"the reference checkout {ref.path} has uncommitted changes — commit or "
+                   "stash them (it is fast-forwarded, never reset)")
     head = gitio.head_sha(ref)
-    if head and not gitio.is_ancestor(ref, head, c.target):
-        unmet.append(f"the reference checkout's HEAD {head[:10]} cannot fast-forward to "
-                     f"{c.target[:10]} — check out the pin's branch")
-    return unmet, Measured(c, result, verification)
+    if head and not gitio.is_ancestor(ref, head, target):
+        out.append(f"the reference checkout's HEAD {head[:10]} cannot fast-forward to "
+                   f"{target[:10]} — check out the pin's branch")
+    return out
 
 
 def plan(port: Port, m: Measured, *, release_label: str | None) -> Plan:

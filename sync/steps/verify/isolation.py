@@ -111,6 +111,10 @@ def compare(before: Fingerprint, after: Fingerprint) -> list[str]:
     where = f"core environment {before.env}"
     if before.present != after.present:
         return [f"{where} {'appeared' if after.present else 'disappeared'}"]
+    return _dist_changes(where, before, after) + _pth_changes(where, before, after)
+
+
+def _dist_changes(where: str, before: Fingerprint, after: Fingerprint) -> list[str]:
     out = []
     b = {d[0]: d for d in before.dists}
     a = {d[0]: d for d in after.dists}
@@ -122,13 +126,14 @@ def compare(before: Fingerprint, after: Fingerprint) -> list[str]:
         elif b[name] != a[name]:
             what = "version" if b[name][1] != a[name][1] else "RECORD"
             out.append(f"{where}: {name} {what} changed")
-    bp, ap = dict(before.pth), dict(after.pth)
-    for name in sorted(set(bp) | set(ap)):
-        if bp.get(name) != ap.get(name):
-            out.append(f"{where}: {name} was "
-                       + ("added" if name not in bp else "removed" if name not in ap
-                          else "changed"))
     return out
+
+
+def _pth_changes(where: str, before: Fingerprint, after: Fingerprint) -> list[str]:
+    bp, ap = dict(before.pth), dict(after.pth)
+    return [f"{where}: {name} was " + ("added" if name not in bp else "removed" if name not in ap
+                                       else "changed")
+            for name in sorted(set(bp) | set(ap)) if bp.get(name) != ap.get(name)]
 
 
 def source_state(path: Path | None) -> str | None:
@@ -172,58 +177,89 @@ def scan(env: Path, forbidden: Sequence[tuple[str, Path]],
     """Paths in the omni environment that point into a forbidden root (one line each)."""
     roots = [(label, root.resolve()) for label, root in forbidden]
     out: list[str] = []
-
-    def check(what: str, text: str, base: Path) -> None:
+    for what, text, base in _env_paths(env, sys_path):
         label = _hit(text.strip(), base, roots)
         if label is not None:
             out.append(f"{what} points into {label}: {text.strip()}")
+    return out
 
+
+Found = Iterator[tuple[str, str, Path]]  # (what holds the path, the path, what it is relative to)
+
+
+def _env_paths(env: Path, sys_path: Sequence[str]) -> Found:
+    """Every path the environment names, in the order `scan` reports them."""
+    yield from _pyvenv_cfg(env)
+    yield from _symlinks(env)
+    for site in site_dirs(env):
+        yield from _pth_lines(env, site)
+        yield from _egg_links(env, site)
+        yield from _direct_urls(env, site)
+    yield from _shebangs(env)
+    for entry in sys_path:
+        if entry:
+            yield "sys.path entry", entry, env
+
+
+def _pyvenv_cfg(env: Path) -> Found:
     cfg = env / "pyvenv.cfg"
-    if cfg.is_file():
-        for line in cfg.read_text(encoding="utf-8", errors="replace").splitlines():
-            key, sep, value = line.partition("=")
-            if sep and value.strip().startswith("/"):
-                check(f"pyvenv.cfg {key.strip()}", value.strip().split(" ")[0], env)
+    if not cfg.is_file():
+        return
+    for line in cfg.read_text(encoding="utf-8", errors="replace").splitlines():
+        key, sep, value = line.partition("=")
+        if sep and value.strip().startswith("/"):
+            yield f"pyvenv.cfg {key.strip()}", value.strip().split(" ")[0], env
+
+
+def _symlinks(env: Path) -> Found:
     for dirpath, dirnames, filenames in os.walk(env):
         d = Path(dirpath)
         for name in [*dirnames, *filenames]:
             p = d / name
             if p.is_symlink():
-                check(f"symlink {p.relative_to(env)}", os.readlink(p), d)
-    for site in site_dirs(env):
-        for pth in sorted(site.glob("*.pth")):
-            for line in pth.read_text(encoding="utf-8", errors="replace").splitlines():
-                if line.strip() and not line.startswith(("#", "import ", "import\t")):
-                    check(f"{pth.relative_to(env)}", line, site)
-        for link in sorted(site.glob("*.egg-link")):
-            first = link.read_text(encoding="utf-8", errors="replace").splitlines()[:1]
-            if first:
-                check(f"{link.relative_to(env)}", first[0], site)
-        for direct in sorted(site.glob("*.dist-info/direct_url.json")):
-            try:
-                url = json.loads(direct.read_text(encoding="utf-8")).get("url", "")
-            except (ValueError, AttributeError):
-                continue
-            if isinstance(url, str) and url.startswith("file:"):
-                check(f"{direct.relative_to(env)}", unquote(urlparse(url).path), site)
+                yield f"symlink {p.relative_to(env)}", os.readlink(p), d
+
+
+def _pth_lines(env: Path, site: Path) -> Found:
+    for pth in sorted(site.glob("*.pth")):
+        for line in pth.read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.strip() and not line.startswith(("#", "import ", "import\t")):
+                yield f"{pth.relative_to(env)}", line, site
+
+
+def _egg_links(env: Path, site: Path) -> Found:
+    for link in sorted(site.glob("*.egg-link")):
+        first = link.read_text(encoding="utf-8", errors="replace").splitlines()[:1]
+        if first:
+            yield f"{link.relative_to(env)}", first[0], site
+
+
+def _direct_urls(env: Path, site: Path) -> Found:
+    for direct in sorted(site.glob("*.dist-info/direct_url.json")):
+        try:
+            url = json.loads(direct.read_text(encoding="utf-8")).get("url", "")
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(url, str) and url.startswith("file:"):
+            yield f"{direct.relative_to(env)}", unquote(urlparse(url).path), site
+
+
+def _shebangs(env: Path) -> Found:
     bindir = env / "bin"
-    if bindir.is_dir():
-        for script in sorted(bindir.iterdir()):
-            if script.is_symlink() or not script.is_file():
-                continue
-            try:
-                with open(script, "rb") as fh:
-                    head = fh.read(512)
-            except OSError:
-                continue
-            if head.startswith(b"#!"):
-                line = head[2:].split(b"\n")[0].decode("utf-8", "replace").strip()
-                if line:
-                    check(f"shebang of bin/{script.name}", line.split()[0], bindir)
-    for entry in sys_path:
-        if entry:
-            check("sys.path entry", entry, env)
-    return out
+    if not bindir.is_dir():
+        return
+    for script in sorted(bindir.iterdir()):
+        if script.is_symlink() or not script.is_file():
+            continue
+        try:
+            with open(script, "rb") as fh:
+                head = fh.read(512)
+        except OSError:
+            continue
+        if head.startswith(b"#!"):
+            line = head[2:].split(b"\n")[0].decode("utf-8", "replace").strip()
+            if line:
+                yield f"shebang of bin/{script.name}", line.split()[0], bindir
 
 
 @dataclass(frozen=True)
