@@ -8,7 +8,8 @@ environment is built from scratch plus the configured `build_env`;
 `SETUPTOOLS_SCM_PRETEND_VERSION*` is refused because it forges the identity.
 The build is recorded in `<env>/upstream-sync-oracle.json`, written last, so an
 interrupted build never verifies. Other `<id>-*` environments are kept for
-rollback. Omni oracles are watched by `sync.isolation` while they build.
+rollback. Omni oracles are watched by `sync.steps.verify.isolation` while they
+build. Every build step runs through `sync.infra.proc`.
 """
 
 from __future__ import annotations

@@ -3,9 +3,8 @@
 An oracle is a non-editable install of upstream in its own virtualenv,
 `<oracle_home>/<id>-<commit10>`, outside every checkout. Goldens dumped by the
 wrong oracle are worthless, so every step fails closed; each step is a module of
-its own: `sync.oracle_build` (build), `sync.oracle_probe` (probe),
-`sync.oracle_verify` (verify) and `sync.oracle_watch` (the isolation watch of
-omni oracles). This module is what they share: ids, places, the commit an
+its own in `sync.steps.verify`: `build`, `probe`, `identity` (verify) and `watch`
+(the isolation watch of omni oracles). This module is what they share: ids, places, the commit an
 oracle is pinned to, and the build record `<env>/upstream-sync-oracle.json`.
 """
 
