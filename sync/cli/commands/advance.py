@@ -46,18 +46,23 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         txn.commit(port.sync_dir, p.writes)
     advance.fast_forward(port, p.new.commit)
     sha = _git_commit(port, p) if args.commit else None
+    _print(ctx, p, sha)
+    return 0
+
+
+def _print(ctx: Context, p: advance.Plan, sha: str | None) -> None:
+    port = ctx.port
     if ctx.json:
         ctx.emit_json({"advanced": True, "pin_before": p.old.commit, "pin_after": p.new.commit,
                        "runtime_version": p.new.runtime_version, "report": port.rel(p.report),
                        "event": port.rel(p.event), "commit": sha,
                        "files": sorted(port.rel(k) for k in p.writes)})
-    else:
-        print(f"advanced the parity pin {p.old.commit[:10]} → {p.new.commit[:10]} "
-              f"({p.new.runtime_version}); {len(p.writes)} files; event {port.rel(p.event)}",
-              file=ctx.out)
-        if sha:
-            print(f"committed {sha[:10]}", file=ctx.out)
-    return 0
+        return
+    print(f"advanced the parity pin {p.old.commit[:10]} → {p.new.commit[:10]} "
+          f"({p.new.runtime_version}); {len(p.writes)} files; event {port.rel(p.event)}",
+          file=ctx.out)
+    if sha:
+        print(f"committed {sha[:10]}", file=ctx.out)
 
 
 def _refuse(ctx: Context, unmet: list[str], *, dry_run: bool) -> NoReturn:
