@@ -243,14 +243,14 @@ def test_self_sharding_scripts_run_in_every_shard(world: World, port: Path) -> N
     p = with_config(port, golden_scripts=(script, ("{python}", "tools/dump.py", "{out}", "a"),
                                           ("{python}", "tools/dump.py", "{out}", "b")))
     names = [c.name for c in golden.run(p, p.preferences(),
-                                        shard=golden.Shard(1, 2)).cases]
+                                        golden.Request(shard=golden.Shard(1, 2))).cases]
     assert names == ["s1of2", "a"]
     names = [c.name for c in golden.run(p, p.preferences(),
-                                        shard=golden.Shard(2, 2)).cases]
+                                        golden.Request(shard=golden.Shard(2, 2))).cases]
     assert names == ["s2of2", "b"]
     with pytest.raises(UsageError, match="shard 3/3 has no golden script"):
         golden.run(replace(p, config=replace(p.config, golden_scripts=p.config.golden_scripts[1:])),
-                   p.preferences(), shard=golden.Shard(3, 3))
+                   p.preferences(), golden.Request(shard=golden.Shard(3, 3)))
 
 
 # -- failures --------------------------------------------------------------------------------

@@ -516,7 +516,7 @@ def test_omni_golden_carries_both_commits(env: World, port_copy: Path,
     p = replace(Port(port_copy, config.load(port_copy)), config=replace(
         config.load(port_copy), golden_scripts=(("{python}", "-c", OMNI_DUMP, "{out}"),),
         golden_needs_gpu=False))
-    outcome = golden.run(p, p.preferences(), oracle_id="vllm-omni")
+    outcome = golden.run(p, p.preferences(), golden.Request(oracle_id="vllm-omni"))
     g = outcome.gate
     assert (g.name, g.status) == ("golden:vllm-omni", "PASS")
     assert g.oracle is not None and g.oracle["commit"] == env.omni_up.pin
@@ -530,7 +530,7 @@ def test_omni_golden_carries_both_commits(env: World, port_copy: Path,
     # Pending elsewhere, with a handoff naming the omni oracle.
     monkeypatch.setenv("SYNC_GATE_HOSTS", "dgx")
     p = replace(p)  # a new run: the port's records (preferences included) are read afresh
-    pending = golden.run(p, p.preferences(), oracle_id="vllm-omni").gate
+    pending = golden.run(p, p.preferences(), golden.Request(oracle_id="vllm-omni")).gate
     assert pending.handoff == (f"upstream-sync golden --oracle vllm-omni --target {env.up.pin} "
                                "--strict")
 

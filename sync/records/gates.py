@@ -14,7 +14,6 @@ import contextlib
 import json
 import shutil
 import socket
-import subprocess
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -22,6 +21,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+from sync.infra import proc
 from sync.infra.atomic import port_lock, read_text, write_text
 from sync.infra.errors import BlockedCycle, MalformedRecord
 from sync.records import cycle, schema
@@ -170,11 +170,11 @@ def gpu_visible() -> tuple[bool, str]:
     smi = shutil.which("nvidia-smi")
     if smi is not None:
         try:
-            proc = subprocess.run([smi, "-L"], capture_output=True, timeout=30, check=False)
-        except (OSError, subprocess.TimeoutExpired):
-            proc = None
-        if proc is not None and proc.returncode == 0 and proc.stdout.strip():
-            return True, proc.stdout.decode("utf-8", "replace").splitlines()[0].strip()
+            done: proc.Completed | None = proc.Command((smi, "-L"), timeout=30).run()
+        except proc.ProcessFailed:
+            done = None
+        if done is not None and done.ok and done.stdout.strip():
+            return True, done.stdout.decode("utf-8", "replace").splitlines()[0].strip()
     if Path("/dev/nvidia0").exists():
         return True, "/dev/nvidia0 exists"
     return False, "no GPU visible ('nvidia-smi -L' lists none and /dev/nvidia0 is absent)"

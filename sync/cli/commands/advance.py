@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import json
+from typing import NoReturn
 
 from sync.cli.context import Context, add_json
 from sync.infra.errors import BlockedCycle, UsageError
+from sync.port import Port
 from sync.records import events, gates
 from sync.steps.advance import advance, txn
-from sync.upstream import gitio
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -32,52 +32,51 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         raise UsageError(f"{port.root} is not a git repository", "drop --commit")
     unmet, measured = advance.preconditions(port, ctx)
     if unmet:
-        for line in unmet:
-            print(f"unmet: {line}", file=ctx.out)
-        stalled = not args.dry_run and advance.stall(port, ctx, unmet)
-        raise BlockedCycle(f"the advance is refused: {len(unmet)} unmet precondition(s)",
-                           "fix each 'unmet' line above, then run advance again"
-                           + ("; the cycle is STALLED with them" if stalled else ""))
+        _refuse(ctx, unmet, dry_run=args.dry_run)
     p = advance.plan(port, measured, release_label=args.release_label)
-    assert measured.result is not None  # plan() refuses otherwise
-    result = measured.result
-    ev_path, ev_bytes = events.staged(
-        port, "advance", pin_before=p.old.commit, pin_after=p.new.commit,
-        report=port.rel(p.report), detail=json.dumps(p.detail, sort_keys=True))
-    writes = {**p.writes, **advance.report_bytes(port, result, "ADVANCED"), ev_path: ev_bytes}
-    p = advance.Plan(p.old, p.new, p.target, p.report, writes,
-             {k: (k.read_bytes() if k.exists() else b"") for k in writes}, p.detail)
     if args.dry_run:
         ctx.out.write(advance.diff(p, port))
         print(f"dry run: would advance {p.old.commit[:10]} → {p.new.commit[:10]}; nothing "
               "written", file=ctx.out)
         return 0
-    advance.refuse_foreign_staged(port, args.commit, writes)
+    advance.refuse_foreign_staged(port, args.commit, p.writes)
     with port.lock():
-        again = events.staged(port, "advance")[0]
-        if again != ev_path:
+        if events.staged(port, "advance")[0] != p.event:
             raise BlockedCycle("another run appended a state event meanwhile", "run again")
-        txn.commit(port.sync_dir, writes)
-    ref = port.reference()
-    gitio.run(ref.path, ["merge", "--ff-only", "-q", "--end-of-options", p.new.commit])
-    sha = None
-    if args.commit:
-        gates_line = ", ".join(f"{g.name} {g.status}" for g in gates.load(port, p.target))
-        sha = advance.git_commit(port, list(writes), f"sync(upstream): advance parity pin "
-                          f"{p.old.commit[:10]} → {p.new.commit[:10]}",
-                          f"Range: {p.old.commit}..{p.new.commit}\nReport: "
-                          f"{port.rel(p.report)}\nGates: {gates_line or 'none configured'}")
-    if ctx.json:
-        ctx.emit_json({"advanced": True, "pin_before": p.old.commit, "pin_after": p.new.commit,
-                       "runtime_version": p.new.runtime_version, "report": port.rel(p.report),
-                       "event": port.rel(ev_path), "commit": sha,
-                       "files": sorted(port.rel(k) for k in writes)})
-    else:
-        print(f"advanced the parity pin {p.old.commit[:10]} → {p.new.commit[:10]} "
-              f"({p.new.runtime_version}); {len(writes)} files; event {port.rel(ev_path)}",
-              file=ctx.out)
-        if sha:
-            print(f"committed {sha[:10]}", file=ctx.out)
+        txn.commit(port.sync_dir, p.writes)
+    advance.fast_forward(port, p.new.commit)
+    sha = _git_commit(port, p) if args.commit else None
+    _print(ctx, p, sha)
     return 0
 
 
+def _print(ctx: Context, p: advance.Plan, sha: str | None) -> None:
+    port = ctx.port
+    if ctx.json:
+        ctx.emit_json({"advanced": True, "pin_before": p.old.commit, "pin_after": p.new.commit,
+                       "runtime_version": p.new.runtime_version, "report": port.rel(p.report),
+                       "event": port.rel(p.event), "commit": sha,
+                       "files": sorted(port.rel(k) for k in p.writes)})
+        return
+    print(f"advanced the parity pin {p.old.commit[:10]} → {p.new.commit[:10]} "
+          f"({p.new.runtime_version}); {len(p.writes)} files; event {port.rel(p.event)}",
+          file=ctx.out)
+    if sha:
+        print(f"committed {sha[:10]}", file=ctx.out)
+
+
+def _refuse(ctx: Context, unmet: list[str], *, dry_run: bool) -> NoReturn:
+    for line in unmet:
+        print(f"unmet: {line}", file=ctx.out)
+    stalled = not dry_run and advance.stall(ctx.port, ctx, unmet)
+    raise BlockedCycle(f"the advance is refused: {len(unmet)} unmet precondition(s)",
+                       "fix each 'unmet' line above, then run advance again"
+                       + ("; the cycle is STALLED with them" if stalled else ""))
+
+
+def _git_commit(port: Port, p: advance.Plan) -> str:
+    gates_line = ", ".join(f"{g.name} {g.status}" for g in gates.load(port, p.target))
+    return advance.git_commit(port, list(p.writes), f"sync(upstream): advance parity pin "
+                              f"{p.old.commit[:10]} → {p.new.commit[:10]}",
+                              f"Range: {p.old.commit}..{p.new.commit}\nReport: "
+                              f"{port.rel(p.report)}\nGates: {gates_line or 'none configured'}")

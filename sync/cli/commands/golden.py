@@ -23,8 +23,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace, ctx: Context) -> int:
     port = ctx.port
     shard = golden.parse_shard(args.shard) if args.shard else None
-    outcome = golden.run(port, port.preferences(), oracle_id=args.oracle, shard=shard,
-                         strict=args.strict, target=args.target, note=ctx.note)
+    request = golden.Request(oracle_id=args.oracle, shard=shard, strict=args.strict,
+                             target=args.target)
+    outcome = golden.run(port, port.preferences(), request, note=ctx.note)
     g = outcome.gate
     if ctx.json:
         ctx.emit_json({**g.as_doc(), "cases": [

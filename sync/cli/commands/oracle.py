@@ -4,13 +4,10 @@ fail-closed against the records."""
 from __future__ import annotations
 
 import argparse
-import shlex
-import time
 from typing import Any
 
 from sync.cli.context import Context, add_json
 from sync.infra.errors import IdentityMismatch
-from sync.records import gates
 from sync.steps.verify import build as oracle_build
 from sync.steps.verify import identity as oracle_verify
 from sync.steps.verify import oracle
@@ -110,17 +107,8 @@ def _describe(ident: oracle_verify.Identity) -> str:
 def run_verify(args: argparse.Namespace, ctx: Context) -> int:
     port = ctx.port
     prefs = port.preferences()
-    started = time.monotonic()
-    v = oracle_verify.verify(port, prefs, args.oracle, args.commit)
+    v = oracle_verify.verify_gate(port, prefs, args.oracle, args.commit)
     ident = v.identity
-    if oracle.is_core(args.oracle) and v.probe.commit == gates.current_target(port):
-        argv = ["upstream-sync", "oracle", "verify", "--oracle", args.oracle,
-                "--commit", v.probe.commit]
-        gates.record(port, v.probe.commit, gates.GateResult(
-            f"oracle:{args.oracle}", "PASS" if v.ok else "FAIL", shlex.join(argv),
-            round(time.monotonic() - started, 3), gates.hostname(), gates.now(), None,
-            None if v.ok else f"{len(v.mismatches)} mismatch(es): {v.mismatches[0]}",
-            oracle_verify.identity_map(ident)))
     if ctx.json:
         doc: dict[str, Any] = {"ok": v.ok, "identity": dict(ident),
                                "mismatches": [{"field": m.field, "message": m.message}

@@ -22,10 +22,11 @@ from sync.port import Port
 from sync.records import cycle, events, gates, ledger, oraclefile, paragraph, pins, spans
 from sync.steps import carry, report, syncrun
 from sync.steps.verify import identity as oracle_verify
+from sync.steps.verify.probe import Probe
 from sync.upstream import gitio
 
 CORE = "vllm"
-_ADVANCED = re.compile(r"^- Cycle state: ADVANCED(?=\r?$)", re.MULTILINE)
+ADVANCED = re.compile(r"^- Cycle state: ADVANCED(?=\r?$)", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -34,9 +35,10 @@ class Plan:
     new: pins.Pin
     target: str
     report: Path
-    writes: dict[Path, bytes]
+    writes: dict[Path, bytes]  # every pin surface, the report ADVANCED, the state event
     olds: dict[Path, bytes]
     detail: dict[str, dict[str, str]]
+    event: Path  # the advance event among the writes
 
 
 @dataclass(frozen=True)
@@ -58,103 +60,159 @@ def _required_gates(port: Port) -> list[str]:
 
 def preconditions(port: Port, ctx: Notes | None) -> tuple[list[str], Measured]:
     """Every unmet precondition, one line each, plus what a passing check measured."""
-    unmet: list[str] = []
     c = cycle.require(port)
-    path = syncrun.report_path(port, c)
-    if not path.exists():
-        unmet.append(f"no sync report for the target {c.target[:10]} — run 'upstream-sync sync'")
-        return unmet, Measured(c)
-    if _advanced(read_text(path)):
-        finish_fast_forward(port, c.target, ctx)
-        unmet.append(f"the cycle to {c.target[:10]} already advanced — fetch a new target")
+    unmet = _report_unmet(port, c, ctx)
+    if unmet:
         return unmet, Measured(c)
     result = syncrun.run_cycle(port, ctx, write_report=False)
-    verification = None
-    counts = result.model.counts()
-    if counts["UNCLASSIFIED"]:
-        unmet.append(f"{counts['UNCLASSIFIED']} commit(s) UNCLASSIFIED — classify each with "
-                     "'upstream-sync decide <sha> <DISPOSITION> <reason>'")
+    unmet = _unclassified(result) + _unported(port, result) + _gates_unmet(port, c.target)
+    oracle_unmet, verification = _oracle_unmet(port, c.target)
+    unmet += oracle_unmet + _reference_unmet(port, c.target)
+    return unmet, Measured(c, result, verification)
+
+
+def _report_unmet(port: Port, c: cycle.Cycle, ctx: Notes | None) -> list[str]:
+    """The cycle has a report and has not advanced yet (then nothing else is checked)."""
+    path = syncrun.report_path(port, c)
+    if not path.exists():
+        return [f"no sync report for the target {c.target[:10]} — run 'upstream-sync sync'"]
+    if _advanced(read_text(path)):
+        finish_fast_forward(port, c.target, ctx)
+        return [f"the cycle to {c.target[:10]} already advanced — fetch a new target"]
+    return []
+
+
+def _unclassified(result: syncrun.Result) -> list[str]:
+    n = result.model.counts()["UNCLASSIFIED"]
+    if not n:
+        return []
+    return [f"{n} commit(s) UNCLASSIFIED — classify each with "
+            "'upstream-sync decide <sha> <DISPOSITION> <reason>'"]
+
+
+def _unported(port: Port, result: syncrun.Result) -> list[str]:
+    """PORT-NOW commits with neither a ledger row nor a carry-over decision."""
     led = carry.LedgerRefs.of(ledger.rows_text(port.root / port.config.ledger,
                                                rel=port.config.ledger))
+    out = []
     for e in result.model.entries:
         if e.disposition == "PORT-NOW" and not carry.ported(e, led) and not (
                 e.reason.lower().startswith("carry-over")):
             pr = f"vllm#{e.pr}" if e.pr is not None else "(no PR)"
-            unmet.append(f"PORT-NOW `{e.sha[:10]}` {pr} has no ledger row — port it and run "
-                         "'upstream-sync ledger add', or carry it over with 'upstream-sync "
-                         f"decide {e.sha[:10]} PORT-NOW \"carry-over: <why>\"'")
-    recorded = {g.name: g for g in gates.load(port, c.target)}
-    for name in _required_gates(port):
-        g = recorded.get(name) or next((r for r in recorded.values()
-                                        if r.name.startswith(name + "[")), None)
-        if g is None:
-            unmet.append(f"gate {name} has not run at {c.target[:10]} — run 'nox -s "
-                         f"{name.split(':')[0]}'")
-        elif g.status != "PASS":
-            unmet.append(f"gate {g.name} is {g.status}" + (f" — run `{g.handoff}` on a gate host"
-                                                         if g.handoff else ""))
-    for g in recorded.values():
-        if g.status != "PASS" and not any(g.name.startswith(n) for n in _required_gates(port)):
-            unmet.append(f"gate {g.name} is {g.status}")
+            out.append(f"PORT-NOW `{e.sha[:10]}` {pr} has no ledger row — port it and run "
+                       "'upstream-sync ledger add', or carry it over with 'upstream-sync "
+                       f"decide {e.sha[:10]} PORT-NOW \"carry-over: <why>\"'")
+    return out
+
+
+def _gates_unmet(port: Port, target: str) -> list[str]:
+    """Every required gate PASSed at the target, and no other recorded gate failed."""
+    recorded = {g.name: g for g in gates.load(port, target)}
+    required = _required_gates(port)
+    out = [line for name in required
+           if (line := _required_gate_unmet(name, recorded, target)) is not None]
+    out += [f"gate {g.name} is {g.status}" for g in recorded.values()
+            if g.status != "PASS" and not any(g.name.startswith(n) for n in required)]
+    return out
+
+
+def _required_gate_unmet(name: str, recorded: dict[str, gates.GateResult],
+                         target: str) -> str | None:
+    # A sharded gate is recorded per shard (`golden[1/2]`): any shard stands for it.
+    g = recorded.get(name) or next((r for r in recorded.values()
+                                    if r.name.startswith(name + "[")), None)
+    if g is None:
+        return (f"gate {name} has not run at {target[:10]} — run 'nox -s "
+                f"{name.split(':')[0]}'")
+    if g.status != "PASS":
+        return f"gate {g.name} is {g.status}" + (f" — run `{g.handoff}` on a gate host"
+                                                 if g.handoff else "")
+    return None
+
+
+def _oracle_unmet(port: Port, target: str
+                  ) -> tuple[list[str], oracle_verify.Verification | None]:
+    """The core oracle at the target verifies (its measurement is what the pin becomes)."""
     prefs = port.preferences()
     try:
-        v = oracle_verify.verify(port, prefs, CORE, c.target)
+        v = oracle_verify.verify(port, prefs, CORE, target)
     except SyncError as exc:
-        unmet.append(f"oracle {CORE} at the target cannot be verified: {exc}")
-    else:
-        if not v.ok:
-            unmet.append(f"oracle {CORE} at {c.target[:10]} fails verification: "
-                         + "; ".join(str(m) for m in v.mismatches[:3]))
-        else:
-            verification = v
+        return [f"oracle {CORE} at the target cannot be verified: {exc}"], None
+    if not v.ok:
+        return [f"oracle {CORE} at {target[:10]} fails verification: "
+                + "; ".join(str(m) for m in v.mismatches[:3])], None
+    return [], v
+
+
+def _reference_unmet(port: Port, target: str) -> list[str]:
+    """The reference checkout is clean and can fast-forward to the target."""
     ref = port.reference()
+    out = []
     if gitio.is_dirty(ref):
-        unmet.append(f"the reference checkout {ref.path} has uncommitted changes — commit or "
-                     "stash them (it is fast-forwarded, never reset)")
+        out.append(f"the reference checkout {ref.path} has uncommitted changes — commit or "
+                   "stash them (it is fast-forwarded, never reset)")
     head = gitio.head_sha(ref)
-    if head and not gitio.is_ancestor(ref, head, c.target):
-        unmet.append(f"the reference checkout's HEAD {head[:10]} cannot fast-forward to "
-                     f"{c.target[:10]} — check out the pin's branch")
-    return unmet, Measured(c, result, verification)
+    if head and not gitio.is_ancestor(ref, head, target):
+        out.append(f"the reference checkout's HEAD {head[:10]} cannot fast-forward to "
+                   f"{target[:10]} — check out the pin's branch")
+    return out
 
 
 def plan(port: Port, m: Measured, *, release_label: str | None) -> Plan:
-    c, v, result = m.cycle, m.verification, m.result
+    """Every write of the advance: pin surfaces, the report marked ADVANCED, the event."""
+    result, probe, new = _new_pin(port, m)
+    record = port.pin_record()
+    old = record.pin
+    writes, before = _surfaces(port, record, new, release_label)
+    writes.update(span_writes(port, writes, new))
+    detail = {"before": {**old.fields(), **before},
+              "after": {**new.fields(), "oracle_env": str(probe.env)}}
+    ev_path, ev_bytes = events.staged(
+        port, "advance", pin_before=old.commit, pin_after=new.commit,
+        report=port.rel(result.path), detail=json.dumps(detail, sort_keys=True))
+    writes.update(report_bytes(port, result, "ADVANCED"))
+    writes[ev_path] = ev_bytes
+    olds = {p: (p.read_bytes() if p.exists() else b"") for p in writes}
+    return Plan(old, new, m.cycle.target, result.path, writes, olds, detail, ev_path)
+
+
+def _new_pin(port: Port, m: Measured) -> tuple[syncrun.Result, Probe, pins.Pin]:
+    """The pin the measured oracle at the target makes: never a typed version string."""
+    v, result = m.verification, m.result
     if v is None or result is None:
         raise BlockedCycle("the advance was planned before its preconditions held",
                            "run 'upstream-sync advance' again")
-    record = port.pin_record()
-    old = record.pin
     probe = v.probe
     if probe.runtime_version is None or probe.distribution_version is None:
         raise BlockedCycle("the oracle measurement has no version strings",
                            "rebuild the oracle at the target")
-    new = pins.from_values(c.target, probe.runtime_version, probe.distribution_version,
-                           probe.flashinfer_version or old.flashinfer_version,
+    new = pins.from_values(m.cycle.target, probe.runtime_version, probe.distribution_version,
+                           probe.flashinfer_version or port.pin_record().pin.flashinfer_version,
                            path=port.rel(port.protocol))
+    return result, probe, new
+
+
+def _surfaces(port: Port, record: pins.PinRecord, new: pins.Pin, release_label: str | None
+              ) -> tuple[dict[Path, bytes], dict[str, str]]:
+    """The pin block with its PARITY PIN paragraph and the core oracle file moved to `new`,
+    and what the paragraph and the oracle file said before (for a rollback)."""
     today = datetime.now(UTC).strftime("%Y-%m-%d")
-    writes: dict[Path, bytes] = {}
     text = pins.render(record, new)
     para = paragraph.find(text, path=port.rel(port.protocol))
     text = paragraph.render(text, para, date=today, sha=new.commit[:9],
                             release_label=release_label or para.release_label
                             or new.public_version)
-    writes[port.protocol] = text.encode()
     core = oraclefile.core(oraclefile.load_all(port.oracle_files(), port.root), CORE)
     if core is None:
         raise UsageError(f"no core oracle file ({CORE}.md) among {port.config.oracles}",
                          "add .agents/oracles/vllm.md")
-    writes[core.path] = oraclefile.render(core, pin=new.commit, pin_label=new.public_version,
-                                          pinned_on=today).encode()
-    writes.update(span_writes(port, writes, new))
-    detail = {
-        "before": {**old.fields(), "paragraph_date": para.date, "paragraph_sha": para.sha,
-                   "paragraph_label": para.release_label or "", "oracle_pin": core.pin,
-                   "oracle_pin_label": core.pin_label, "oracle_pinned_on": core.pinned_on},
-        "after": {**new.fields(), "oracle_env": str(probe.env)},
-    }
-    olds = {p: (p.read_bytes() if p.exists() else b"") for p in writes}
-    return Plan(old, new, c.target, result.path, writes, olds, detail)
+    writes = {port.protocol: text.encode(),
+              core.path: oraclefile.render(core, pin=new.commit, pin_label=new.public_version,
+                                           pinned_on=today).encode()}
+    before = {"paragraph_date": para.date, "paragraph_sha": para.sha,
+              "paragraph_label": para.release_label or "", "oracle_pin": core.pin,
+              "oracle_pin_label": core.pin_label, "oracle_pinned_on": core.pinned_on}
+    return writes, before
 
 
 def span_writes(port: Port, writes: dict[Path, bytes], pin: pins.Pin) -> dict[Path, bytes]:
@@ -187,6 +245,11 @@ def diff(p: Plan, port: Port) -> str:
     return "".join(out)
 
 
+def fast_forward(port: Port, commit: str) -> None:
+    """Move the reference checkout to the advanced pin (fast-forward only: never a reset)."""
+    gitio.run(port.reference().path, ["merge", "--ff-only", "-q", "--end-of-options", commit])
+
+
 def finish_fast_forward(port: Port, target: str, ctx: Notes | None) -> None:
     """Finish an advance that died after its records were written but before the reference
     checkout moved: the pin is the target and the checkout is clean and behind it."""
@@ -197,7 +260,7 @@ def finish_fast_forward(port: Port, target: str, ctx: Notes | None) -> None:
     if head in (None, target) or gitio.is_dirty(ref) or not gitio.is_ancestor(ref, head or "",
                                                                                target):
         return
-    gitio.run(ref.path, ["merge", "--ff-only", "-q", "--end-of-options", target])
+    fast_forward(port, target)
     if ctx is not None:
         ctx.note(f"finished the interrupted advance: fast-forwarded {ref.path} to {target[:10]}")
 
@@ -222,7 +285,7 @@ def stall(port: Port, ctx: Notes, unmet: list[str]) -> bool:
 
 
 def _advanced(report_text: str) -> bool:
-    return _ADVANCED.search(report_text) is not None
+    return ADVANCED.search(report_text) is not None
 
 
 def staged_elsewhere(port: Port, own: set[str]) -> list[str]:
@@ -246,25 +309,3 @@ def git_commit(port: Port, paths: list[Path], subject: str, body: str) -> str:
     gitio.run(port.root, ["add", "--", *rels])
     gitio.run(port.root, ["commit", "-q", "-m", subject, "-m", body, "--", *rels])
     return gitio.run(port.root, ["rev-parse", "HEAD"]).stdout.decode().strip()
-
-
-def reopened(port: Port, rel: str) -> dict[Path, bytes]:
-    """The rolled-back cycle's report and JSON marked ACTIVE again: its target is open anew.
-
-    Left ADVANCED, the report would refuse every later advance to the same target.
-    """
-    path = port.root / rel
-    if not path.is_file():
-        return {}
-    text = read_text(path)
-    out = {path: _ADVANCED.sub("- Cycle state: ACTIVE", text, count=1).encode()}
-    jpath = path.with_suffix(".json")
-    if jpath.is_file():
-        try:
-            doc = json.loads(read_text(jpath))
-        except ValueError:
-            doc = None  # the next 'sync' rewrites it from the report
-        if isinstance(doc, dict) and doc.get("state") == "ADVANCED":
-            doc["state"] = "ACTIVE"
-            out[jpath] = report.dump_json(doc).encode()
-    return out

@@ -8,7 +8,8 @@ environment is built from scratch plus the configured `build_env`;
 `SETUPTOOLS_SCM_PRETEND_VERSION*` is refused because it forges the identity.
 The build is recorded in `<env>/upstream-sync-oracle.json`, written last, so an
 interrupted build never verifies. Other `<id>-*` environments are kept for
-rollback. Omni oracles are watched by `sync.isolation` while they build.
+rollback. Omni oracles are watched by `sync.steps.verify.isolation` while they
+build. Every build step runs through `sync.infra.proc`.
 """
 
 from __future__ import annotations
@@ -16,11 +17,11 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from sync.infra import proc
 from sync.infra.errors import EnvironmentUnresolved, UsageError
 from sync.port import Port
 from sync.records import gates
@@ -97,12 +98,8 @@ def base_python() -> Path:
 
 
 def _run_step(argv: list[str], env: dict[str, str], cwd: Path, what: str) -> None:
-    proc = subprocess.run(argv, env=env, cwd=cwd, capture_output=True, check=False)
-    if proc.returncode != 0:
-        text = (proc.stderr or proc.stdout).decode("utf-8", "replace").strip().splitlines()
-        tail = " | ".join(line.strip() for line in text[-3:]) if text else f"exit {proc.returncode}"
-        raise EnvironmentUnresolved(f"{what} failed: {tail}",
-                                    "fix the build (see the message) and run oracle build again")
+    proc.Command(tuple(argv), cwd=cwd, env=env, what=what,
+                 fix="fix the build (see the message) and run oracle build again").run().check()
 
 
 @dataclass(frozen=True)
@@ -137,63 +134,104 @@ def build(port: Port, prefs: Preferences, oracle_id: str, commit_spec: str | Non
     kept = tuple(sorted(p for p in home.glob(f"{oracle_id}-*") if p.is_dir() and p != env))
     guard = omni_watch(port, prefs, home, oracle_id, commit, "build")
     with guard as watch:
-        record = _install(port, prefs, cfg, ref, commit, home, env, note)
+        record = _install(Job(port, prefs, cfg, ref, commit, home, env), note)
     problems = tuple(watch.problems) if watch is not None else ()
     return Built(env, record, kept, problems)
 
 
-def _install(port: Port, prefs: Preferences, cfg: OracleConfig, ref: gitio.Reference,
-             commit: str, home: Path, env: Path, note: Note) -> BuildRecord:
+@dataclass(frozen=True)
+class Job:
+    """One oracle build: which oracle at which commit, from which checkout, into which env."""
+
+    port: Port
+    prefs: Preferences
+    cfg: OracleConfig
+    source: gitio.Reference
+    commit: str
+    home: Path
+    env: Path
+
+
+@dataclass(frozen=True)
+class _Scratch:
+    """The build's throwaway directory and what every build step there runs with."""
+
+    tmp: Path
+    environ: dict[str, str]
+    python: Path  # the interpreter the env is created from
+    uv: Path | None
+
+    def step(self, argv: list[str], what: str) -> None:
+        _run_step(argv, self.environ, self.tmp, what)
+
+
+def _install(job: Job, note: Note) -> BuildRecord:
     uv = find_uv()
     python = base_python()
     git = shutil.which("git")
     tools = [t for t in (uv, Path(git) if git else None) if t is not None]
-    environ = build_environ(cfg, tools)
-    home.mkdir(parents=True, exist_ok=True)
+    environ = build_environ(job.cfg, tools)
+    job.home.mkdir(parents=True, exist_ok=True)
     try:
-        with scratch(port, prefs, home) as tmp:
-            clone = tmp / "src"
-            note(f"cloning {ref.path} at {commit[:10]} into a throwaway checkout")
-            gitio.run(tmp, ["clone", "--quiet", "--shared", "--no-checkout", "--",
-                            str(ref.path), str(clone)])
-            gitio.run(clone, ["checkout", "--quiet", "--detach", commit])
-            dist = tmp / "dist"
-            py = str(env / "bin" / "python")
-            if uv is not None:
-                note(f"creating {env} with uv")
-                _run_step([str(uv), "venv", "--quiet", "--python", str(python), str(env)],
-                          environ, tmp, "uv venv")
-                note(f"building {cfg.distribution} (build mode {cfg.build_mode})")
-                _run_step([str(uv), "build", "--quiet", "--wheel", "--python", py, "-o",
-                           str(dist), str(clone)], environ, tmp, "uv build")
-                install = [str(uv), "pip", "install", "--quiet", "--link-mode", "copy",
-                           "--python", py]
-                installer = "uv"
-            else:
-                note(f"creating {env} with python -m venv")
-                _run_step([str(python), "-m", "venv", str(env)], environ, tmp, "python -m venv")
-                note(f"building {cfg.distribution} (build mode {cfg.build_mode})")
-                _run_step([py, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", str(dist),
-                           str(clone)], environ, tmp, "pip wheel")
-                install = [py, "-m", "pip", "install", "--quiet"]
-                installer = "pip"
-            wheels = sorted(dist.glob("*.whl"))
-            if len(wheels) != 1:
-                raise EnvironmentUnresolved(
-                    f"the build of {cfg.distribution} produced {len(wheels)} wheels, expected one",
-                    "check the upstream's build configuration")
-            note(f"installing {wheels[0].name}")
-            _run_step([*install, str(wheels[0])], environ, tmp, f"{installer} install")
-            if cfg.image_site_dirs:
-                _add_image_sites(env, cfg.image_site_dirs, note)
+        with scratch(job.port, job.prefs, job.home) as tmp:
+            work = _Scratch(tmp, environ, python, uv)
+            clone = _clone(job, tmp, note)
+            install, installer = _venv_and_wheel(job, work, clone, note)
+            wheel = _one_wheel(job.cfg, tmp / "dist")
+            note(f"installing {wheel.name}")
+            work.step([*install, str(wheel)], f"{installer} install")
+            if job.cfg.image_site_dirs:
+                _add_image_sites(job.env, job.cfg.image_site_dirs, note)
     except BaseException:
         # A half-built environment must never be probed as an oracle.
-        shutil.rmtree(env, ignore_errors=True)
+        shutil.rmtree(job.env, ignore_errors=True)
         raise
-    record = BuildRecord(cfg.id, commit, cfg.build_mode, cfg.build_env, installer,
-                         str(python), str(ref.path), gates.hostname(), gates.now())
-    (env / MARKER).write_text(json.dumps(record.as_doc(), indent=2) + "\n", encoding="utf-8")
+    cfg = job.cfg
+    record = BuildRecord(cfg.id, job.commit, cfg.build_mode, cfg.build_env, installer,
+                         str(python), str(job.source.path), gates.hostname(), gates.now())
+    (job.env / MARKER).write_text(json.dumps(record.as_doc(), indent=2) + "\n", encoding="utf-8")
     return record
+
+
+def _clone(job: Job, tmp: Path, note: Note) -> Path:
+    """A throwaway checkout of the source at the commit (the source's work tree is untouched)."""
+    clone = tmp / "src"
+    note(f"cloning {job.source.path} at {job.commit[:10]} into a throwaway checkout")
+    gitio.run(tmp, ["clone", "--quiet", "--shared", "--no-checkout", "--",
+                    str(job.source.path), str(clone)])
+    gitio.run(clone, ["checkout", "--quiet", "--detach", job.commit])
+    return clone
+
+
+def _venv_and_wheel(job: Job, work: _Scratch, clone: Path, note: Note
+                    ) -> tuple[list[str], str]:
+    """Create the env and build the wheel into `<tmp>/dist`: (install command, installer)."""
+    dist = str(work.tmp / "dist")
+    py = str(job.env / "bin" / "python")
+    building = f"building {job.cfg.distribution} (build mode {job.cfg.build_mode})"
+    if work.uv is not None:
+        uv = str(work.uv)
+        note(f"creating {job.env} with uv")
+        work.step([uv, "venv", "--quiet", "--python", str(work.python), str(job.env)], "uv venv")
+        note(building)
+        work.step([uv, "build", "--quiet", "--wheel", "--python", py, "-o", dist, str(clone)],
+                  "uv build")
+        return [uv, "pip", "install", "--quiet", "--link-mode", "copy", "--python", py], "uv"
+    note(f"creating {job.env} with python -m venv")
+    work.step([str(work.python), "-m", "venv", str(job.env)], "python -m venv")
+    note(building)
+    work.step([py, "-m", "pip", "wheel", "--quiet", "--no-deps", "-w", dist, str(clone)],
+              "pip wheel")
+    return [py, "-m", "pip", "install", "--quiet"], "pip"
+
+
+def _one_wheel(cfg: OracleConfig, dist: Path) -> Path:
+    wheels = sorted(dist.glob("*.whl"))
+    if len(wheels) != 1:
+        raise EnvironmentUnresolved(
+            f"the build of {cfg.distribution} produced {len(wheels)} wheels, expected one",
+            "check the upstream's build configuration")
+    return wheels[0]
 
 
 def _add_image_sites(env: Path, dirs: tuple[str, ...], note: Note) -> None:

@@ -42,13 +42,13 @@ import re
 import shlex
 import shutil
 import string
-import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from sync.infra import proc
 from sync.infra.errors import BlockedCycle, CheckFailed, IdentityMismatch, UsageError
 from sync.port import Port
 from sync.records import gates
@@ -199,6 +199,7 @@ class _ScriptFailed(Exception):
 
 
 def _collect(out: Path, number: int, script: tuple[str, ...]) -> list[Case]:
+    """The cases script `number` wrote under `out`, one directory each."""
     cases = []
     for entry in sorted(out.iterdir(), key=lambda p: p.name):
         if entry.is_symlink() or not entry.is_dir():
@@ -207,30 +208,38 @@ def _collect(out: Path, number: int, script: tuple[str, ...]) -> list[Case]:
         if not _CASE.fullmatch(entry.name):
             raise _ScriptFailed(f"golden script {number} wrote case {entry.name!r}: case names "
                                 "are letters, digits, '.', '_', '+', '-'")
-        files: list[str] = []
-        extra: dict[str, Any] | None = None
-        for p in sorted(entry.rglob("*")):
-            rel = p.relative_to(entry).as_posix()
-            if p.is_symlink():
-                raise _ScriptFailed(f"golden script {number}: {entry.name}/{rel} is a symlink")
-            if not p.is_file():
-                continue
-            if rel == MANIFEST:
-                raise _ScriptFailed(f"golden script {number}: {entry.name}/{MANIFEST} is "
-                                    "reserved for upstream-sync")
-            if rel == EXTRA:
-                try:
-                    loaded = json.loads(p.read_text(encoding="utf-8"))
-                except (ValueError, UnicodeDecodeError):
-                    loaded = None
-                if not isinstance(loaded, dict):
-                    raise _ScriptFailed(f"golden script {number}: {entry.name}/{EXTRA} is not "
-                                        "a JSON object")
-                extra = loaded
-                continue
-            files.append(rel)
-        cases.append(Case(entry.name, script, entry, tuple(files), extra))
+        cases.append(_case(entry, number, script))
     return cases
+
+
+def _case(entry: Path, number: int, script: tuple[str, ...]) -> Case:
+    """One case directory: its golden files, and its extra facts when it has any."""
+    files: list[str] = []
+    extra: dict[str, Any] | None = None
+    for p in sorted(entry.rglob("*")):
+        rel = p.relative_to(entry).as_posix()
+        if p.is_symlink():
+            raise _ScriptFailed(f"golden script {number}: {entry.name}/{rel} is a symlink")
+        if not p.is_file():
+            continue
+        if rel == MANIFEST:
+            raise _ScriptFailed(f"golden script {number}: {entry.name}/{MANIFEST} is "
+                                "reserved for upstream-sync")
+        if rel == EXTRA:
+            extra = _extra(p, f"golden script {number}: {entry.name}/{EXTRA}")
+        else:
+            files.append(rel)
+    return Case(entry.name, script, entry, tuple(files), extra)
+
+
+def _extra(path: Path, where: str) -> dict[str, Any]:
+    try:
+        loaded = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        loaded = None
+    if not isinstance(loaded, dict):
+        raise _ScriptFailed(f"{where} is not a JSON object")
+    return loaded
 
 
 def _committed(port: Port, root: str) -> tuple[str, dict[str, str]] | None:
@@ -279,23 +288,32 @@ def drift(port: Port, cases: Sequence[Case]) -> list[CaseResult]:
     committed = _committed(port, root)
     results = []
     for case in cases:
-        prefix = f"{root}/{case.name}/"
         if committed is not None:
-            fmt, listing = committed
-            old = {k[len(prefix):]: v for k, v in listing.items() if k.startswith(prefix)}
-            same = {rel for rel in case.files if old.get(rel) == blob_id(case.source / rel, fmt)}
+            old, same = _against_head(case, f"{root}/{case.name}/", *committed)
         else:
-            base = port.root / root / case.name
-            old = {p.relative_to(base).as_posix(): "" for p in base.rglob("*")
-                   if p.is_file()} if base.is_dir() else {}
-            same = {rel for rel in case.files
-                    if rel in old and _same_bytes(base / rel, case.source / rel)}
-        old.pop(MANIFEST, None)
-        old.pop(EXTRA, None)
-        changed = sorted((set(case.files) | set(old)) - same)
+            old, same = _against_disk(case, port.root / root / case.name)
+        old.discard(MANIFEST)
+        old.discard(EXTRA)
+        changed = sorted((set(case.files) | old) - same)
         kind: Drift = "new" if not old else "changed" if changed else "unchanged"
         results.append(CaseResult(case.name, kind, tuple(changed)))
     return results
+
+
+def _against_head(case: Case, prefix: str, fmt: str, listing: dict[str, str]
+                  ) -> tuple[set[str], set[str]]:
+    """(the case's files at HEAD, those of its new files with the same bytes)."""
+    old = {k[len(prefix):]: v for k, v in listing.items() if k.startswith(prefix)}
+    same = {rel for rel in case.files if old.get(rel) == blob_id(case.source / rel, fmt)}
+    return set(old), same
+
+
+def _against_disk(case: Case, base: Path) -> tuple[set[str], set[str]]:
+    """`_against_head` for a port that is not a git checkout: the files on disk."""
+    old = {p.relative_to(base).as_posix() for p in base.rglob("*")
+           if p.is_file()} if base.is_dir() else set()
+    same = {rel for rel in case.files if rel in old and _same_bytes(base / rel, case.source / rel)}
+    return old, same
 
 
 def summary(results: Sequence[CaseResult]) -> str:
@@ -311,20 +329,78 @@ def summary(results: Sequence[CaseResult]) -> str:
     return f"drift in {len(moved)} of {n} cases: " + "; ".join(parts)
 
 
-def _manifest(case: Case, gate: str, target: str, ident: oracle_verify.Identity) -> str:
+@dataclass(frozen=True)
+class Request:
+    """What a golden run is asked for (the command's options)."""
+
+    oracle_id: str | None = None  # default: [golden] oracle in the config
+    shard: Shard | None = None
+    strict: bool = False  # PENDING is an error
+    target: str | None = None  # the handoff's target, checked against this checkout's
+
+
+@dataclass(frozen=True)
+class Gate:
+    """The gate a golden run records: its name, oracle, target and shard."""
+
+    name: str
+    oracle: str
+    target: str
+    shard: Shard | None
+
+    def command(self, *, strict: bool) -> str:
+        return command(self.oracle, self.target, self.shard, strict=strict)
+
+    def pending(self, why: str) -> gates.GateResult:
+        return gates.GateResult(self.name, "PENDING", self.command(strict=False), None,
+                                gates.hostname(), gates.now(), self.command(strict=True), why)
+
+
+@dataclass(frozen=True)
+class ScriptRun:
+    """A gate's scripts running with a verified oracle, timed from `started`."""
+
+    port: Port
+    prefs: Preferences
+    gate: Gate
+    commit: str  # the oracle's commit
+    home: Path  # the oracle home (scratch space lives under it when TMPDIR is a checkout)
+    verified: oracle_verify.Verification
+    started: float
+
+    @property
+    def env(self) -> Path:
+        return Path(self.verified.probe.env)
+
+    def values(self, out: Path) -> dict[str, str]:
+        """What the placeholders of a script's arguments stand for."""
+        shard = self.gate.shard
+        return {"python": str(self.env / "bin" / "python"), "env": str(self.env),
+                "out": str(out), "port": str(self.port.root), "oracle": self.gate.oracle,
+                "commit": self.commit, "target": self.gate.target,
+                "shard": str(shard.index if shard else 1),
+                "shards": str(shard.count if shard else 1)}
+
+    def result(self, status: gates.Status, detail: str) -> gates.GateResult:
+        return gates.GateResult(
+            self.gate.name, status, self.gate.command(strict=False),
+            round(time.monotonic() - self.started, 3), gates.hostname(), gates.now(), None,
+            detail, oracle_verify.identity_map(self.verified.identity))
+
+
+def _manifest(case: Case, run: ScriptRun) -> str:
     doc = {
-        "schema": SCHEMA, "case": case.name, "gate": gate, "target": target,
-        "script": list(case.script), "oracle": dict(ident),
+        "schema": SCHEMA, "case": case.name, "gate": run.gate.name, "target": run.gate.target,
+        "script": list(case.script), "oracle": dict(run.verified.identity),
         "files": {rel: "sha256:" + sha256(case.source / rel) for rel in case.files},
         "extra": case.extra,
     }
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 
-def _write(port: Port, cases: Sequence[Case], gate: str, target: str,
-           ident: oracle_verify.Identity) -> None:
+def _write(run: ScriptRun, cases: Sequence[Case]) -> None:
     """Replace each case directory whole: a case never mixes two runs' files."""
-    root = port.root / port.config.golden_dir
+    root = run.port.root / run.port.config.golden_dir
     root.mkdir(parents=True, exist_ok=True)
     tag = f"{os.getpid()}-{time.monotonic_ns()}"
     for case in cases:
@@ -336,110 +412,104 @@ def _write(port: Port, cases: Sequence[Case], gate: str, target: str,
             dest.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(case.source / rel, dest)
         fresh.mkdir(parents=True, exist_ok=True)
-        (fresh / MANIFEST).write_text(_manifest(case, gate, target, ident), encoding="utf-8")
+        (fresh / MANIFEST).write_text(_manifest(case, run), encoding="utf-8")
         if final.exists():
             final.rename(old)
         fresh.rename(final)
         shutil.rmtree(old, ignore_errors=True)
 
 
-def _result(name: str, status: gates.Status, cmd: str, started: float | None, *,
-            detail: str | None = None, handoff: str | None = None,
-            ident: oracle_verify.Identity | None = None) -> gates.GateResult:
-    return gates.GateResult(
-        name, status, cmd, None if started is None else round(time.monotonic() - started, 3),
-        gates.hostname(), gates.now(), handoff, detail,
-        None if ident is None else oracle_verify.identity_map(ident))
-
-
-def run(port: Port, prefs: Preferences, *, oracle_id: str | None = None,
-        shard: Shard | None = None, strict: bool = False, target: str | None = None,
+def run(port: Port, prefs: Preferences, request: Request | None = None, *,
         note: oracle.Note = lambda _: None) -> Outcome:
+    req = request or Request()
     cfg = port.config
-    oid = oracle.check_id(oracle_id or cfg.golden_oracle)
+    oid = oracle.check_id(req.oracle_id or cfg.golden_oracle)
     validate(cfg.golden_scripts)
-    tgt = gates.check_target(port, target)
-    name = gate_name(port, oid, shard)
-    cmd = command(oid, tgt, shard, strict=False)
+    tgt = gates.check_target(port, req.target)
+    gate = Gate(gate_name(port, oid, req.shard), oid, tgt, req.shard)
     ok, why = gates.eligible(prefs, cfg.golden_needs_gpu)
     if not ok:
-        handoff = command(oid, tgt, shard, strict=True)
-        pending = _result(name, "PENDING", cmd, None, detail=why, handoff=handoff)
+        pending = gate.pending(why)
         gates.record(port, tgt, pending)
-        if strict:
-            raise BlockedCycle(f"gate {name} is PENDING: {why}",
-                               f"run on a gate host: {handoff}")
+        if req.strict:
+            raise BlockedCycle(f"gate {gate.name} is PENDING: {why}",
+                               f"run on a gate host: {pending.handoff}")
         return Outcome(pending)
-    note(f"{why}: running gate {name}")
-    selected = select(cfg.golden_scripts, shard)
+    note(f"{why}: running gate {gate.name}")
+    selected = select(cfg.golden_scripts, req.shard)
     if not selected:
-        raise UsageError(f"shard {shard} has no golden script ({len(cfg.golden_scripts)} "
+        raise UsageError(f"shard {req.shard} has no golden script ({len(cfg.golden_scripts)} "
                          "configured)", "use fewer shards")
     started = time.monotonic()
     commit = tgt if oracle.is_core(oid) else oracle.recorded_commit(port, oid)
     verified = oracle_verify.require(port, prefs, oid, commit, say=note)
-    ident = verified.identity
-    home = oracle.oracle_home(port, prefs)
-    env = Path(verified.probe.env)
-    with oracle_watch.omni_watch(port, prefs, home, oid, commit, "golden") as watch:
+    script_run = ScriptRun(port, prefs, gate, commit, oracle.oracle_home(port, prefs), verified,
+                           started)
+    return _run_gate(script_run, selected, note)
+
+
+def _run_gate(run: ScriptRun, selected: list[tuple[int, tuple[str, ...]]],
+              note: oracle.Note) -> Outcome:
+    """Run the scripts under the isolation watch (omni) and record the gate's result."""
+    gate = run.gate
+    with oracle_watch.omni_watch(run.port, run.prefs, run.home, gate.oracle, run.commit,
+                                 "golden") as watch:
         try:
-            results = _run_scripts(port, prefs, home, env, oid, commit, tgt, shard, selected,
-                                   name, ident, note)
+            results = _run_scripts(run, selected, note)
         except _ScriptFailed as exc:
-            failed = _result(name, "FAIL", cmd, started, detail=exc.message, ident=ident)
-            gates.record(port, tgt, failed)
-            raise CheckFailed(f"gate {name} FAILED: {exc.message}",
+            gates.record(run.port, gate.target, run.result("FAIL", exc.message))
+            raise CheckFailed(f"gate {gate.name} FAILED: {exc.message}",
                               "fix the dump script and run golden again") from None
     if watch is not None and watch.problems:
         for line in watch.problems:
             note(f"isolation: {line}")
-        failed = _result(name, "FAIL", cmd, started, ident=ident,
-                         detail=f"omni isolation broken: {watch.problems[0]}")
-        gates.record(port, tgt, failed)
+        gates.record(run.port, gate.target,
+                     run.result("FAIL", f"omni isolation broken: {watch.problems[0]}"))
         raise IdentityMismatch(
-            f"gate {name}: the {oid} run changed what the core pin measures itself from",
-            "treat the omni advance as a core sync cycle")
-    passed = _result(name, "PASS", cmd, started, detail=summary(results), ident=ident)
-    gates.record(port, tgt, passed)
+            f"gate {gate.name}: the {gate.oracle} run changed what the core pin measures "
+            "itself from", "treat the omni advance as a core sync cycle")
+    passed = run.result("PASS", summary(results))
+    gates.record(run.port, gate.target, passed)
     return Outcome(passed, tuple(results))
 
 
-def _run_scripts(port: Port, prefs: Preferences, home: Path, env: Path, oid: str, commit: str,
-                 target: str, shard: Shard | None, selected: list[tuple[int, tuple[str, ...]]],
-                 name: str, ident: oracle_verify.Identity, note: oracle.Note) -> list[CaseResult]:
-    environ = script_environ(env)
+def _run_scripts(run: ScriptRun, selected: list[tuple[int, tuple[str, ...]]],
+                 note: oracle.Note) -> list[CaseResult]:
     cases: list[Case] = []
     seen: dict[str, int] = {}
-    with oracle.scratch(port, prefs, home) as tmp:
+    with oracle.scratch(run.port, run.prefs, run.home) as tmp:
         for number, script in selected:
             out = tmp / f"out-{number}"
             out.mkdir()
-            values = {"python": str(env / "bin" / "python"), "env": str(env), "out": str(out),
-                      "port": str(port.root), "oracle": oid, "commit": commit,
-                      "target": target, "shard": str(shard.index if shard else 1),
-                      "shards": str(shard.count if shard else 1)}
-            argv = [expand(a, values) for a in script]
-            note(f"golden script {number}: {shlex.join(argv)}")
-            try:
-                proc = subprocess.run(argv, cwd=port.root, env=environ, capture_output=True,
-                                      check=False)
-            except OSError as exc:
-                raise _ScriptFailed(f"golden script {number} could not start: {exc}") from None
-            if proc.returncode != 0:
-                text = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-                for line in text[-20:]:
-                    note(f"  | {line}")
-                raise _ScriptFailed(f"golden script {number} exited {proc.returncode}"
-                                    + (f": {text[-1].strip()}" if text else ""))
-            found = _collect(out, number, script)
-            if not found and not self_sharding(script):
-                raise _ScriptFailed(f"golden script {number} wrote no case under {{out}}")
+            found = _run_script(run, number, script, out, note)
             for case in found:
                 if case.name in seen:
                     raise _ScriptFailed(f"case {case.name!r} written by golden scripts "
                                         f"{seen[case.name]} and {number}")
                 seen[case.name] = number
             cases += found
-        results = drift(port, cases)
-        _write(port, cases, name, target, ident)
+        results = drift(run.port, cases)
+        _write(run, cases)
     return results
+
+
+def _run_script(run: ScriptRun, number: int, script: tuple[str, ...], out: Path,
+                note: oracle.Note) -> list[Case]:
+    """Run script `number` (its output goes to `out`) and collect the cases it wrote."""
+    argv = [expand(a, run.values(out)) for a in script]
+    note(f"golden script {number}: {shlex.join(argv)}")
+    try:
+        done = proc.Command(tuple(argv), cwd=run.port.root, env=script_environ(run.env),
+                            what=f"golden script {number}").run()
+    except proc.ProcessFailed as exc:
+        raise _ScriptFailed(exc.message) from None
+    if not done.ok:
+        text = proc.lines(done.stderr)
+        for line in text[-proc.TAIL:]:
+            note(f"  | {line}")
+        raise _ScriptFailed(f"golden script {number} exited {done.returncode}"
+                            + (f": {text[-1].strip()}" if text else ""))
+    found = _collect(out, number, script)
+    if not found and not self_sharding(script):
+        raise _ScriptFailed(f"golden script {number} wrote no case under {{out}}")
+    return found

@@ -11,6 +11,8 @@ block. Omni oracles also prove their isolation while they are verified.
 from __future__ import annotations
 
 import re
+import shlex
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypedDict
@@ -20,6 +22,7 @@ from packaging.version import InvalidVersion, Version
 from sync.infra.errors import IdentityMismatch, MalformedRecord
 from sync.port import Port
 from sync.records import gates, pins
+from sync.records.config import OracleConfig
 from sync.records.prefs import Preferences
 from sync.steps.verify import isolation
 from sync.steps.verify.oracle import (
@@ -120,17 +123,39 @@ def _same(field: str, got: str | None, want: str, where: str) -> list[Mismatch]:
 def check(port: Port, prefs: Preferences, p: Probe) -> list[Mismatch]:
     """Every way the probed oracle differs from what the records require."""
     cfg = port.config.oracle(p.oracle)
-    out: list[Mismatch] = []
     env = Path(p.env).resolve()
+    out = _build_record(p)
+    out += _interpreter(p, cfg, env)
+    out += _module_file(port, prefs, p, cfg, env)
+    if p.editable:
+        out.append(Mismatch("editable", f"{cfg.distribution} is installed editable: the oracle "
+                            "must be a non-editable install"))
+    out += _versions(p, cfg)
+    out += _required(p, cfg)
+    if is_core(p.oracle):
+        out += _against_pin(port, p)
+    else:
+        out += _against_oracle_file(port, p)
+    return out
+
+
+def _build_record(p: Probe) -> list[Mismatch]:
+    """The env was built by upstream-sync, to the end, for this oracle at this commit."""
     b = p.build
     if b is None:
-        out.append(Mismatch("build", f"{MARKER} is missing: not built by upstream-sync, or the "
-                            "build did not finish"))
-    else:
-        if b.commit != p.commit:
-            out.append(Mismatch("build", f"built at {b.commit[:10]}, expected {p.commit[:10]}"))
-        if b.oracle != p.oracle:
-            out.append(Mismatch("build", f"built for oracle {b.oracle!r}, not {p.oracle!r}"))
+        return [Mismatch("build", f"{MARKER} is missing: not built by upstream-sync, or the "
+                         "build did not finish")]
+    out = []
+    if b.commit != p.commit:
+        out.append(Mismatch("build", f"built at {b.commit[:10]}, expected {p.commit[:10]}"))
+    if b.oracle != p.oracle:
+        out.append(Mismatch("build", f"built for oracle {b.oracle!r}, not {p.oracle!r}"))
+    return out
+
+
+def _interpreter(p: Probe, cfg: OracleConfig, env: Path) -> list[Mismatch]:
+    """The probe ran isolated in the env's own Python, and sees one distribution."""
+    out = []
     if not p.isolated:
         out.append(Mismatch("probe", "the oracle's Python did not run in isolated mode (-I)"))
     if p.import_error:
@@ -142,19 +167,29 @@ def check(port: Port, prefs: Preferences, p: Probe) -> list[Mismatch]:
         where = "; ".join(f"{d.version} at {d.path}" for d in p.distributions)
         out.append(Mismatch("distributions", f"{n} distributions named {cfg.distribution} on "
                             f"the path, expected exactly one" + (f" ({where})" if where else "")))
-    if p.module_file:
-        mf = Path(p.module_file).resolve()
-        if not under(mf, env):
-            out.append(Mismatch("module file", f"{p.module_file} is not under the env {env}"))
-        for label, root in checkouts(port, prefs):
-            if under(mf, root):
-                out.append(Mismatch("module file", f"{p.module_file} is under {label} ({root})"))
-    elif not p.import_error:
-        out.append(Mismatch("module file", f"{cfg.module} has no __file__"))
-    if p.editable:
-        out.append(Mismatch("editable", f"{cfg.distribution} is installed editable: the oracle "
-                            "must be a non-editable install"))
+    return out
+
+
+def _module_file(port: Port, prefs: Preferences, p: Probe, cfg: OracleConfig,
+                 env: Path) -> list[Mismatch]:
+    """The module imports from the env, never from a checkout."""
+    if not p.module_file:
+        return [] if p.import_error else [Mismatch("module file",
+                                                   f"{cfg.module} has no __file__")]
+    out = []
+    mf = Path(p.module_file).resolve()
+    if not under(mf, env):
+        out.append(Mismatch("module file", f"{p.module_file} is not under the env {env}"))
+    for label, root in checkouts(port, prefs):
+        if under(mf, root):
+            out.append(Mismatch("module file", f"{p.module_file} is under {label} ({root})"))
+    return out
+
+
+def _versions(p: Probe, cfg: OracleConfig) -> list[Mismatch]:
+    """The runtime version names the commit; the distribution adds the build mode's suffix."""
     runtime, dist = p.runtime_version, p.distribution_version
+    out = []
     if runtime is None:
         if not p.import_error:
             out.append(Mismatch("runtime version", f"{cfg.module}.__version__ is missing"))
@@ -165,24 +200,29 @@ def check(port: Port, prefs: Preferences, p: Probe) -> list[Mismatch]:
     if dist is None:
         out.append(Mismatch("distribution version", f"no {cfg.distribution} metadata"))
     elif runtime is not None:
-        try:
-            suffix = pins.split_distribution(dist, runtime, path="oracle")
-        except MalformedRecord as exc:
-            out.append(Mismatch("distribution version", exc.message.removeprefix("oracle: ")
-                                .replace("vllm_distribution_version", "distribution version")))
-        else:
-            if b is not None and suffix != expected_suffix(b.build_mode):
-                out.append(Mismatch("build mode", f"recorded build mode {b.build_mode!r} but "
-                                    f"the distribution version adds "
-                                    f"{'.' + suffix if suffix else 'no suffix'}"))
+        out += _build_mode(p, dist, runtime)
+    return out
+
+
+def _build_mode(p: Probe, dist: str, runtime: str) -> list[Mismatch]:
+    try:
+        suffix = pins.split_distribution(dist, runtime, path="oracle")
+    except MalformedRecord as exc:
+        return [Mismatch("distribution version", exc.message.removeprefix("oracle: ")
+                         .replace("vllm_distribution_version", "distribution version"))]
+    b = p.build
+    if b is None or suffix == expected_suffix(b.build_mode):
+        return []
+    return [Mismatch("build mode", f"recorded build mode {b.build_mode!r} but the distribution "
+                     f"version adds {'.' + suffix if suffix else 'no suffix'}")]
+
+
+def _required(p: Probe, cfg: OracleConfig) -> list[Mismatch]:
+    out = []
     if cfg.require_flashinfer and p.flashinfer_version is None:
         out.append(Mismatch("flashinfer", "FlashInfer is not installed (config requires it)"))
     if cfg.require_torch and p.torch_version is None:
         out.append(Mismatch("torch", "Torch is not installed (config requires it)"))
-    if is_core(p.oracle):
-        out += _against_pin(port, p)
-    else:
-        out += _against_oracle_file(port, p)
     return out
 
 
@@ -233,6 +273,22 @@ def verify(port: Port, prefs: Preferences, oracle_id: str, commit_spec: str | No
     if watch is not None:
         found += [Mismatch("isolation", x) for x in watch.problems]
     return Verification(p, tuple(found), identity(p))
+
+
+def verify_gate(port: Port, prefs: Preferences, oracle_id: str, commit_spec: str | None = None
+                ) -> Verification:
+    """`verify`; checking the core oracle at the gate target also records gate oracle:<id>."""
+    started = time.monotonic()
+    v = verify(port, prefs, oracle_id, commit_spec)
+    if is_core(oracle_id) and v.probe.commit == gates.current_target(port):
+        argv = ["upstream-sync", "oracle", "verify", "--oracle", oracle_id,
+                "--commit", v.probe.commit]
+        gates.record(port, v.probe.commit, gates.GateResult(
+            f"oracle:{oracle_id}", "PASS" if v.ok else "FAIL", shlex.join(argv),
+            round(time.monotonic() - started, 3), gates.hostname(), gates.now(), None,
+            None if v.ok else f"{len(v.mismatches)} mismatch(es): {v.mismatches[0]}",
+            identity_map(v.identity)))
+    return v
 
 
 def require(port: Port, prefs: Preferences, oracle_id: str, commit_spec: str | None = None,

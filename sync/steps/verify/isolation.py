@@ -25,9 +25,9 @@ import hashlib
 import json
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Literal, TypedDict, cast
+from typing import Literal, get_args, get_type_hints
 from urllib.parse import unquote, urlparse
 
 from sync.infra.atomic import read_text, write_text
@@ -111,6 +111,10 @@ def compare(before: Fingerprint, after: Fingerprint) -> list[str]:
     where = f"core environment {before.env}"
     if before.present != after.present:
         return [f"{where} {'appeared' if after.present else 'disappeared'}"]
+    return _dist_changes(where, before, after) + _pth_changes(where, before, after)
+
+
+def _dist_changes(where: str, before: Fingerprint, after: Fingerprint) -> list[str]:
     out = []
     b = {d[0]: d for d in before.dists}
     a = {d[0]: d for d in after.dists}
@@ -122,13 +126,14 @@ def compare(before: Fingerprint, after: Fingerprint) -> list[str]:
         elif b[name] != a[name]:
             what = "version" if b[name][1] != a[name][1] else "RECORD"
             out.append(f"{where}: {name} {what} changed")
-    bp, ap = dict(before.pth), dict(after.pth)
-    for name in sorted(set(bp) | set(ap)):
-        if bp.get(name) != ap.get(name):
-            out.append(f"{where}: {name} was "
-                       + ("added" if name not in bp else "removed" if name not in ap
-                          else "changed"))
     return out
+
+
+def _pth_changes(where: str, before: Fingerprint, after: Fingerprint) -> list[str]:
+    bp, ap = dict(before.pth), dict(after.pth)
+    return [f"{where}: {name} was " + ("added" if name not in bp else "removed" if name not in ap
+                                       else "changed")
+            for name in sorted(set(bp) | set(ap)) if bp.get(name) != ap.get(name)]
 
 
 def source_state(path: Path | None) -> str | None:
@@ -172,79 +177,96 @@ def scan(env: Path, forbidden: Sequence[tuple[str, Path]],
     """Paths in the omni environment that point into a forbidden root (one line each)."""
     roots = [(label, root.resolve()) for label, root in forbidden]
     out: list[str] = []
-
-    def check(what: str, text: str, base: Path) -> None:
+    for what, text, base in _env_paths(env, sys_path):
         label = _hit(text.strip(), base, roots)
         if label is not None:
             out.append(f"{what} points into {label}: {text.strip()}")
+    return out
 
+
+Found = Iterator[tuple[str, str, Path]]  # (what holds the path, the path, what it is relative to)
+
+
+def _env_paths(env: Path, sys_path: Sequence[str]) -> Found:
+    """Every path the environment names, in the order `scan` reports them."""
+    yield from _pyvenv_cfg(env)
+    yield from _symlinks(env)
+    for site in site_dirs(env):
+        yield from _pth_lines(env, site)
+        yield from _egg_links(env, site)
+        yield from _direct_urls(env, site)
+    yield from _shebangs(env)
+    for entry in sys_path:
+        if entry:
+            yield "sys.path entry", entry, env
+
+
+def _pyvenv_cfg(env: Path) -> Found:
     cfg = env / "pyvenv.cfg"
-    if cfg.is_file():
-        for line in cfg.read_text(encoding="utf-8", errors="replace").splitlines():
-            key, sep, value = line.partition("=")
-            if sep and value.strip().startswith("/"):
-                check(f"pyvenv.cfg {key.strip()}", value.strip().split(" ")[0], env)
+    if not cfg.is_file():
+        return
+    for line in cfg.read_text(encoding="utf-8", errors="replace").splitlines():
+        key, sep, value = line.partition("=")
+        if sep and value.strip().startswith("/"):
+            yield f"pyvenv.cfg {key.strip()}", value.strip().split(" ")[0], env
+
+
+def _symlinks(env: Path) -> Found:
     for dirpath, dirnames, filenames in os.walk(env):
         d = Path(dirpath)
         for name in [*dirnames, *filenames]:
             p = d / name
             if p.is_symlink():
-                check(f"symlink {p.relative_to(env)}", os.readlink(p), d)
-    for site in site_dirs(env):
-        for pth in sorted(site.glob("*.pth")):
-            for line in pth.read_text(encoding="utf-8", errors="replace").splitlines():
-                if line.strip() and not line.startswith(("#", "import ", "import\t")):
-                    check(f"{pth.relative_to(env)}", line, site)
-        for link in sorted(site.glob("*.egg-link")):
-            first = link.read_text(encoding="utf-8", errors="replace").splitlines()[:1]
-            if first:
-                check(f"{link.relative_to(env)}", first[0], site)
-        for direct in sorted(site.glob("*.dist-info/direct_url.json")):
-            try:
-                url = json.loads(direct.read_text(encoding="utf-8")).get("url", "")
-            except (ValueError, AttributeError):
-                continue
-            if isinstance(url, str) and url.startswith("file:"):
-                check(f"{direct.relative_to(env)}", unquote(urlparse(url).path), site)
+                yield f"symlink {p.relative_to(env)}", os.readlink(p), d
+
+
+def _pth_lines(env: Path, site: Path) -> Found:
+    for pth in sorted(site.glob("*.pth")):
+        for line in pth.read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.strip() and not line.startswith(("#", "import ", "import\t")):
+                yield f"{pth.relative_to(env)}", line, site
+
+
+def _egg_links(env: Path, site: Path) -> Found:
+    for link in sorted(site.glob("*.egg-link")):
+        first = link.read_text(encoding="utf-8", errors="replace").splitlines()[:1]
+        if first:
+            yield f"{link.relative_to(env)}", first[0], site
+
+
+def _direct_urls(env: Path, site: Path) -> Found:
+    for direct in sorted(site.glob("*.dist-info/direct_url.json")):
+        try:
+            url = json.loads(direct.read_text(encoding="utf-8")).get("url", "")
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(url, str) and url.startswith("file:"):
+            yield f"{direct.relative_to(env)}", unquote(urlparse(url).path), site
+
+
+def _shebangs(env: Path) -> Found:
     bindir = env / "bin"
-    if bindir.is_dir():
-        for script in sorted(bindir.iterdir()):
-            if script.is_symlink() or not script.is_file():
-                continue
-            try:
-                with open(script, "rb") as fh:
-                    head = fh.read(512)
-            except OSError:
-                continue
-            if head.startswith(b"#!"):
-                line = head[2:].split(b"\n")[0].decode("utf-8", "replace").strip()
-                if line:
-                    check(f"shebang of bin/{script.name}", line.split()[0], bindir)
-    for entry in sys_path:
-        if entry:
-            check("sys.path entry", entry, env)
-    return out
-
-
-class CheckDoc(TypedDict):
-    status: Status
-    time: str
-    host: str
-    core_before: str
-    core_after: str
-    problems: list[str]
-
-
-class ProofDoc(TypedDict):
-    schema: int
-    oracle: str
-    commit: str
-    core_env: str
-    checks: dict[str, CheckDoc]
+    if not bindir.is_dir():
+        return
+    for script in sorted(bindir.iterdir()):
+        if script.is_symlink() or not script.is_file():
+            continue
+        try:
+            with open(script, "rb") as fh:
+                head = fh.read(512)
+        except OSError:
+            continue
+        if head.startswith(b"#!"):
+            line = head[2:].split(b"\n")[0].decode("utf-8", "replace").strip()
+            if line:
+                yield f"shebang of bin/{script.name}", line.split()[0], bindir
 
 
 @dataclass(frozen=True)
 class Check:
+    """One operation's check; in the record, `op` is its key under `checks` and the other
+    fields, in this order, its keys."""
+
     op: str
     status: Status
     time: str
@@ -256,6 +278,8 @@ class Check:
 
 @dataclass(frozen=True)
 class Proof:
+    """`<sync_dir>/isolation/<id>-<commit10>.json`: `schema`, then these fields in order."""
+
     oracle: str
     commit: str
     core_env: str
@@ -264,6 +288,23 @@ class Proof:
     @property
     def failures(self) -> list[Check]:
         return [c for c in self.checks if c.status == "FAIL"]
+
+
+def _strings(cls: type) -> tuple[str, ...]:
+    """The fields of `cls` that are strings in the record."""
+    hints = get_type_hints(cls)
+    return tuple(f.name for f in fields(cls) if hints[f.name] is str and f.name != "op")
+
+
+def _listing(names: Sequence[str]) -> str:
+    return ", ".join(names[:-1]) + " and " + names[-1]
+
+
+STATUSES: tuple[Status, ...] = get_args(Status)
+_PROOF_KEYS = ("schema", *(f.name for f in fields(Proof)))
+_PROOF_STRINGS = _strings(Proof)
+_CHECK_KEYS = tuple(f.name for f in fields(Check) if f.name != "op")
+_CHECK_STRINGS = _strings(Check)
 
 
 def path(port: Port, oracle_id: str, commit: str) -> Path:
@@ -280,30 +321,30 @@ def parse(text: str, *, rel: str) -> Proof:
         doc = json.loads(text)
     except (json.JSONDecodeError, RecursionError) as exc:
         raise _bad(rel, f"not valid JSON ({type(exc).__name__})") from None
-    if not isinstance(doc, dict) or set(doc) != set(ProofDoc.__annotations__):
-        raise _bad(rel, "expected an object with schema, oracle, commit, core_env and checks")
+    if not isinstance(doc, dict) or set(doc) != set(_PROOF_KEYS):
+        raise _bad(rel, f"expected an object with {_listing(_PROOF_KEYS)}")
     if doc["schema"] != SCHEMA:
         raise _bad(rel, f"schema {doc['schema']!r}, expected {SCHEMA}")
-    if not all(isinstance(doc[k], str) for k in ("oracle", "commit", "core_env")):
-        raise _bad(rel, "oracle, commit and core_env must be strings")
+    if not all(isinstance(doc[k], str) for k in _PROOF_STRINGS):
+        raise _bad(rel, f"{_listing(_PROOF_STRINGS)} must be strings")
     raw_checks = doc["checks"]
     if not isinstance(raw_checks, dict):
         raise _bad(rel, "checks must be an object keyed by operation")
-    checks = []
-    for op, c in sorted(raw_checks.items()):
-        if not isinstance(c, dict) or set(c) != set(CheckDoc.__annotations__):
-            raise _bad(rel, f"check {op!r} does not have the expected keys")
-        if c["status"] not in ("PASS", "FAIL"):
-            raise _bad(rel, f"check {op!r}: status {c['status']!r} is not PASS or FAIL")
-        time, host, before, after = (c[k] for k in ("time", "host", "core_before",
-                                                     "core_after"))
-        problems = c["problems"]
-        if not all(isinstance(s, str) for s in (time, host, before, after)) or not (
-                isinstance(problems, list) and all(isinstance(p, str) for p in problems)):
-            raise _bad(rel, f"check {op!r}: values have the wrong types")
-        checks.append(Check(op, cast(Status, c["status"]), time, host, before, after,
-                            tuple(problems)))
-    return Proof(doc["oracle"], doc["commit"], doc["core_env"], tuple(checks))
+    checks = tuple(_parse_check(rel, op, c) for op, c in sorted(raw_checks.items()))
+    return Proof(**{k: doc[k] for k in _PROOF_STRINGS}, checks=checks)
+
+
+def _parse_check(rel: str, op: str, c: object) -> Check:
+    if not isinstance(c, dict) or set(c) != set(_CHECK_KEYS):
+        raise _bad(rel, f"check {op!r} does not have the expected keys")
+    if c["status"] not in STATUSES:
+        raise _bad(rel, f"check {op!r}: status {c['status']!r} is not {' or '.join(STATUSES)}")
+    problems = c["problems"]
+    if not all(isinstance(c[k], str) for k in _CHECK_STRINGS) or not (
+            isinstance(problems, list) and all(isinstance(p, str) for p in problems)):
+        raise _bad(rel, f"check {op!r}: values have the wrong types")
+    return Check(op=op, status=c["status"], problems=tuple(problems),
+                 **{k: c[k] for k in _CHECK_STRINGS})
 
 
 def load(port: Port, oracle_id: str, commit: str) -> Proof | None:
@@ -318,14 +359,14 @@ def load(port: Port, oracle_id: str, commit: str) -> Proof | None:
 
 
 def _render(proof: Proof) -> str:
-    doc: ProofDoc = {
-        "schema": SCHEMA, "oracle": proof.oracle, "commit": proof.commit,
-        "core_env": proof.core_env,
-        "checks": {c.op: {"status": c.status, "time": c.time, "host": c.host,
-                          "core_before": c.core_before, "core_after": c.core_after,
-                          "problems": list(c.problems)} for c in proof.checks},
-    }
+    doc = {"schema": SCHEMA, **{k: getattr(proof, k) for k in _PROOF_STRINGS},
+           "checks": {c.op: {k: _plain(getattr(c, k)) for k in _CHECK_KEYS}
+                      for c in proof.checks}}
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
+
+
+def _plain(value: object) -> object:
+    return list(value) if isinstance(value, tuple) else value
 
 
 def record(port: Port, oracle_id: str, commit: str, core_env: Path, check: Check) -> Proof:

@@ -3,9 +3,8 @@
 An oracle is a non-editable install of upstream in its own virtualenv,
 `<oracle_home>/<id>-<commit10>`, outside every checkout. Goldens dumped by the
 wrong oracle are worthless, so every step fails closed; each step is a module of
-its own: `sync.oracle_build` (build), `sync.oracle_probe` (probe),
-`sync.oracle_verify` (verify) and `sync.oracle_watch` (the isolation watch of
-omni oracles). This module is what they share: ids, places, the commit an
+its own in `sync.steps.verify`: `build`, `probe`, `identity` (verify) and `watch`
+(the isolation watch of omni oracles). This module is what they share: ids, places, the commit an
 oracle is pinned to, and the build record `<env>/upstream-sync-oracle.json`.
 """
 
@@ -17,9 +16,9 @@ import re
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import TypedDict
+from typing import Any, get_type_hints
 
 from sync.infra.errors import EnvironmentUnresolved, IdentityMismatch, MalformedRecord, UsageError
 from sync.port import Port
@@ -168,36 +167,48 @@ def resolve_commit(port: Port, prefs: Preferences, oracle_id: str, spec: str | N
 # -- the build record -------------------------------------------------------------------------
 
 
-class BuildDoc(TypedDict):
-    schema: int
-    oracle: str
-    commit: str
-    build_mode: str
-    build_env: dict[str, str]
-    installer: str
-    python: str
-    source: str
-    host: str
-    built_at: str
+Env = tuple[tuple[str, str], ...]  # sorted (name, value) pairs; a JSON object of strings
 
 
 @dataclass(frozen=True)
 class BuildRecord:
+    """`<env>/upstream-sync-oracle.json`: `schema`, then these fields in this order.
+
+    The fields are the schema: rendering and reading both walk them; every field is
+    a string except `build_env`.
+    """
+
     oracle: str
     commit: str
     build_mode: str
-    build_env: tuple[tuple[str, str], ...]
+    build_env: Env
     installer: str
     python: str
     source: str
     host: str
     built_at: str
 
-    def as_doc(self) -> BuildDoc:
-        return {"schema": SCHEMA, "oracle": self.oracle, "commit": self.commit,
-                "build_mode": self.build_mode, "build_env": dict(self.build_env),
-                "installer": self.installer, "python": self.python, "source": self.source,
-                "host": self.host, "built_at": self.built_at}
+    def as_doc(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {"schema": SCHEMA}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            doc[f.name] = dict(value) if isinstance(value, tuple) else value
+        return doc
+
+
+_WRONG = object()
+
+
+def _field(hint: object, value: object) -> object:
+    """`value` read back as a BuildRecord field of type `hint`; _WRONG when it is not one."""
+    if hint is str:
+        return value if isinstance(value, str) else _WRONG
+    if isinstance(value, dict) and all(isinstance(v, str) for v in value.values()):
+        return tuple(sorted(value.items()))
+    return _WRONG
+
+
+_BUILD_KEYS = {"schema", *(f.name for f in fields(BuildRecord))}
 
 
 def read_marker(env: Path) -> BuildRecord | None:
@@ -209,16 +220,12 @@ def read_marker(env: Path) -> BuildRecord | None:
         doc = json.loads(p.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError):
         raise MalformedRecord("not valid JSON", "rebuild the oracle", path=str(p)) from None
-    keys = set(BuildDoc.__annotations__)
-    if not isinstance(doc, dict) or set(doc) != keys or doc["schema"] != SCHEMA:
+    if not isinstance(doc, dict) or set(doc) != _BUILD_KEYS or doc["schema"] != SCHEMA:
         raise MalformedRecord("not an upstream-sync build record of this schema",
                               "rebuild the oracle", path=str(p))
-    env_doc = doc["build_env"]
-    strs = [doc[k] for k in sorted(keys - {"schema", "build_env"})]
-    if not all(isinstance(v, str) for v in strs) or not (
-            isinstance(env_doc, dict) and all(isinstance(v, str) for v in env_doc.values())):
+    hints = get_type_hints(BuildRecord)
+    values: dict[str, Any] = {f.name: _field(hints[f.name], doc[f.name])
+                              for f in fields(BuildRecord)}
+    if any(v is _WRONG for v in values.values()):
         raise MalformedRecord("values have the wrong types", "rebuild the oracle", path=str(p))
-    return BuildRecord(doc["oracle"], doc["commit"], doc["build_mode"],
-                       tuple(sorted(env_doc.items())), doc["installer"], doc["python"],
-                       doc["source"], doc["host"], doc["built_at"])
-
+    return BuildRecord(**values)

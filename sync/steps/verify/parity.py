@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import shlex
 import string
-import subprocess
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from sync.infra import proc
 from sync.infra.errors import BlockedCycle, CheckFailed, UsageError
 from sync.port import Port
 from sync.records import gates
@@ -24,7 +24,6 @@ from sync.records.prefs import Preferences
 
 PLACEHOLDERS = ("port", "target", "target7")
 Note = Callable[[str], None]
-TAIL = 20
 
 
 def gate_name(suite: Suite) -> str:
@@ -78,17 +77,17 @@ def run_suite(port: Port, suite: Suite, target: str) -> SuiteRun:
     argv = argv_of(port, suite, target)
     started = time.monotonic()
     try:
-        proc = subprocess.run(argv, cwd=port.root, capture_output=True, check=False)
-        rc: int | None = proc.returncode
-        text = (proc.stdout + proc.stderr).decode("utf-8", "replace").splitlines()
-    except OSError as exc:
-        rc, text = None, [f"could not start {argv[0]}: {exc}"]
+        done = proc.Command(tuple(argv), cwd=port.root).run()
+        rc: int | None = done.returncode
+        text = (done.stdout + done.stderr).decode("utf-8", "replace").splitlines()
+    except proc.ProcessFailed as exc:
+        rc, text = None, [f"could not start {argv[0]}: {exc.cause}"]
     duration = round(time.monotonic() - started, 3)
     status: gates.Status = "PASS" if rc == 0 else "FAIL"
     detail = None if rc == 0 else (f"exit {rc}" if rc is not None else text[0])
     return SuiteRun(gates.GateResult(gate_name(suite), status, shlex.join(argv), duration,
                                      gates.hostname(), gates.now(), None, detail),
-                    tuple(text[-TAIL:]) if rc != 0 else ())
+                    tuple(text[-proc.TAIL:]) if rc != 0 else ())
 
 
 def run(port: Port, prefs: Preferences, *, suite: str | None = None, strict: bool = False,
@@ -99,21 +98,36 @@ def run(port: Port, prefs: Preferences, *, suite: str | None = None, strict: boo
     results: list[gates.GateResult] = []
     for s in suites:
         ok, why = gates.eligible(prefs, s.needs_gpu)
-        if not ok:
-            r = gates.GateResult(gate_name(s), "PENDING",
-                                 shlex.join(argv_of(port, s, tgt)), None, gates.hostname(),
-                                 gates.now(), command(s.name, tgt, strict=True), why)
-            gates.record(port, tgt, r)
-            say(f"{r.name} PENDING — {why}; run on a gate host: {r.handoff}")
-            results.append(r)
-            continue
-        say(f"{gate_name(s)}: running {shlex.join(argv_of(port, s, tgt))}")
-        done = run_suite(port, s, tgt)
+        if ok:
+            say(f"{gate_name(s)}: running {shlex.join(argv_of(port, s, tgt))}")
+            done = run_suite(port, s, tgt)
+        else:
+            done = SuiteRun(_pending(port, s, tgt, why))
         gates.record(port, tgt, done.result)
-        for line in done.output_tail:
-            say(f"  | {line}")
-        say(f"{done.result.name} {done.result.status} ({done.result.duration_s:.1f} s)")
+        _tell(done, why, say)
         results.append(done.result)
+    _refuse(results, strict=strict)
+    return results
+
+
+def _pending(port: Port, s: Suite, target: str, why: str) -> gates.GateResult:
+    return gates.GateResult(gate_name(s), "PENDING", shlex.join(argv_of(port, s, target)), None,
+                            gates.hostname(), gates.now(), command(s.name, target, strict=True),
+                            why)
+
+
+def _tell(done: SuiteRun, why: str, say: Note) -> None:
+    r = done.result
+    if r.status == "PENDING":
+        say(f"{r.name} PENDING — {why}; run on a gate host: {r.handoff}")
+        return
+    for line in done.output_tail:
+        say(f"  | {line}")
+    say(f"{r.name} {r.status} ({r.duration_s:.1f} s)")
+
+
+def _refuse(results: list[gates.GateResult], *, strict: bool) -> None:
+    """CheckFailed when a suite failed; BlockedCycle when one is PENDING under --strict."""
     failed = [r.name for r in results if r.status == "FAIL"]
     if failed:
         raise CheckFailed(f"{len(failed)} parity suite(s) failed: {', '.join(failed)}",
@@ -123,5 +137,3 @@ def run(port: Port, prefs: Preferences, *, suite: str | None = None, strict: boo
         raise BlockedCycle(f"{len(pending)} parity suite(s) PENDING under --strict: "
                            + ", ".join(r.name for r in pending),
                            f"run on a gate host: {pending[0].handoff}")
-    return results
-

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sync.infra import proc
 from sync.infra.errors import EnvironmentUnresolved
 from sync.port import Port
 from sync.records.prefs import Preferences
@@ -169,22 +169,7 @@ def probe_env(port: Port, prefs: Preferences, oracle_id: str, commit: str, env: 
     spec = json.dumps({"distribution": cfg.distribution, "module": cfg.module,
                        "flashinfer": list(FLASHINFER_DISTS)})
     with scratch(port, prefs, home) as tmp:
-        out = tmp / "probe.json"
-        proc = subprocess.run([str(python), "-I", "-B", "-c", PROBE_SCRIPT, spec, str(out)],
-                              cwd=tmp, env=probe_environ(), capture_output=True, check=False)
-        if proc.returncode != 0 or not out.is_file():
-            text = proc.stderr.decode("utf-8", "replace").strip().splitlines()
-            raise EnvironmentUnresolved(
-                f"probing {python} failed: {text[-1] if text else proc.returncode}",
-                f"rebuild the oracle ('upstream-sync oracle build --oracle {oracle_id} "
-                "--rebuild')")
-        try:
-            doc = json.loads(out.read_text(encoding="utf-8"))
-        except ValueError:
-            raise EnvironmentUnresolved(f"the probe of {python} wrote no JSON",
-                                        "rebuild the oracle") from None
-    if not isinstance(doc, dict):
-        raise EnvironmentUnresolved(f"the probe of {python} wrote no object", "rebuild it")
+        doc = _run_probe(python, spec, tmp, oracle_id)
     dists = tuple(Dist(str(d.get("version")), str(d.get("path")), bool(d.get("editable")))
                   for d in doc.get("distributions") or [] if isinstance(d, dict))
     return Probe(
@@ -197,6 +182,28 @@ def probe_env(port: Port, prefs: Preferences, oracle_id: str, commit: str, env: 
         isolated=bool(doc.get("isolated")), flashinfer_version=_opt(doc, "flashinfer_version"),
         torch_version=_opt(doc, "torch_version"), vllm_version=_opt(doc, "vllm_version"),
         build=build)
+
+
+def _run_probe(python: Path, spec: str, tmp: Path, oracle_id: str) -> dict[str, Any]:
+    """What the probe script reports when the oracle's Python runs it from `tmp`."""
+    out = tmp / "probe.json"
+    rebuild = (f"rebuild the oracle ('upstream-sync oracle build --oracle {oracle_id} "
+               "--rebuild')")
+    done = proc.Command((str(python), "-I", "-B", "-c", PROBE_SCRIPT, spec, str(out)),
+                        cwd=tmp, env=probe_environ(), what=f"probing {python}",
+                        fix=rebuild).run()
+    if not done.ok or not out.is_file():
+        text = proc.lines(done.stderr)
+        raise EnvironmentUnresolved(
+            f"probing {python} failed: {text[-1] if text else done.returncode}", rebuild)
+    try:
+        doc = json.loads(out.read_text(encoding="utf-8"))
+    except ValueError:
+        raise EnvironmentUnresolved(f"the probe of {python} wrote no JSON",
+                                    "rebuild the oracle") from None
+    if not isinstance(doc, dict):
+        raise EnvironmentUnresolved(f"the probe of {python} wrote no object", "rebuild it")
+    return doc
 
 
 def probe(port: Port, prefs: Preferences, oracle_id: str, commit_spec: str | None = None

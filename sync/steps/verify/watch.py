@@ -1,6 +1,6 @@
 """The isolation watch of omni oracles (every oracle but the core one).
 
-`sync.isolation` proves that an omni oracle's build, verification and goldens
+`sync.steps.verify.isolation` proves that an omni oracle's build, verification and goldens
 never touch the core environment or the core source checkout; the core oracle
 itself is not watched.
 """

@@ -1,0 +1,112 @@
+"""Step 7, undone: roll back the last advance (pin surfaces only), as a superseding event.
+
+The plan restores every pin surface the advance rewrote (block, PARITY PIN
+paragraph, core oracle file, pin spans) from the `before` the advance recorded,
+re-opens the advance's report and stages a rollback event that supersedes it; the
+command commits it in one transaction. The reference checkout is never moved
+back (it is never reset).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from sync.infra.atomic import read_text
+from sync.infra.errors import BlockedCycle, SyncError, UsageError
+from sync.port import Port
+from sync.records import events, oraclefile, paragraph, pins
+from sync.steps import report
+from sync.steps.advance import advance
+from sync.steps.verify import oracle
+
+
+@dataclass(frozen=True)
+class Rollback:
+    undone: events.Event  # the advance rolled back
+    pin: pins.Pin  # the pin restored
+    oracle_env: str  # the restored pin's oracle environment, or why it is unknown
+    event: Path  # the rollback event the writes add
+    writes: dict[Path, bytes]
+
+
+def plan_rollback(port: Port) -> Rollback:
+    last = last_advance(port)
+    record = port.pin_record()
+    if record.pin.commit != last.pin_after:
+        raise BlockedCycle(f"the pin is {record.pin.commit[:10]}, not the last advance's "
+                           f"{last.pin_after[:10]}", "roll back only the latest advance")
+    before = json.loads(last.detail)["before"]
+    old = pins.from_values(before["vllm_commit"], before["vllm_runtime_version"],
+                           before["vllm_distribution_version"], before["flashinfer_version"],
+                           path=port.rel(port.protocol))
+    writes = _surfaces(port, record, old, before)
+    writes.update(advance.span_writes(port, writes, old))
+    writes.update(reopened(port, last.report))
+    env_note = oracle_env(port, old.commit)
+    ev_path, ev_bytes = events.staged(port, "rollback", pin_before=last.pin_after,
+                                      pin_after=old.commit, report=last.report,
+                                      supersedes=last.index,
+                                      detail=json.dumps({"oracle_env": env_note}))
+    writes[ev_path] = ev_bytes
+    return Rollback(last, old, env_note, ev_path, writes)
+
+
+def last_advance(port: Port) -> events.Event:
+    """The latest advance, unless a rollback already superseded it."""
+    evs = events.load_all(port)
+    superseded = {e.supersedes for e in evs if e.kind == "rollback"}
+    last = next((e for e in reversed(evs) if e.kind == "advance"), None)
+    if last is None or last.index in superseded:
+        raise UsageError("there is no advance to roll back", "nothing to do")
+    return last
+
+
+def _surfaces(port: Port, record: pins.PinRecord, old: pins.Pin,
+              before: dict[str, str]) -> dict[Path, bytes]:
+    """The pin block with its PARITY PIN paragraph, and the core oracle file, as `before`."""
+    text = pins.render(record, old)
+    para = paragraph.find(text, path=port.rel(port.protocol))
+    text = paragraph.render(text, para, date=before["paragraph_date"],
+                            sha=before["paragraph_sha"],
+                            release_label=before["paragraph_label"] or para.release_label)
+    writes = {port.protocol: text.encode()}
+    core = oraclefile.core(oraclefile.load_all(port.oracle_files(), port.root), advance.CORE)
+    if core is not None:
+        writes[core.path] = oraclefile.render(core, pin=before["oracle_pin"],
+                                              pin_label=before["oracle_pin_label"],
+                                              pinned_on=before["oracle_pinned_on"]).encode()
+    return writes
+
+
+def oracle_env(port: Port, commit: str) -> str:
+    """Where the core oracle at `commit` lives, noting when it is gone or unknowable."""
+    prefs = port.preferences()
+    try:
+        env = oracle.env_path(oracle.oracle_home(port, prefs), advance.CORE, commit)
+    except SyncError as exc:
+        return f"unknown ({exc})"
+    return str(env) + ("" if env.exists() else " (missing: rebuild it)")
+
+
+def reopened(port: Port, rel: str) -> dict[Path, bytes]:
+    """The rolled-back cycle's report and JSON marked ACTIVE again: its target is open anew.
+
+    Left ADVANCED, the report would refuse every later advance to the same target.
+    """
+    path = port.root / rel
+    if not path.is_file():
+        return {}
+    text = read_text(path)
+    out = {path: advance.ADVANCED.sub("- Cycle state: ACTIVE", text, count=1).encode()}
+    jpath = path.with_suffix(".json")
+    if jpath.is_file():
+        try:
+            doc = json.loads(read_text(jpath))
+        except ValueError:
+            doc = None  # the next 'sync' rewrites it from the report
+        if isinstance(doc, dict) and doc.get("state") == "ADVANCED":
+            doc["state"] = "ACTIVE"
+            out[jpath] = report.dump_json(doc).encode()
+    return out
