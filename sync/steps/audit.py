@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from sync.headers import citations as headers
+from sync.headers import verify as sha_verify
 from sync.infra.errors import SyncError
 from sync.port import Port
 from sync.records import ledger
@@ -58,7 +59,7 @@ def run_audit(port: Port, ref: gitio.Reference, pin: str, upstream_ref: str,
     control = headers.parse_header(f"// Ported from: {CONTROL_PATH} @ {pin[:10]}\n", "<control>")
     shas = {c.sha for h in surf.file_headers.values() for c in h.citations if c.sha}
     shas.update(c.sha for c in control.citations if c.sha)
-    status = headers.classify_shas(ref, pin, sorted(shas), upstream_ref)
+    status = sha_verify.classify_shas(ref, pin, sorted(shas), upstream_ref)
     # The control goes through the same aggregation as every real file, not just the probe.
     control_ok = (control.kind == "PORTED" and len(control.citations) == 1
                   and control.citations[0].path == CONTROL_PATH
@@ -76,7 +77,7 @@ def run_audit(port: Port, ref: gitio.Reference, pin: str, upstream_ref: str,
     return Audit(tuple(files), control_ok)
 
 
-def _file_status(rel: str, h: headers.Header, status: dict[str, headers.ShaStatus],
+def _file_status(rel: str, h: headers.Header, status: dict[str, sha_verify.ShaStatus],
                  table: ledger.Table | None) -> FileStatus:
     cites = h.citations
     pairs = tuple((c.sha, status.get(c.sha, "not-upstream")) for c in cites if c.sha)

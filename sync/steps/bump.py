@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Literal
 
 from sync.headers import citations as headers
+from sync.headers import verify as sha_verify
 from sync.infra.atomic import read_text, write_text
 from sync.infra.errors import (
     BlockedCycle,
@@ -41,7 +42,7 @@ class Change:
     new: str
     start: int
     end: int
-    was: headers.ShaStatus  # where the old SHA stood against the target
+    was: sha_verify.ShaStatus  # where the old SHA stood against the target
 
 
 @dataclass(frozen=True)
@@ -159,7 +160,7 @@ def plan(ref: gitio.Reference, target: str, upstream_ref: str,
     drafts = [_read(f, rel) for f, rel in files]
     live = [d for d in drafts if d.refusal is None]
     shas = sorted({c.sha for d in live for c in d.header.citations if c.sha})
-    status = headers.classify_shas(ref, target, shas, upstream_ref) if shas else {}
+    status = sha_verify.classify_shas(ref, target, shas, upstream_ref) if shas else {}
     moving = [c.path for d in live for c in d.header.citations
               if c.sha and status.get(c.sha) != "at-pin"]
     gone = missing_paths(ref, target, moving)

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from sync.headers import citations as headers
+from sync.headers import verify as sha_verify
 from sync.infra.atomic import read_text, write_bytes
 from sync.infra.errors import MalformedRecord, UsageError
 from sync.port import Port
@@ -216,7 +217,7 @@ def build(port: Port, ref: gitio.Reference, upstream_ref: str, *,
                 except (OSError, UnicodeDecodeError):
                     file_headers[f] = None
     cited = sorted({ct.sha for h in file_headers.values() if h for ct in h.citations if ct.sha})
-    status = headers.classify_shas(ref, pin, cited, upstream_ref) if cited else {}
+    status = sha_verify.classify_shas(ref, pin, cited, upstream_ref) if cited else {}
     full = _resolve_many(ref, cited)
     plans: list[tuple[Entry, list[FilePin], list[tuple[str, str, str]]]] = []
     for e in work:
