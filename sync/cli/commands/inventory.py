@@ -92,6 +92,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
                                     section_title=title, intro=intro, row_line=args.row)
         if result.where != "already":
             write_text(file, result.text)
+            port.forget("inventory")
     if ctx.json:
         ctx.emit_json({"inventory": rel, "pr": args.pr, "tier": args.tier,
                        "where": result.where, "line": result.line, "row": result.row})

@@ -19,7 +19,7 @@ from sync.infra.atomic import read_text
 from sync.infra.errors import BlockedCycle, SyncError, UsageError
 from sync.infra.notes import Notes
 from sync.port import Port
-from sync.records import cycle, events, gates, ledger, oraclefile, paragraph, pins, spans
+from sync.records import cycle, events, gates, oraclefile, paragraph, pins, spans
 from sync.steps import carry, report, syncrun
 from sync.steps.verify import identity as oracle_verify
 from sync.upstream import gitio
@@ -68,14 +68,13 @@ def preconditions(port: Port, ctx: Notes | None) -> tuple[list[str], Measured]:
         finish_fast_forward(port, c.target, ctx)
         unmet.append(f"the cycle to {c.target[:10]} already advanced — fetch a new target")
         return unmet, Measured(c)
-    result = syncrun.run_cycle(port, ctx, write_report=False)
+    result = syncrun.run_cycle(port, ctx, syncrun.CycleRequest(write_report=False))
     verification = None
     counts = result.model.counts()
     if counts["UNCLASSIFIED"]:
         unmet.append(f"{counts['UNCLASSIFIED']} commit(s) UNCLASSIFIED — classify each with "
                      "'upstream-sync decide <sha> <DISPOSITION> <reason>'")
-    led = carry.LedgerRefs.of(ledger.rows_text(port.root / port.config.ledger,
-                                               rel=port.config.ledger))
+    led = carry.ledger_refs(port)
     for e in result.model.entries:
         if e.disposition == "PORT-NOW" and not carry.ported(e, led) and not (
                 e.reason.lower().startswith("carry-over")):
@@ -210,7 +209,7 @@ def stall(port: Port, ctx: Notes, unmet: list[str]) -> bool:
         return False  # a re-run after the advance: nothing stalled
     if not path.exists():
         return False  # nothing was synced yet: no report to stall, no event to link it
-    syncrun.run_cycle(port, ctx, state="STALLED", unmet=tuple(unmet))
+    syncrun.run_cycle(port, ctx, syncrun.CycleRequest(state="STALLED", unmet=tuple(unmet)))
     evs = events.load_all(port)
     rel = port.rel(path)
     if not (evs and evs[-1].kind == "stall" and evs[-1].report == rel):
