@@ -244,8 +244,8 @@ def _read_entry(r: _Reading, raw: str) -> None:
     head = _ENTRY_HEAD.match(raw)
     parsed = None
     if head is not None:
-        parsed = parse_entry(raw, r.prefixes.get(head.group(1)[:SHA_LEN]))
-    if parsed is None or parsed.sha_prefix[:SHA_LEN] not in r.prefixes:
+        parsed = parse_entry(raw, r.prefixes.get(short(head.group(1))))
+    if parsed is None or short(parsed.sha_prefix) not in r.prefixes:
         r.unparsed.append(raw)
     else:
         r.entries.append(parsed)
@@ -390,7 +390,7 @@ def parse_entry(line: str, known_prefix: str | None) -> ParsedEntry | None:
 
 
 def read_back(text: str, prefixes: dict[str, str]) -> ReadBack:
-    """`prefixes` maps a sha's first SHA_LEN chars to its rendered entry prefix."""
+    """`prefixes` maps a sha's short form (`gitio.short`) to its rendered entry prefix."""
     r = _Reading(prefixes)
     heading = ""
     for raw in text.splitlines():

@@ -167,7 +167,7 @@ def _read_back(port: Port, frame: _Frame, rng: _Range, decided_now: str | None) 
     text = port.text(frame.path)
     if text is None:
         return _Earlier(None, entries)
-    prefixes = {e.sha[: report.SHA_LEN]: report.entry_prefix(e) for e in entries}
+    prefixes = {short(e.sha): report.entry_prefix(e) for e in entries}
     back = report.read_back(text, prefixes)
     written = _previous_lines(port, frame.path.with_suffix(".json"))
     new = _hand_edits(back, _LastRun(frame.path.name, entries, written, decided_now), decided)
@@ -194,11 +194,11 @@ def _hand_edits(back: report.ReadBack, seen: _LastRun,
     not from what this run would write: a `decide` since then changes the rendering
     without anyone editing the report.
     """
-    by_prefix = {e.sha[: report.SHA_LEN]: e for e in seen.entries}
+    by_prefix = {short(e.sha): e for e in seen.entries}
     today = datetime.now(UTC).strftime("%Y-%m-%d")
     new = 0
     for pe in back.entries:
-        e = by_prefix[pe.sha_prefix[: report.SHA_LEN]]
+        e = by_prefix[short(pe.sha_prefix)]
         if e.sha == seen.decided_now or pe.line == seen.written.get(e.sha, report.entry_line(e)):
             continue
         if pe.auto_rule is not None and (pe.disposition, pe.reason) == (e.disposition, e.reason):

@@ -59,12 +59,12 @@ def _required_gates(port: Port) -> list[str]:
 def preconditions(port: Port, ctx: Notes | None) -> tuple[list[str], Measured]:
     """Every unmet precondition, one line each, plus what a passing check measured."""
     unmet: list[str] = []
-    c = cycle.require(port)
+    c = port.open_cycle()
     path = syncrun.report_path(port, c)
     if not path.exists():
         unmet.append(f"no sync report for the target {c.target[:10]} — run 'upstream-sync sync'")
         return unmet, Measured(c)
-    if _advanced(read_text(path)):
+    if _advanced(port.text(path) or ""):
         finish_fast_forward(port, c.target, ctx)
         unmet.append(f"the cycle to {c.target[:10]} already advanced — fetch a new target")
         return unmet, Measured(c)
@@ -203,9 +203,9 @@ def finish_fast_forward(port: Port, target: str, ctx: Notes | None) -> None:
 
 def stall(port: Port, ctx: Notes, unmet: list[str]) -> bool:
     """Mark the report STALLED and append one stall event; False when the cycle advanced."""
-    c = cycle.require(port)
+    c = port.open_cycle()
     path = syncrun.report_path(port, c)
-    if path.exists() and _advanced(read_text(path)):
+    if path.exists() and _advanced(port.text(path) or ""):
         return False  # a re-run after the advance: nothing stalled
     if not path.exists():
         return False  # nothing was synced yet: no report to stall, no event to link it
