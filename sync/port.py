@@ -30,8 +30,9 @@ from sync.records import prefs as prefs_mod
 from sync.upstream import gitio
 
 if TYPE_CHECKING:
-    # Both read the port's paths from a Port, so they are imported where they are loaded.
+    # These read the port's paths from a Port, so they are imported where they are loaded.
     from sync.records.cycle import Cycle
+    from sync.records.gates import GateResult
     from sync.records.inventory import Inventory
 
 T = TypeVar("T")
@@ -70,7 +71,11 @@ class Port:
         return cast(T, self._cache[key])
 
     def forget(self, key: str) -> None:
-        """Drop a loaded record (after something outside the port object rewrote it)."""
+        """Drop a loaded record (after something outside the port object rewrote it).
+
+        `key` names the accessor ("ledger", "inventory", "decisions", "cycle", ...), or
+        is "gates:<target>" for `gates(target)` and "text:<path>" for `text(path)`.
+        """
         self._cache.pop(key, None)
 
     def keep(self, key: str, value: object) -> None:
@@ -136,6 +141,12 @@ class Port:
 
         # No cycle means no cycle.toml, so `require` only finds it absent and says so.
         return self.cycle() or cycle.require(self)
+
+    def gates(self, target: str) -> list[GateResult]:
+        """The gate results recorded for `target` (full SHA), sorted by name."""
+        from sync.records import gates
+
+        return list(self._once(f"gates:{target}", lambda: gates.load(self, target)))
 
     def text(self, path: Path) -> str | None:
         """A record file's text (a report, its JSON), None when it does not exist."""

@@ -48,8 +48,8 @@ def audit_hook() -> None:
         _installed = True
 
 
-def counted(fx: Fixture, *argv: str) -> dict[str, int]:
-    """Reads per port-relative path under .agents/ during one command."""
+def counted(fx: Fixture, *argv: str, rc: int = 0) -> dict[str, int]:
+    """Reads per port-relative path under .agents/ during one command exiting with `rc`."""
     global _counting
     reads: collections.Counter[str] = collections.Counter()
     _counting = reads
@@ -57,7 +57,7 @@ def counted(fx: Fixture, *argv: str) -> dict[str, int]:
         r = run(fx.port, *argv)
     finally:
         _counting = None
-    assert r.rc == 0, r.err
+    assert r.rc == rc, r.err
     agents = str(fx.port / ".agents") + os.sep
     return {Path(p).relative_to(fx.port).as_posix(): n for p, n in reads.items()
             if p.startswith(agents)}
@@ -115,3 +115,14 @@ def test_decide_reads_each_record_once(fx: Fixture) -> None:
     opened = counted(fx, "decide", "#103", "IGNORE", "not now")
     _at_most_once(opened)
     assert {".agents/sync/decisions.toml", ".agents/sync/cycle.toml"} <= set(opened)
+
+
+def test_a_refused_advance_reads_each_record_once(fx: Fixture) -> None:
+    """`advance` reruns the cycle for its preconditions, then again to mark it STALLED."""
+    assert run(fx.port, "sync").rc == 0
+    gate = _with_a_gate(fx)
+    opened = counted(fx, "advance", rc=6)
+    _at_most_once(opened)
+    md = fx.report().relative_to(fx.port).as_posix()
+    assert {md, ".agents/sync/cycle.toml", gate, ".agents/parity-ledger.md"} <= set(opened)
+    assert "- Cycle state: STALLED" in fx.report().read_text(encoding="utf-8")

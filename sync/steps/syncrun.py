@@ -227,7 +227,7 @@ def _assemble(port: Port, frame: _Frame, rng: _Range, earlier: _Earlier,
         audit.run_audit(port, frame.ref, frame.pin.commit, port.upstream_ref, rng.surf))
     inv = port.inventory()
     touched = deviations.touched(inv, rng.commits, rng.surf) if inv is not None else []
-    recorded = gates.load(port, c.target)
+    recorded = port.gates(c.target)
     return report.Model(
         date=c.frozen_at[:10], pin=frame.pin.commit, pin_runtime=frame.pin.runtime_version,
         target=c.target, target_ref=c.target_ref,

@@ -7,7 +7,7 @@ import json
 
 from sync.cli.context import Context, add_json
 from sync.infra.errors import BlockedCycle, UsageError
-from sync.records import events, gates
+from sync.records import events
 from sync.steps.advance import advance, txn
 from sync.upstream import gitio
 
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     gitio.run(ref.path, ["merge", "--ff-only", "-q", "--end-of-options", p.new.commit])
     sha = None
     if args.commit:
-        gates_line = ", ".join(f"{g.name} {g.status}" for g in gates.load(port, p.target))
+        gates_line = ", ".join(f"{g.name} {g.status}" for g in port.gates(p.target))
         sha = advance.git_commit(port, list(writes), f"sync(upstream): advance parity pin "
                           f"{p.old.commit[:10]} → {p.new.commit[:10]}",
                           f"Range: {p.old.commit}..{p.new.commit}\nReport: "

@@ -19,7 +19,7 @@ from sync.infra.atomic import read_text
 from sync.infra.errors import BlockedCycle, SyncError, UsageError
 from sync.infra.notes import Notes
 from sync.port import Port
-from sync.records import cycle, events, gates, oraclefile, paragraph, pins, spans
+from sync.records import cycle, events, oraclefile, paragraph, pins, spans
 from sync.steps import carry, report, syncrun
 from sync.steps.verify import identity as oracle_verify
 from sync.upstream import gitio
@@ -82,7 +82,7 @@ def preconditions(port: Port, ctx: Notes | None) -> tuple[list[str], Measured]:
             unmet.append(f"PORT-NOW `{e.sha[:10]}` {pr} has no ledger row — port it and run "
                          "'upstream-sync ledger add', or carry it over with 'upstream-sync "
                          f"decide {e.sha[:10]} PORT-NOW \"carry-over: <why>\"'")
-    recorded = {g.name: g for g in gates.load(port, c.target)}
+    recorded = {g.name: g for g in port.gates(c.target)}
     for name in _required_gates(port):
         g = recorded.get(name) or next((r for r in recorded.values()
                                         if r.name.startswith(name + "[")), None)
