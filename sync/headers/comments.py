@@ -67,7 +67,7 @@ class _Blocks:
     def __init__(self) -> None:
         self.done: list[Block] = []
         self.cur = Block()
-        # "//" in a line-comment run, "/*" inside a block comment, the quote inside a docstring
+        # What closes the multi-line comment the scan is inside: "*/" or a docstring's quote.
         self.open = ""
 
     def add(self, s: Seg) -> None:
@@ -101,10 +101,19 @@ def _preamble(acc: _Blocks, ln: Line) -> bool | None:
     return None
 
 
-def _scan(lines: Iterable[Line], step: Callable[[_Blocks, Line], bool]) -> list[Block]:
+Step = Callable[[_Blocks, Line], bool]  # read one line; False: the comments ended
+
+
+def _scan(lines: Iterable[Line], inside: Step, outside: Step) -> list[Block]:
+    """Blocks from `inside` (lines of an open multi-line comment) and `outside` (the rest)."""
     acc = _Blocks()
     for ln in lines:
-        if not step(acc, ln):
+        if acc.open:
+            go = inside(acc, ln)
+        else:
+            verdict = _preamble(acc, ln)
+            go = outside(acc, ln) if verdict is None else verdict
+        if not go:
             break
     return acc.finish()
 
@@ -140,7 +149,7 @@ def _c_open(acc: _Blocks, ln: Line) -> bool:
     end = body.find("*/", a)
     a = _after_stars(body, a, end)
     if end < 0:
-        acc.open = "/*"
+        acc.open = "*/"
         acc.add(seg(ln, a, len(body)))
         return True
     acc.add(seg(ln, a, end))
@@ -148,18 +157,10 @@ def _c_open(acc: _Blocks, ln: Line) -> bool:
 
 
 def _c_line(acc: _Blocks, ln: Line) -> bool:
-    if acc.open == "/*":
-        return _c_inside(acc, ln)
-    verdict = _preamble(acc, ln)
-    if verdict is not None:
-        return verdict
     body = ln.body
     stripped = body.strip()
     line_comment = _C_LINE.match(body)
     if line_comment is not None:
-        if acc.open != "//":
-            acc.close()
-            acc.open = "//"
         acc.add(seg(ln, line_comment.end(), len(body)))
         return True
     if stripped.startswith("/*"):
@@ -172,7 +173,7 @@ def _c_line(acc: _Blocks, ln: Line) -> bool:
 
 def c_blocks(lines: Iterable[Line]) -> list[Block]:
     """Leading `//` runs and `/* */` comments, split at blank lines; stop at the first code."""
-    return _scan(lines, _c_line)
+    return _scan(lines, _c_inside, _c_line)
 
 
 # -- hash: `#` runs and a module docstring ------------------------------------------------------
@@ -201,11 +202,6 @@ def _doc_open(acc: _Blocks, ln: Line, doc: re.Match[str]) -> bool:
 
 
 def _hash_line(acc: _Blocks, ln: Line) -> bool:
-    if acc.open:
-        return _doc_inside(acc, ln)
-    verdict = _preamble(acc, ln)
-    if verdict is not None:
-        return verdict
     body = ln.body
     rest = body.lstrip()
     lead = len(body) - len(rest)
@@ -218,7 +214,7 @@ def _hash_line(acc: _Blocks, ln: Line) -> bool:
 
 def hash_blocks(lines: Iterable[Line]) -> list[Block]:
     """Leading `#` runs and a module docstring, split at blank lines; stop at the first code."""
-    return _scan(lines, _hash_line)
+    return _scan(lines, _doc_inside, _hash_line)
 
 
 # -- the registry ---------------------------------------------------------------------------------
