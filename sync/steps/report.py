@@ -1,9 +1,11 @@
 """The sync report: one stable markdown format plus a JSON companion with the same content.
 
-Rendering is a pure function of the model, so a re-run with nothing changed is
-byte-identical. `read_back` parses a previous report: entry lines (hand edits
-become decisions), lines it cannot parse (kept verbatim, never lost) and the
-free-text Notes section (kept as is).
+`LAYOUT` lists the sections in report order, each with its markdown, its JSON
+keys and how it reads back: a new section is one entry there. Rendering is a
+pure function of the model, so a re-run with nothing changed is byte-identical.
+`read_back` parses a previous report: entry lines (hand edits become
+decisions), lines it cannot parse (kept verbatim, never lost) and the free-text
+Notes section (kept as is).
 """
 
 from __future__ import annotations
@@ -181,11 +183,11 @@ def _section(title: str, lines: list[str] | tuple[str, ...]) -> list[str]:
     return [f"## {title}", "", *(lines or [NONE]), ""]
 
 
-def _listed(title: str, key: str, lines: Callable[[Model], tuple[str, ...]],
+def _titled(title: str, lines: Callable[[Model], tuple[str, ...]],
+            to_json: Callable[[Model], dict[str, Any]],
             read: Callable[[_Reading, str], None] | None = None) -> Section:
-    """A section of lines the model holds, kept under `key` in the JSON as they are."""
-    return Section((title,), lambda m: _section(title, lines(m)),
-                   lambda m: {key: list(lines(m))}, read)
+    """A `## title` section of the lines `lines` gives (`_None._` when it gives none)."""
+    return Section((title,), lambda m: _section(title, lines(m)), to_json, read)
 
 
 def _head(m: Model) -> list[str]:
@@ -302,20 +304,18 @@ LAYOUT: tuple[Section, ...] = (
     Section(("Summary",), _summary, lambda m: {"counts": m.counts()}),
     Section(SECTIONS, _entries, lambda m: {"entries": [entry_doc(e) for e in m.entries]},
             _read_entry),
-    Section(("Reverts and cherry-picks",), lambda m: _section("Reverts and cherry-picks",
-                                                               _related(m)),
+    _titled("Reverts and cherry-picks", _related,
             lambda m: {"reverts": [{"sha": a, "reverts": b} for a, b in m.reverts],
                        "duplicates": [list(g) for g in m.duplicates]}),
-    Section(("Upstream moves and deletions of cited paths",),
-            lambda m: _section("Upstream moves and deletions of cited paths", _moves(m)),
-            _moves_doc),
-    _listed("Deviations touched", "deviations", lambda m: m.deviations),
-    Section(("Per-file pin status",), lambda m: _section("Per-file pin status", m.file_pins),
+    _titled("Upstream moves and deletions of cited paths", _moves, _moves_doc),
+    _titled("Deviations touched", lambda m: m.deviations,
+            lambda m: {"deviations": list(m.deviations)}),
+    _titled("Per-file pin status", lambda m: m.file_pins,
             lambda m: {"file_pins": {"counts": dict(m.file_pin_counts),
                                      "lines": list(m.file_pins)}}),
-    Section(("Gates",), lambda m: _section("Gates", m.gates),
-            lambda m: {"gates": list(m.gate_docs)}),
-    _listed("Carry-over", "carry_over", lambda m: m.carry_over, _read_unmet),
+    _titled("Gates", lambda m: m.gates, lambda m: {"gates": list(m.gate_docs)}),
+    _titled("Carry-over", lambda m: m.carry_over, lambda m: {"carry_over": list(m.carry_over)},
+            _read_unmet),
     Section(("Mechanical checks",), _checks,
             lambda m: {"checks": [{"ok": ok, "text": t} for ok, t in checks(m)]}),
     # Only when an earlier report had lines it could not place.
