@@ -6,9 +6,9 @@ Inside this repository with no port configured, commands run on the bundled
 example (materialised by `dev/example.py`) and say so on stderr.
 
 A command locates the port once and hands the `Port` to the steps; the records they
-read (pin block, preferences, ledger, ...) are parsed on first use and kept, so one
-run opens each record file once. A step that writes a record through the port
-updates what it holds.
+read (pin block, preferences, ledger, inventory, decisions, the cycle, reports) are
+parsed on first use and kept, so one run opens each record file once. Whoever
+rewrites a record updates what the port holds (`keep`) or drops it (`forget`).
 """
 
 from __future__ import annotations
@@ -18,15 +18,23 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar, cast
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from sync.infra.atomic import port_lock
-from sync.infra.errors import UsageError
+from sync.infra.atomic import port_lock, read_text
+from sync.infra.errors import SyncError, UsageError
 from sync.infra.notes import Notes
 from sync.records import config as config_mod
+from sync.records import decisions as decisions_mod
+from sync.records import ledger as ledger_mod
 from sync.records import pins
 from sync.records import prefs as prefs_mod
 from sync.upstream import gitio
+
+if TYPE_CHECKING:
+    # These read the port's paths from a Port, so they are imported where they are loaded.
+    from sync.records.cycle import Cycle
+    from sync.records.gates import GateResult
+    from sync.records.inventory import Inventory
 
 T = TypeVar("T")
 
@@ -64,8 +72,16 @@ class Port:
         return cast(T, self._cache[key])
 
     def forget(self, key: str) -> None:
-        """Drop a loaded record (after something outside the port object rewrote it)."""
+        """Drop a loaded record (after something outside the port object rewrote it).
+
+        `key` names the accessor ("ledger", "inventory", "decisions", "cycle", ...), or
+        is "gates:<target>" for `gates(target)` and "text:<path>" for `text(path)`.
+        """
         self._cache.pop(key, None)
+
+    def keep(self, key: str, value: object) -> None:
+        """Hold `value` as what the record `key` reads now (its writer just wrote it)."""
+        self._cache[key] = value
 
     def pin_record(self) -> pins.PinRecord:
         """The authority: the protocol file's pin block (errors name it port-relative)."""
@@ -87,6 +103,59 @@ class Port:
 
     def oracle_files(self) -> list[Path]:
         return self._once("oracle_files", lambda: sorted(self.root.glob(self.config.oracles)))
+
+    def ledger(self) -> ledger_mod.Table | None:
+        """The parity ledger's table; None when it is missing or does not parse (`check`
+        says why)."""
+        def load() -> ledger_mod.Table | None:
+            try:
+                return ledger_mod.load(self.root / self.config.ledger, rel=self.config.ledger)
+            except SyncError:
+                return None
+        return self._once("ledger", load)
+
+    def inventory(self) -> Inventory | None:
+        """The porting inventory, or None when the port has none."""
+        from sync.records import inventory
+
+        return self._once("inventory", lambda: inventory.load(self))
+
+    @property
+    def decisions_path(self) -> Path:
+        return self.sync_dir / decisions_mod.FILE
+
+    def decisions(self) -> dict[str, decisions_mod.Decision]:
+        """The recorded decisions by full SHA (a copy: changing it changes no record)."""
+        path = self.decisions_path
+        return dict(self._once("decisions",
+                               lambda: decisions_mod.load(path, rel=self.rel(path))))
+
+    def cycle(self) -> Cycle | None:
+        """The open cycle's frozen target, or None when no cycle is open."""
+        from sync.records import cycle
+
+        return self._once("cycle", lambda: cycle.load(self))
+
+    def open_cycle(self) -> Cycle:
+        """The open cycle; refused when there is none."""
+        from sync.records import cycle
+
+        # No cycle means no cycle.toml, so `require` only finds it absent and says so.
+        return self.cycle() or cycle.require(self)
+
+    def gates(self, target: str) -> list[GateResult]:
+        """The gate results recorded for `target` (full SHA), sorted by name."""
+        from sync.records import gates
+
+        return list(self._once(f"gates:{target}", lambda: gates.load(self, target)))
+
+    def text(self, path: Path) -> str | None:
+        """A record file's text (a report, its JSON), None when it does not exist."""
+        return self._once(f"text:{path}", lambda: read_text(path) if path.exists() else None)
+
+    def wrote(self, path: Path, text: str) -> None:
+        """`path` now holds `text` (written through `infra.atomic`)."""
+        self.keep(f"text:{path}", text)
 
     @contextlib.contextmanager
     def lock(self) -> Iterator[None]:

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 from stepfixture import World, make_world, run, with_port_cmd, write
 
-from sync.headers import citations as headers
+from sync.headers import verify as sha_verify
 from sync.steps import audit, check, surface
 from sync.upstream import gitio
 
@@ -84,12 +84,12 @@ def test_check_reports_the_finding(world: World) -> None:
 
 
 def test_broken_probe_fails_the_control(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
-    real = headers.classify_shas
+    real = sha_verify.classify_shas
 
     def blind(ref: gitio.Reference, pin: str, shas: object, upstream_ref: str) -> dict[str, str]:
         return {s: "not-upstream" for s in real(ref, pin, shas, upstream_ref)}  # type: ignore[arg-type]
 
-    monkeypatch.setattr(headers, "classify_shas", blind)
+    monkeypatch.setattr(sha_verify, "classify_shas", blind)
     r = run(world.root, "audit")
     assert r.rc == 7 and "positive control failed" in r.err
     assert "POSITIVE CONTROL FAILED" in r.out

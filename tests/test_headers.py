@@ -8,7 +8,8 @@ from hypothesis import strategies as st
 
 from sync.dev.fastimport import History, git
 from sync.headers import citations as headers
-from sync.headers.citations import Citation, Header, classify_shas, inline_citations, parse_header
+from sync.headers.citations import Citation, Header, inline_citations, parse_header
+from sync.headers.verify import classify_shas
 from sync.infra.errors import EnvironmentUnresolved, SyncError, UsageError
 from sync.upstream import gitio
 

@@ -1,12 +1,12 @@
-"""Per-file pin headers: the upstream path(s) and commit a ported file cites up front.
+"""The citation grammar of per-file pin headers: the upstream path(s) and commit a port cites.
 
 Real headers wrap over lines (even mid-path or mid-SHA), use several verbs and
 citation shapes, and sometimes sit under a licence block, so line greps
-undercount them. The leading comment region is therefore normalised first
-(markers stripped, lines joined, wrapped tokens re-joined) and matched as one
-text, keeping a map back to the original offsets so `bump-headers` can rewrite a
-SHA in place. A SHA in a header is a claim, not a fact: `classify_shas` checks
-each one against the reference checkout with a constant number of git processes.
+undercount them. The leading comment blocks (`comments` finds them, per comment
+style) are therefore normalised first (lines joined, wrapped tokens re-joined)
+and matched as one text, keeping a map back to the original offsets so
+`bump-headers` can rewrite a SHA in place. A SHA in a header is a claim, not a
+fact: `verify.classify_shas` checks each one against the reference checkout.
 """
 
 from __future__ import annotations
@@ -14,19 +14,12 @@ from __future__ import annotations
 import functools
 import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal
 
-from sync.infra.errors import EnvironmentUnresolved
-from sync.upstream import gitio
+from sync.headers import comments
 
 Kind = Literal["PORTED", "ORIGINAL", "NONE"]
-ShaStatus = Literal["at-pin", "behind", "ahead", "not-upstream"]
-
-SCAN_LINES = 40  # a header comment block must start within the first 40 lines
-MAX_BLOCK_LINES = 200  # ...and a block that started there is followed at most this far
-HASH_SUFFIXES = (".py", ".pyi", ".sh", ".bash", ".cmake", ".toml", ".yaml", ".yml")
 
 
 @dataclass(frozen=True)
@@ -55,192 +48,6 @@ class Header:
 
 
 NO_HEADER = Header("NONE", (), None, 0, 0)
-
-# -- lines, comment blocks --------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Line:
-    no: int
-    start: int
-    body: str  # without terminator (a trailing \r of CRLF removed)
-
-
-@dataclass(frozen=True)
-class _Seg:
-    """The text of one comment line, markers and surrounding blanks stripped."""
-
-    text: str
-    start: int  # offset of text[0] in the original file
-    line: int
-
-
-@dataclass
-class _Block:
-    segs: list[_Seg] = field(default_factory=list)
-
-
-def _lines(text: str, limit: int, starts: list[int]) -> Iterator[_Line]:
-    """Lines on demand (the scan stops at the first code line); records each line's offset."""
-    pos = 1 if text.startswith("\ufeff") else 0  # a BOM is not code; offsets stay the file's
-    while pos < len(text) and len(starts) < limit:
-        end = text.find("\n", pos)
-        stop = len(text) if end < 0 else end
-        body = text[pos:stop]
-        starts.append(pos)
-        yield _Line(len(starts), pos, body[:-1] if body.endswith("\r") else body)
-        if end < 0:
-            break
-        pos = end + 1
-
-
-def _seg(ln: _Line, a: int, b: int) -> _Seg:
-    body = ln.body
-    while a < b and body[a].isspace():
-        a += 1
-    while b > a and body[b - 1].isspace():
-        b -= 1
-    return _Seg(body[a:b], ln.start + a, ln.no)
-
-
-_C_LINE = re.compile(r"\s*//+[!<]?")
-_STARS = re.compile(r"[*!]*")
-_C_PREAMBLE = re.compile(r"#\s*(?:pragma\s+once|ifndef\s+\w+|define\s+\w+)\s*$")
-_DOC_OPEN = re.compile(r"[rRuU]?(\"\"\"|''')")
-
-
-def _is_hash_style(path: str) -> bool:
-    low = path.lower()
-    return low.endswith(HASH_SUFFIXES) or low.endswith("cmakelists.txt")
-
-
-def _c_blocks(lines: Iterable[_Line]) -> list[_Block]:
-    """Leading `//` runs and `/* */` comments, split at blank lines; stop at the first code."""
-    blocks: list[_Block] = []
-    cur = _Block()
-    style = ""  # "//" while in a line-comment run, "/*" while inside a block comment
-
-    def close() -> None:
-        nonlocal cur, style
-        if cur.segs:
-            blocks.append(cur)
-        cur, style = _Block(), ""
-
-    for ln in lines:
-        body = ln.body
-        if style == "/*":
-            end = body.find("*/")
-            stop = len(body) if end < 0 else end
-            a = len(body) - len(body.lstrip())
-            star = _STARS.match(body, a)
-            if star is not None and (end < 0 or star.end() <= end):
-                a = star.end()
-            cur.segs.append(_seg(ln, min(a, stop), stop))
-            if end >= 0:
-                rest = body[end + 2:].strip()
-                close()
-                if rest:
-                    break
-            continue
-        if ln.no > SCAN_LINES and not cur.segs:
-            break
-        stripped = body.strip()
-        if not stripped:
-            close()
-            continue
-        if ln.no == 1 and stripped.startswith("#!"):
-            continue
-        line_comment = _C_LINE.match(body)
-        if line_comment is not None:
-            if style != "//":
-                close()
-                style = "//"
-            cur.segs.append(_seg(ln, line_comment.end(), len(body)))
-            continue
-        if stripped.startswith("/*"):
-            close()
-            a = body.index("/*") + 2
-            end = body.find("*/", a)
-            star = _STARS.match(body, a)
-            if star is not None and (end < 0 or star.end() <= end):
-                a = star.end()
-            if end >= 0:
-                cur.segs.append(_seg(ln, a, end))
-                rest = body[end + 2:].strip()
-                close()
-                if rest:
-                    break
-            else:
-                style = "/*"
-                cur.segs.append(_seg(ln, a, len(body)))
-            continue
-        if _C_PREAMBLE.match(stripped):
-            close()
-            continue
-        break
-    if cur.segs:
-        blocks.append(cur)
-    return blocks
-
-
-def _hash_blocks(lines: Iterable[_Line]) -> list[_Block]:
-    """Leading `#` runs and a module docstring, split at blank lines; stop at the first code."""
-    blocks: list[_Block] = []
-    cur = _Block()
-    quote = ""  # the open docstring quote, if inside one
-
-    def close() -> None:
-        nonlocal cur
-        if cur.segs:
-            blocks.append(cur)
-        cur = _Block()
-
-    for ln in lines:
-        body = ln.body
-        if quote:
-            end = body.find(quote)
-            cur.segs.append(_seg(ln, 0, len(body) if end < 0 else end))
-            if end >= 0:
-                quote = ""
-                rest = body[end + 3:].strip()
-                close()
-                if rest:
-                    break
-            continue
-        if ln.no > SCAN_LINES and not cur.segs:
-            break
-        stripped = body.strip()
-        if not stripped:
-            close()
-            continue
-        if ln.no == 1 and stripped.startswith("#!"):
-            continue
-        lead = len(body) - len(body.lstrip())
-        if stripped.startswith("#"):
-            a = lead
-            while a < len(body) and body[a] == "#":
-                a += 1
-            cur.segs.append(_seg(ln, a, len(body)))
-            continue
-        doc = _DOC_OPEN.match(body, lead)
-        if doc is not None:
-            close()
-            q = doc.group(1)
-            end = body.find(q, doc.end())
-            if end >= 0:
-                cur.segs.append(_seg(ln, doc.end(), end))
-                rest = body[end + 3:].strip()
-                close()
-                if rest:
-                    break
-            else:
-                quote = q
-                cur.segs.append(_seg(ln, doc.end(), len(body)))
-            continue
-        break
-    if cur.segs:
-        blocks.append(cur)
-    return blocks
 
 
 # -- normalisation ----------------------------------------------------------------------------
@@ -307,7 +114,7 @@ class _Norm:
     paras: tuple[int, ...]  # indices where a paragraph (after a blank comment line) starts
 
 
-def _normalise(segs: list[_Seg]) -> _Norm:
+def _normalise(segs: list[comments.Seg]) -> _Norm:
     text = ""
     offs: list[int] = []
     paras = [0]
@@ -393,17 +200,28 @@ def _looks_like_sha(word: str) -> bool:
 
 
 def _events(norm: _Norm) -> list[_Event]:
-    text = norm.text
-    taken = bytearray(len(text))  # characters already read as part of a URL, path or suffix
+    """URLs, then paths (with their line/symbol suffixes), then SHAs, in text order.
 
-    def take(a: int, b: int) -> None:
-        taken[a:b] = b"\x01" * (b - a)
+    Each character is read once: what a URL or a path took is no path or SHA of its own.
+    """
+    taken = bytearray(len(norm.text))
+    events = _url_events(norm, taken)
+    events += _path_events(norm.text, taken)
+    events += _sha_events(norm, taken, events)
+    events.sort(key=lambda ev: ev.pos)
+    return events
 
-    events: list[_Event] = []
-    for m in _URL.finditer(text):
-        take(*m.span())
-        url = m.group().rstrip(".,;:")
-        gh = _GITHUB.match(url)
+
+def _take(taken: bytearray, a: int, b: int) -> None:
+    taken[a:b] = b"\x01" * (b - a)
+
+
+def _url_events(norm: _Norm, taken: bytearray) -> list[_Event]:
+    """A GitHub blob/tree URL of a file or directory cites it, at the URL's own revision."""
+    events = []
+    for m in _URL.finditer(norm.text):
+        _take(taken, *m.span())
+        gh = _GITHUB.match(m.group().rstrip(".,;:"))
         if gh is None or not (_is_file(gh["path"]) or _is_dir(gh["path"] + "/")):
             continue
         rev = gh["rev"]
@@ -413,6 +231,11 @@ def _events(norm: _Norm) -> list[_Event]:
             sha, span = rev, _orig_span(norm, s, s + len(rev))
         lines = gh["a"] if gh["b"] is None or gh["a"] is None else f"{gh['a']}-{gh['b']}"
         events.append(_Event(m.start(), gh["path"], lines=lines, sha=sha, span=span, url=True))
+    return events
+
+
+def _path_events(text: str, taken: bytearray) -> list[_Event]:
+    events = []
     for m in _RUN.finditer(text):
         s, e = m.span()
         if taken[s]:
@@ -423,55 +246,82 @@ def _events(norm: _Norm) -> list[_Event]:
         if not _is_file(path) and not _is_dir(path):
             continue
         end = s + lead + len(path)
-        take(s, e)
-        lines = symbol = None
-        suffix = _SUFFIX.match(text, end)
-        if suffix is not None and suffix.end() > end:
-            lines = suffix["l"] or suffix["pl"] or (
-                suffix["la"] if suffix["lb"] is None else f"{suffix['la']}-{suffix['lb']}")
-            symbol = suffix["sym"] or suffix["psym"]
-            stop = suffix.end()
-            if suffix["psym"] and _looks_like_sha(suffix["psym"]):
-                symbol, stop = None, suffix.start("psym")  # `path (e24d1b24)` cites a SHA
-            take(end, stop)
-            if lines is not None:
-                lines = "".join(lines.split())
+        _take(taken, s, e)
+        lines, symbol = _suffix(text, end, taken)
         events.append(_Event(s + lead, path, bare="/" not in path, lines=lines, symbol=symbol))
+    return events
+
+
+def _suffix(text: str, end: int, taken: bytearray) -> tuple[str | None, str | None]:
+    """(lines, symbol) a path ending at `end` carries: `:12`, `#L3-L9`, `::sym`, `(lines 2-4)`."""
+    suffix = _SUFFIX.match(text, end)
+    if suffix is None or suffix.end() <= end:
+        return None, None
+    lines = suffix["l"] or suffix["pl"] or (
+        suffix["la"] if suffix["lb"] is None else f"{suffix['la']}-{suffix['lb']}")
+    symbol = suffix["sym"] or suffix["psym"]
+    stop = suffix.end()
+    if suffix["psym"] and _looks_like_sha(suffix["psym"]):
+        symbol, stop = None, suffix.start("psym")  # `path (e24d1b24)` cites a SHA
+    _take(taken, end, stop)
+    return (None if lines is None else "".join(lines.split())), symbol
+
+
+def _sha_events(norm: _Norm, taken: bytearray, events: list[_Event]) -> list[_Event]:
+    text = norm.text
     path_ends = sorted(ev.pos + len(ev.path) for ev in events if ev.path is not None)
+    out = []
     for m in _SHA.finditer(text):
         s, e = m.span()
         word = m.group()
         if any(taken[s:e]) or not any(ch.isdigit() for ch in word):
             continue
-        # All digits (5559679 is a real pin prefix) only counts where something says "SHA":
-        # a cue word, or a position right after a cited path.
-        if word.isdigit() and _SHA_CUE.search(text, max(0, s - 40), s) is None:
-            i = bisect_right(path_ends, s) - 1
-            if i < 0 or text[path_ends[i]: s].strip(" \t(:—–-") != "":
-                continue
-        events.append(_Event(s, sha=word, span=_orig_span(norm, s, e)))
-    events.sort(key=lambda ev: ev.pos)
-    return events
+        if word.isdigit() and not _cued(text, s, path_ends):
+            continue
+        out.append(_Event(s, sha=word, span=_orig_span(norm, s, e)))
+    return out
+
+
+def _cued(text: str, s: int, path_ends: list[int]) -> bool:
+    """All digits (5559679 is a real pin prefix) only counts where something says "SHA":
+    a cue word, or a position right after a cited path."""
+    if _SHA_CUE.search(text, max(0, s - 40), s) is not None:
+        return True
+    i = bisect_right(path_ends, s) - 1
+    return i >= 0 and text[path_ends[i]: s].strip(" \t(:—–-") == ""
 
 
 def _original_at(norm: _Norm, path_starts: list[int]) -> int | None:
     """Where the block declares itself original (no upstream mirror), if it does."""
-    text = norm.text
-    marker = _ORIGINAL.search(text)
+    marker = _ORIGINAL.search(norm.text)
     found = [marker.start()] if marker is not None else []
+    lead = _original_lead(norm, path_starts)
+    if lead is not None:
+        found.append(lead)
+    return min(found) if found else None
+
+
+def _original_lead(norm: _Norm, path_starts: list[int]) -> int | None:
+    """The first "Original ..." opening a sentence that names no path: "Original: vllm/x.py"
+    names the upstream original, so it declares a port."""
+    text = norm.text
     for m in _ORIGINAL_LEAD.finditer(text):
-        i = m.start()
-        while i > 0 and text[i - 1].isspace():
-            i -= 1
-        if i > 0 and text[i - 1] not in ".!?;:(—-" and m.start() not in norm.paras:
-            continue  # only "Original ..." opening a sentence declares anything
+        if not _opens_sentence(norm, m.start()):
+            continue
         end = _SENTENCE_END.search(text, m.end())
         k = bisect_left(path_starts, m.start())
         if k < len(path_starts) and path_starts[k] < (end.start() if end else len(text)):
-            continue  # "Original: vllm/x.py" names the upstream original: a port
-        found.append(m.start())
-        break
-    return min(found) if found else None
+            continue
+        return m.start()
+    return None
+
+
+def _opens_sentence(norm: _Norm, pos: int) -> bool:
+    text = norm.text
+    i = pos
+    while i > 0 and text[i - 1].isspace():
+        i -= 1
+    return i == 0 or text[i - 1] in ".!?;:(—-" or pos in norm.paras
 
 
 @dataclass
@@ -481,42 +331,62 @@ class _Draft:
     span: tuple[int, int] | None = None
 
 
+@dataclass
+class _Group:
+    """Citations being assembled in text order: a SHA given once covers the paths before it."""
+
+    text: str
+    verb_end: int | None
+    drafts: list[_Draft] = field(default_factory=list)
+    pending: list[_Draft] = field(default_factory=list)  # paths still waiting for a SHA
+    seen: set[str] = field(default_factory=set)
+    lead: _Event | None = None  # "Ported @ sha from: a, b": a SHA that came first
+
+    def path(self, ev: _Event) -> None:
+        if ev.bare and (self.verb_end is None or self.drafts
+                        or not _adjacent(self.text, self.verb_end, ev.pos)):
+            return
+        if ev.lines is None and ev.symbol is None and ev.sha is None and ev.path in self.seen:
+            return  # a later mention of a path already cited
+        assert ev.path is not None
+        self.seen.add(ev.path)
+        draft = _Draft(ev, ev.sha, ev.span)
+        self.drafts.append(draft)
+        if not ev.url:
+            self.pending.append(draft)
+
+    def sha(self, ev: _Event) -> None:
+        if self.pending:
+            for d in self.pending:
+                d.sha, d.span = ev.sha, ev.span
+            self.pending = []
+        elif not self.drafts and self.lead is None:
+            self.lead = ev
+
+    def finish(self) -> list[_Draft]:
+        if self.lead is not None:
+            for d in self.pending:  # only paths that never got a SHA remain pending
+                d.sha, d.span = self.lead.sha, self.lead.span
+        return self.drafts
+
+
 def _citations(norm: _Norm, events: list[_Event], start: int, verb_end: int | None,
                line_of: list[int]) -> list[Citation]:
-    drafts: list[_Draft] = []
-    pending: list[_Draft] = []
-    seen: set[str] = set()
-    carry: _Event | None = None
+    group = _Group(norm.text, verb_end)
     for ev in events:
         if ev.pos < start:
             continue
         if ev.path is not None:
-            if ev.bare and (verb_end is None or drafts
-                            or not _adjacent(norm.text, verb_end, ev.pos)):
-                continue
-            if ev.lines is None and ev.symbol is None and ev.sha is None and ev.path in seen:
-                continue  # a later mention of a path already cited
-            seen.add(ev.path)
-            draft = _Draft(ev, ev.sha, ev.span)
-            drafts.append(draft)
-            if not ev.url:
-                pending.append(draft)
+            group.path(ev)
         elif ev.sha is not None:
-            if pending:
-                for d in pending:  # a SHA given once for a group covers the paths before it
-                    d.sha, d.span = ev.sha, ev.span
-                pending = []
-            elif not drafts and carry is None:
-                carry = ev  # "Ported @ sha from: a, b": the SHA came first
-    if carry is not None:
-        for d in pending:  # only paths that never got a SHA remain pending
-            d.sha, d.span = carry.sha, carry.span
-    out = []
-    for d in drafts:
-        line = bisect_right(line_of, norm.offs[d.ev.pos])
-        out.append(Citation(d.ev.path or "", d.ev.lines, d.ev.symbol, d.sha,
-                            d.span[0] if d.span else None, d.span[1] if d.span else None, line))
-    return out
+            group.sha(ev)
+    return [_citation(norm, d, line_of) for d in group.finish()]
+
+
+def _citation(norm: _Norm, d: _Draft, line_of: list[int]) -> Citation:
+    line = bisect_right(line_of, norm.offs[d.ev.pos])
+    start, end = d.span if d.span else (None, None)
+    return Citation(d.ev.path or "", d.ev.lines, d.ev.symbol, d.sha, start, end, line)
 
 
 def _first_citing_verb(norm: _Norm, events: list[_Event]) -> re.Match[str] | None:
@@ -538,37 +408,46 @@ def _adjacent(text: str, a: int, b: int) -> bool:
     return text[a:b].strip(" :`'\"*-") == ""
 
 
-def _header(block: _Block, line_of: list[int]) -> Header | None:
+@dataclass(frozen=True)
+class _Anchor:
+    """What a header block declares first: a citing verb (a port) or originality."""
+
+    kind: Kind
+    at: int
+    verb: str | None
+    verb_end: int | None
+
+
+def _anchor(verb: re.Match[str] | None, original: int | None) -> _Anchor | None:
+    if original is not None and (verb is None or original < verb.start()):
+        return _Anchor("ORIGINAL", original, None, None)
+    if verb is None:
+        return None
+    return _Anchor("PORTED", verb.start(), " ".join(verb.group().split()), verb.end())
+
+
+def _header(block: comments.Block, line_of: list[int]) -> Header | None:
     norm = _normalise(block.segs)
     if not norm.text:
         return None
     events = _events(norm)
-    verb = _first_citing_verb(norm, events)
-    original = _original_at(norm, [ev.pos for ev in events if ev.path is not None])
-    if verb is None and original is None:
+    anchor = _anchor(_first_citing_verb(norm, events),
+                     _original_at(norm, [ev.pos for ev in events if ev.path is not None]))
+    if anchor is None:
         return None
-    kind: Kind
-    if original is not None and (verb is None or original < verb.start()):
-        kind, anchor, verb_text, verb_end = "ORIGINAL", original, None, None
-    else:
-        assert verb is not None
-        kind, anchor = "PORTED", verb.start()
-        verb_text, verb_end = " ".join(verb.group().split()), verb.end()
-    start = max(p for p in norm.paras if p <= anchor)
-    cites = _citations(norm, events, start, verb_end, line_of)
-    if kind == "PORTED" and not cites:
+    start = max(p for p in norm.paras if p <= anchor.at)
+    cites = _citations(norm, events, start, anchor.verb_end, line_of)
+    if anchor.kind == "PORTED" and not cites:
         return None
     first = bisect_right(line_of, norm.offs[start])  # the first text line of the header
-    last = block.segs[-1].line
-    return Header(kind, tuple(cites), verb_text, first, last)
+    return Header(anchor.kind, tuple(cites), anchor.verb, first, block.segs[-1].line)
 
 
 def parse_header(text: str, path: str = "<text>") -> Header:
     """The file's per-file pin header (kind NONE when it has none). Never raises on any text."""
     line_of: list[int] = []
-    lines = _lines(text, SCAN_LINES + MAX_BLOCK_LINES, line_of)
-    blocks = _hash_blocks(lines) if _is_hash_style(path) else _c_blocks(lines)
-    for block in blocks:
+    lines = comments.lines(text, comments.SCAN_LINES + comments.MAX_BLOCK_LINES, line_of)
+    for block in comments.style_for(path).blocks(lines):
         header = _header(block, line_of)
         if header is not None:
             return header
@@ -577,7 +456,8 @@ def parse_header(text: str, path: str = "<text>") -> Header:
 
 # -- inline citations -------------------------------------------------------------------------
 
-_NEXT_LINE = re.compile(r"[ \t]*\r?\n[ \t]*(?://+!?|#+|\*+(?!/))?[ \t]*")
+_NEXT_LINE = re.compile(
+    rf"[ \t]*\r?\n[ \t]*(?:{comments.continuation_markers()})?[ \t]*")
 
 
 @functools.lru_cache(maxsize=16)
@@ -591,69 +471,41 @@ def inline_citations(text: str, mirrored: tuple[str, ...] = ("vllm/",)) -> set[s
     prefixes = tuple(p for p in mirrored if p)
     if not prefixes or not any(p in text for p in prefixes):
         return set()
+    found = _mirrored_paths(text, prefixes)
+    if "://" in text:
+        found |= _github_paths(text, prefixes)
+    return found
+
+
+def _mirrored_paths(text: str, prefixes: tuple[str, ...]) -> set[str]:
     found: set[str] = set()
     for m in _mirrored_pattern(prefixes).finditer(text):
         s = m.start()
         if s > 0 and (text[s - 1].isalnum() or text[s - 1] in "_./-"):
             continue  # inside a longer path (src/vllm/...) or an identifier
-        word, end = m.group(), m.end()
-        if word in found:
+        if m.group() in found:
             continue  # already counted, and a complete path is never joined with the next line
-        for _ in range(3):  # a path wrapped over up to four comment lines
-            nl = _NEXT_LINE.match(text, end)
-            if nl is None:
-                break
-            head = _HEAD.match(text, nl.end())
-            if head is None or not _path_joins(word, head.group()):
-                break
-            word, end = word + head.group(), head.end()
-        path = word.rstrip(".")
+        path = _unwrapped(text, m.group(), m.end()).rstrip(".")
         if path.endswith(".py") and _is_file(path):
             found.add(path)
-    for m in _URL.finditer(text) if "://" in text else ():
+    return found
+
+
+def _unwrapped(text: str, word: str, end: int) -> str:
+    """`word` (ending at `end`) joined with its continuation over up to three more lines."""
+    for _ in range(3):
+        nl = _NEXT_LINE.match(text, end)
+        head = None if nl is None else _HEAD.match(text, nl.end())
+        if head is None or not _path_joins(word, head.group()):
+            break
+        word, end = word + head.group(), head.end()
+    return word
+
+
+def _github_paths(text: str, prefixes: tuple[str, ...]) -> set[str]:
+    found = set()
+    for m in _URL.finditer(text):
         gh = _GITHUB.match(m.group().rstrip(".,;:"))
         if gh is not None and gh["path"].startswith(prefixes) and gh["path"].endswith(".py"):
             found.add(gh["path"])
     return found
-
-
-# -- SHA verification -------------------------------------------------------------------------
-
-
-def classify_shas(ref: gitio.Reference, pin: str, shas: Iterable[str],
-                  upstream_ref: str) -> dict[str, ShaStatus]:
-    """Where each cited SHA (as written) stands against `pin` on the upstream line.
-
-    Three git processes whatever the number of SHAs: one cat-file to resolve
-    them all, one rev-list for the pin's ancestry, one for `pin..upstream_ref`.
-    """
-    gitio.check_rev(pin)
-    gitio.check_rev(upstream_ref)
-    wanted = list(dict.fromkeys(shas))
-    probe = [s for s in wanted if _SHA_WORD.fullmatch(s)]
-    names = [f"{pin}^{{commit}}", f"{upstream_ref}^{{commit}}"]
-    for s in probe:
-        names += [s, f"{s}^{{commit}}"]  # plain: is it a commit at all; peeled: which commit
-    found = gitio.batch_check(ref, names)
-    if found[0] is None:
-        raise EnvironmentUnresolved(f"the pin {pin} is not a commit in {ref.path}",
-                                    "fetch the reference checkout, or fix the pin")
-    if found[1] is None:
-        raise EnvironmentUnresolved(f"{upstream_ref} does not resolve in {ref.path}",
-                                    "run the fetch step first")
-    pin_sha, up_sha = found[0][0], found[1][0]
-    behind = set(ref.git("rev-list", "--end-of-options", pin_sha).decode().split())
-    ahead = set(ref.git("rev-list", "--end-of-options", up_sha, f"^{pin_sha}").decode().split())
-    out: dict[str, ShaStatus] = {s: "not-upstream" for s in wanted}
-    for i, s in enumerate(probe):
-        plain, peeled = found[2 + 2 * i], found[3 + 2 * i]
-        if peeled is None or (plain is not None and plain[1] != "commit"):
-            continue  # missing, ambiguous, or a tag/tree/blob
-        commit = peeled[0]
-        if commit == pin_sha:
-            out[s] = "at-pin"
-        elif commit in behind:
-            out[s] = "behind"
-        elif commit in ahead:
-            out[s] = "ahead"
-    return out

@@ -13,9 +13,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple, Protocol
 
-from sync.records import mdscan, mdtext
+from sync.records import mdscan
 from sync.records.layout import Layout
 from sync.records.mdscan import LIST, PR_REF, Heading, Line
+from sync.upstream.gitio import short
 from sync.upstream.history import Commit
 
 _ENTRY_NUMBER = re.compile(r"(?:§\s*)?(\d+(?:\.\d+)*)\.?(?=[\s:)—–-]|\Z)")
@@ -246,7 +247,7 @@ def _hits(cites: _Cites, index: _RangeIndex, by_port: dict[str, set[str]]) -> li
     parts += [f"cites `{sha}`, in the range: " + ", ".join(_ref(c) for c in hits)
               for sha in cites.shas if (hits := index.named(sha))]
     parts += [f"cites vllm#{pr}, in the range: "
-              + ", ".join(f"`{c.sha[:mdtext.SHA_LEN]}`" for c in hits)
+              + ", ".join(f"`{short(c.sha)}`" for c in hits)
               for pr in cites.prs if (hits := index.by_pr.get(pr, []))]
     return parts
 
@@ -262,7 +263,7 @@ def _path_hits(cited: str, index: _RangeIndex, by_port: dict[str, set[str]]) -> 
 
 def _ref(c: Commit) -> str:
     pr = f" vllm#{c.pr}" if c.pr is not None else ""
-    return f"`{c.sha[:mdtext.SHA_LEN]}`{pr}"
+    return f"`{short(c.sha)}`{pr}"
 
 
 def deviations_touched(port: Layout, commits: list[Commit], surf: Surface) -> list[str]:

@@ -163,6 +163,7 @@ def record(port: Layout, target: str, result: GateResult) -> None:
     with locked(port):
         kept = [r for r in load(port, target) if r.name != result.name]
         write_text(path(port, target), render_doc(target, [*kept, result]))
+        port.forget(f"gates:{target}")
 
 
 def gpu_visible() -> tuple[bool, str]:
@@ -267,4 +268,5 @@ def merge(port: Layout, target: str, files: list[Path]) -> list[str]:
                                f"({new.host}, {new.time})")
         if changes:
             write_text(path(port, target), render_doc(target, list(kept.values())))
+            port.forget(f"gates:{target}")
     return changes

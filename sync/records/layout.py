@@ -31,3 +31,7 @@ class Layout(Protocol):
     def pin_record(self) -> PinRecord:
         """The pin block of the protocol file, loaded once."""
         ...
+
+    def forget(self, key: str) -> None:
+        """Drop what the port holds for record `key` after a record module rewrote it."""
+        ...

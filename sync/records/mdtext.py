@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import re
 
-SHA_LEN = 10  # a SHA as records and reports cite it
 SUBJECT_MAX = 300
 
 # Backslash-escape markdown's active characters (str.translate: this runs 20,000 times

@@ -12,11 +12,12 @@ from dataclasses import dataclass
 from typing import Literal
 
 from sync.headers import citations as headers
-from sync.infra.errors import SyncError
+from sync.headers import verify as sha_verify
 from sync.port import Port
 from sync.records import ledger
 from sync.steps.surface import Surface
 from sync.upstream import gitio
+from sync.upstream.gitio import short
 
 Status = Literal["at-pin", "behind", "ahead", "not-upstream", "original", "no-header"]
 ORDER: tuple[Status, ...] = ("at-pin", "behind", "ahead", "not-upstream", "original", "no-header")
@@ -55,28 +56,25 @@ class Audit:
 
 def run_audit(port: Port, ref: gitio.Reference, pin: str, upstream_ref: str,
               surf: Surface) -> Audit:
-    control = headers.parse_header(f"// Ported from: {CONTROL_PATH} @ {pin[:10]}\n", "<control>")
+    control = headers.parse_header(f"// Ported from: {CONTROL_PATH} @ {short(pin)}\n",
+                                   "<control>")
     shas = {c.sha for h in surf.file_headers.values() for c in h.citations if c.sha}
     shas.update(c.sha for c in control.citations if c.sha)
-    status = headers.classify_shas(ref, pin, sorted(shas), upstream_ref)
-    # The control goes through the same aggregation as every real file, not just the probe.
-    control_ok = (control.kind == "PORTED" and len(control.citations) == 1
-                  and control.citations[0].path == CONTROL_PATH
-                  and _file_status(CONTROL_PATH, control, status, None).status == "at-pin")
-    ledger_path = port.root / port.config.ledger
-    table = None
-    if ledger_path.exists():
-        try:
-            table = ledger.load(ledger_path, rel=port.rel(ledger_path))
-        except SyncError:
-            table = None
-    files = []
-    for rel, h in sorted(surf.file_headers.items()):
-        files.append(_file_status(rel, h, status, table))
-    return Audit(tuple(files), control_ok)
+    status = sha_verify.classify_shas(ref, pin, sorted(shas), upstream_ref)
+    table = port.ledger()
+    files = tuple(_file_status(rel, h, status, table)
+                  for rel, h in sorted(surf.file_headers.items()))
+    return Audit(files, _control_ok(control, status))
 
 
-def _file_status(rel: str, h: headers.Header, status: dict[str, headers.ShaStatus],
+def _control_ok(control: headers.Header, status: dict[str, sha_verify.ShaStatus]) -> bool:
+    """The control goes through the same aggregation as every real file, not just the probe."""
+    return (control.kind == "PORTED" and len(control.citations) == 1
+            and control.citations[0].path == CONTROL_PATH
+            and _file_status(CONTROL_PATH, control, status, None).status == "at-pin")
+
+
+def _file_status(rel: str, h: headers.Header, status: dict[str, sha_verify.ShaStatus],
                  table: ledger.Table | None) -> FileStatus:
     cites = h.citations
     pairs = tuple((c.sha, status.get(c.sha, "not-upstream")) for c in cites if c.sha)

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Literal
 
 from sync.headers import citations as headers
+from sync.headers import verify as sha_verify
 from sync.infra.atomic import read_text, write_text
 from sync.infra.errors import (
     BlockedCycle,
@@ -26,6 +27,7 @@ from sync.infra.errors import (
     UsageError,
 )
 from sync.upstream import gitio
+from sync.upstream.gitio import short
 
 MIN_LEN = 8  # a shorter abbreviation is ambiguous in a repository of vLLM's size
 FULL_LEN = 40
@@ -41,7 +43,7 @@ class Change:
     new: str
     start: int
     end: int
-    was: headers.ShaStatus  # where the old SHA stood against the target
+    was: sha_verify.ShaStatus  # where the old SHA stood against the target
 
 
 @dataclass(frozen=True)
@@ -98,7 +100,7 @@ def resolve_target(ref: gitio.Reference, rev: str, upstream_ref: str) -> str:
         raise EnvironmentUnresolved(f"{upstream_ref} does not resolve in {ref.path}",
                                     "run 'upstream-sync fetch' first")
     if not gitio.is_ancestor(ref, sha, upstream_ref):
-        raise UsageError(f"{rev} ({sha[:10]}) is not an upstream commit (not on {upstream_ref})",
+        raise UsageError(f"{rev} ({short(sha)}) is not an upstream commit (not on {upstream_ref})",
                          "bump headers only to a commit of the upstream line")
     return sha
 
@@ -149,6 +151,16 @@ def _read(file: Path, rel: str) -> _Draft:
     return d
 
 
+@dataclass(frozen=True)
+class _Against:
+    """The target a plan bumps to, and where every cited SHA and path stands against it."""
+
+    target: str
+    status: dict[str, sha_verify.ShaStatus]
+    gone: set[str]  # cited paths the target's tree lacks
+    unique: int  # the target's shortest unambiguous abbreviation
+
+
 def plan(ref: gitio.Reference, target: str, upstream_ref: str,
          files: list[tuple[Path, str]]) -> list[FilePlan]:
     """What bumping each (file, rel) to the full SHA `target` would change; writes nothing.
@@ -157,46 +169,56 @@ def plan(ref: gitio.Reference, target: str, upstream_ref: str,
     the paths, three for the SHA statuses, one for the abbreviation length.
     """
     drafts = [_read(f, rel) for f, rel in files]
-    live = [d for d in drafts if d.refusal is None]
+    against = _against(ref, target, upstream_ref, [d for d in drafts if d.refusal is None])
+    return [_plan_file(d, against) for d in drafts]
+
+
+def _against(ref: gitio.Reference, target: str, upstream_ref: str,
+             live: list[_Draft]) -> _Against:
     shas = sorted({c.sha for d in live for c in d.header.citations if c.sha})
-    status = headers.classify_shas(ref, target, shas, upstream_ref) if shas else {}
+    status = sha_verify.classify_shas(ref, target, shas, upstream_ref) if shas else {}
     moving = [c.path for d in live for c in d.header.citations
               if c.sha and status.get(c.sha) != "at-pin"]
-    gone = missing_paths(ref, target, moving)
-    unique = unique_length(ref, target)
-    out: list[FilePlan] = []
-    for d in drafts:
-        changes: dict[tuple[int, int], Change] = {}
-        refusal = d.refusal
-        for c in d.header.citations if refusal is None else ():
-            assert c.sha is not None and c.sha_start is not None and c.sha_end is not None
-            was = status.get(c.sha, "not-upstream")
-            if was == "at-pin":
-                continue
-            if was == "ahead":
-                refusal = BlockedCycle(
-                    f"{d.rel}:{c.line}: {c.path} is cited at {c.sha}, which is ahead of the "
-                    f"target {target[:10]}: a bump would move it back",
-                    "leave this file out (it is a hot-fix port ahead of the target)")
-                break
-            if c.path in gone:
-                refusal = BlockedCycle(
-                    f"{d.rel}:{c.line}: the target {target[:10]} has no {c.path} (upstream "
-                    "moved or deleted it; see the report's moves section)",
-                    "port the move and fix the header's path by hand, then bump")
-                break
-            changes[(c.sha_start, c.sha_end)] = Change(
-                _line_of(d.text, c.sha_start), c.path, c.sha, new_token(c.sha, target, unique),
-                c.sha_start, c.sha_end, was)
-        if refusal is not None:
-            out.append(FilePlan(d.file, d.rel, (), refusal, d.text, d.text))
+    return _Against(target, status, missing_paths(ref, target, moving),
+                    unique_length(ref, target))
+
+
+def _plan_file(d: _Draft, a: _Against) -> FilePlan:
+    if d.refusal is not None:
+        return FilePlan(d.file, d.rel, (), d.refusal, d.text, d.text)
+    changes: dict[tuple[int, int], Change] = {}
+    for c in d.header.citations:
+        assert c.sha is not None and c.sha_start is not None and c.sha_end is not None
+        was = a.status.get(c.sha, "not-upstream")
+        if was == "at-pin":
             continue
-        ordered = sorted(changes.values(), key=lambda ch: ch.start)
-        new = d.text
-        for ch in reversed(ordered):
-            new = new[: ch.start] + ch.new + new[ch.end:]
-        out.append(FilePlan(d.file, d.rel, tuple(ordered), None, d.text, new))
-    return out
+        refusal = _refusal(d.rel, c, was, a)
+        if refusal is not None:
+            return FilePlan(d.file, d.rel, (), refusal, d.text, d.text)
+        changes[(c.sha_start, c.sha_end)] = Change(
+            _line_of(d.text, c.sha_start), c.path, c.sha, new_token(c.sha, a.target, a.unique),
+            c.sha_start, c.sha_end, was)
+    ordered = sorted(changes.values(), key=lambda ch: ch.start)
+    new = d.text
+    for ch in reversed(ordered):
+        new = new[: ch.start] + ch.new + new[ch.end:]
+    return FilePlan(d.file, d.rel, tuple(ordered), None, d.text, new)
+
+
+def _refusal(rel: str, c: headers.Citation, was: sha_verify.ShaStatus,
+             a: _Against) -> SyncError | None:
+    """Why a citation must not be bumped: it is ahead of the target, or the target lacks it."""
+    if was == "ahead":
+        return BlockedCycle(
+            f"{rel}:{c.line}: {c.path} is cited at {c.sha}, which is ahead of the "
+            f"target {short(a.target)}: a bump would move it back",
+            "leave this file out (it is a hot-fix port ahead of the target)")
+    if c.path in a.gone:
+        return BlockedCycle(
+            f"{rel}:{c.line}: the target {short(a.target)} has no {c.path} (upstream "
+            "moved or deleted it; see the report's moves section)",
+            "port the move and fix the header's path by hand, then bump")
+    return None
 
 
 def _line_of(text: str, offset: int) -> int:

@@ -12,17 +12,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from sync.infra.atomic import read_text
 from sync.port import Port
-from sync.records import cycle, gates, ledger
+from sync.records import cycle, gates
 from sync.steps.classify import Entry
+from sync.upstream.gitio import short
 
 _REPORT_NAME = re.compile(r"^\d{4}-\d{2}-\d{2}-[0-9a-f]{7}\.md$")
-
-
-def _inventory_text(port: Port) -> str:
-    path = port.root / port.config.inventory
-    return read_text(path) if path.exists() else ""
 
 
 def pr_refs(text: str) -> set[int]:
@@ -40,31 +35,46 @@ class LedgerRefs:
         return cls(frozenset(pr_refs(ledger_text)), ledger_text)
 
 
+def ledger_refs(port: Port) -> LedgerRefs:
+    """What the port's ledger rows name ("" when the ledger is missing or does not parse)."""
+    table = port.ledger()
+    return LedgerRefs.of("\n".join(r.text for r in table.rows) if table is not None else "")
+
+
 def ported(entry: Entry, refs: LedgerRefs) -> bool:
     """A ledger row names the entry's PR or its SHA."""
-    return (entry.pr is not None and entry.pr in refs.prs) or entry.sha[:10] in refs.text
+    return (entry.pr is not None and entry.pr in refs.prs) or short(entry.sha) in refs.text
 
 
 def annotated(entry: Entry, prs: set[int]) -> bool:
     return entry.pr is not None and entry.pr in prs
 
 
-def own_lines(port: Port, target: str, entries: Iterable[Entry]) -> list[str]:
-    led = LedgerRefs.of(ledger.rows_text(port.root / port.config.ledger,
-                                         rel=port.config.ledger))
-    inv = pr_refs(_inventory_text(port))
+def _owed(e: Entry, led: LedgerRefs, inv: set[int]) -> str | None:
+    """The carry-over line of an entry this cycle still owes work on, if it does."""
+    pr = f"vllm#{e.pr}" if e.pr is not None else "(no PR)"
+    if e.disposition == "PORT-NOW" and not ported(e, led):
+        return f"- PORT-NOW open: `{short(e.sha)}` {pr} (no ledger row yet)"
+    if e.disposition == "INVENTORY" and not annotated(e, inv):
+        return f"- INVENTORY unannotated: `{short(e.sha)}` {pr} (not in the inventory)"
+    if e.disposition == "UNCLASSIFIED":
+        return f"- UNCLASSIFIED: `{short(e.sha)}` {pr} (decide it)"
+    return None
+
+
+def own_lines(port: Port, entries: Iterable[Entry],
+              recorded: list[gates.GateResult]) -> list[str]:
+    """What this cycle owes: undecided, unported and unannotated entries, then unpassed gates."""
+    led = ledger_refs(port)
+    inventory = port.inventory()
+    inv = pr_refs(inventory.text if inventory is not None else "")
     groups: dict[str, list[str]] = {"UNCLASSIFIED": [], "PORT-NOW": [], "INVENTORY": []}
     for e in entries:
-        pr = f"vllm#{e.pr}" if e.pr is not None else "(no PR)"
-        if e.disposition == "PORT-NOW" and not ported(e, led):
-            groups["PORT-NOW"].append(f"- PORT-NOW open: `{e.sha[:10]}` {pr} (no ledger row yet)")
-        elif e.disposition == "INVENTORY" and not annotated(e, inv):
-            groups["INVENTORY"].append(
-                f"- INVENTORY unannotated: `{e.sha[:10]}` {pr} (not in the inventory)")
-        elif e.disposition == "UNCLASSIFIED":
-            groups["UNCLASSIFIED"].append(f"- UNCLASSIFIED: `{e.sha[:10]}` {pr} (decide it)")
+        line = _owed(e, led, inv)
+        if line is not None:
+            groups[e.disposition].append(line)
     out = [line for group in groups.values() for line in group]
-    for g in gates.load(port, target):
+    for g in recorded:
         if g.status != "PASS":
             out.append(f"- gate {g.name} {g.status}" + (f": run `{g.handoff}`" if g.handoff
                                                          else ""))
@@ -79,28 +89,39 @@ def previous(port: Port, current: Path, hint: str = "") -> tuple[Path, list[str]
     """
     if not port.sync_dir.is_dir():
         return None
+    candidates = _candidates(port, current, hint)
+    if not candidates:
+        return None
+    path = candidates[-1]
+    text = port.text(path) or ""
+    if "- Cycle state: ADVANCED" in text:
+        return None
+    return path, _carried(text)
+
+
+def _candidates(port: Port, current: Path, hint: str) -> list[Path]:
     if hint and _REPORT_NAME.match(hint) and (port.sync_dir / hint).exists():
-        candidates = [port.sync_dir / hint]
-    else:
-        candidates = sorted(p for p in port.sync_dir.iterdir()
-                            if _REPORT_NAME.match(p.name) and p.name < current.name)
-    for path in reversed(candidates):
-        text = read_text(path)
-        if "- Cycle state: ADVANCED" in text:
-            return None
-        lines, inside = [], False
-        for raw in text.splitlines():
-            if raw.startswith("## "):
-                inside = raw.strip() == "## Carry-over"
-                continue
-            if inside and raw.startswith("- ") and not raw.startswith("- from "):
-                lines.append(raw[2:])
-        return path, lines
-    return None
+        return [port.sync_dir / hint]
+    return sorted(p for p in port.sync_dir.iterdir()
+                  if _REPORT_NAME.match(p.name) and p.name < current.name)
 
 
-def lines(port: Port, c: cycle.Cycle, entries: Iterable[Entry]) -> list[str]:
-    out = own_lines(port, c.target, entries)
+def _carried(report_text: str) -> list[str]:
+    """A report's own carry-over lines (not those it imported from the one before)."""
+    lines, inside = [], False
+    for raw in report_text.splitlines():
+        if raw.startswith("## "):
+            inside = raw.strip() == "## Carry-over"
+            continue
+        if inside and raw.startswith("- ") and not raw.startswith("- from "):
+            lines.append(raw[2:])
+    return lines
+
+
+def lines(port: Port, c: cycle.Cycle, entries: Iterable[Entry],
+          recorded: list[gates.GateResult]) -> list[str]:
+    """The report's carry-over section: what this cycle owes, then what the last one left."""
+    out = own_lines(port, entries, recorded)
     current = port.sync_dir / cycle.report_name(c)
     prev = previous(port, current, c.previous_report)
     if prev is not None:

@@ -32,14 +32,25 @@ class Entry:
 
 
 def rule_matches(rule: Rule, commit: Commit) -> bool:
-    tags = {t.lower() for t in commit.tags}
-    if rule.tags and not any(t.lower() in tags for t in rule.tags):
+    """Every condition the rule sets holds: a tag, any path, all paths (each glob-matched)."""
+    if rule.tags and not _tagged(commit, rule.tags):
         return False
     paths = commit.paths
-    if rule.paths_any and not any(glob_match(p, g) for p in paths for g in rule.paths_any):
-        return False
-    return not (rule.paths_all and not (paths and all(
-        any(glob_match(p, g) for g in rule.paths_all) for p in paths)))
+    return ((not rule.paths_any or _any_path(paths, rule.paths_any))
+            and (not rule.paths_all or _all_paths(paths, rule.paths_all)))
+
+
+def _tagged(commit: Commit, wanted: tuple[str, ...]) -> bool:
+    tags = {t.lower() for t in commit.tags}
+    return any(t.lower() in tags for t in wanted)
+
+
+def _any_path(paths: tuple[str, ...], globs: tuple[str, ...]) -> bool:
+    return any(glob_match(p, g) for p in paths for g in globs)
+
+
+def _all_paths(paths: tuple[str, ...], globs: tuple[str, ...]) -> bool:
+    return bool(paths) and all(any(glob_match(p, g) for g in globs) for p in paths)
 
 
 def _arrow(ported: tuple[str, ...], surface: Surface) -> str:
@@ -65,24 +76,25 @@ def classify_one(commit: Commit, surface: Surface, rules: Iterable[Rule],
     decided = decisions.get(commit.sha)
     if decided is not None:
         return entry(decided.disposition, decided.reason, None)
-    for rule in rules:
-        if rule_matches(rule, commit):
-            reason = rule.reason
-            if ported:
-                reason += f"; touches ported code: {_arrow(ported, surface)}"
-            return entry(rule.disposition, reason, f"rule {rule.id}")
+    rule = next((r for r in rules if rule_matches(r, commit)), None)
+    if rule is not None:
+        touches = f"; touches ported code: {_arrow(ported, surface)}" if ported else ""
+        return entry(rule.disposition, rule.reason + touches, f"rule {rule.id}")
+    return entry(*_default(paths, ported, mirrored, surface))
+
+
+def _default(paths: tuple[str, ...], ported: tuple[str, ...], mirrored: tuple[str, ...],
+             surface: Surface) -> tuple[Disposition, str, str]:
+    """(disposition, reason, auto rule) for a commit no decision or rule claims."""
     if ported:
-        return entry("PORT-NOW", _arrow(ported, surface), "ported-path")
+        return "PORT-NOW", _arrow(ported, surface), "ported-path"
     if mirrored:
-        shown_paths = ", ".join(mirrored[:3]) + (f" (+{len(mirrored) - 3} more)"
-                                                  if len(mirrored) > 3 else "")
-        return entry("INVENTORY", f"not yet ported: {shown_paths}", "mirrored-path")
+        more = f" (+{len(mirrored) - 3} more)" if len(mirrored) > 3 else ""
+        return "INVENTORY", f"not yet ported: {', '.join(mirrored[:3])}{more}", "mirrored-path"
     if not paths:
-        reason = "changes no files"
-    else:
-        tops = sorted({p.split("/", 1)[0] + ("/" if "/" in p else "") for p in paths})
-        reason = f"touches no mirrored path ({', '.join(tops[:4])})"
-    return entry("IGNORE", reason, "unmirrored")
+        return "IGNORE", "changes no files", "unmirrored"
+    tops = sorted({p.split("/", 1)[0] + ("/" if "/" in p else "") for p in paths})
+    return "IGNORE", f"touches no mirrored path ({', '.join(tops[:4])})", "unmirrored"
 
 
 def classify(commits: list[Commit], surface: Surface, rules: tuple[Rule, ...],

@@ -13,18 +13,22 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sync.headers import citations as headers
+from sync.headers import verify as sha_verify
 from sync.infra.atomic import read_text, write_bytes
 from sync.infra.errors import MalformedRecord, UsageError
 from sync.port import Port
-from sync.records import cycle, ledger
+from sync.records import cycle
+from sync.records.decisions import ALL
 from sync.steps import carry
 from sync.steps.classify import Entry
 from sync.upstream import gitio
+from sync.upstream.gitio import short
 
 SHOW_LEN = 12
 _SHA = re.compile(r"[0-9a-f]{7,40}")
@@ -80,41 +84,52 @@ def _str_list(value: object) -> tuple[str, ...] | None:
     return None
 
 
+def _refused(message: str, path: str) -> MalformedRecord:
+    return MalformedRecord(message, "run 'upstream-sync sync' to rewrite it", path=path)
+
+
 def entries_from_json(text: str, *, path: str) -> tuple[str, str, list[Entry]]:
     """(pin, target, entries) from a report's JSON companion; malformed shapes are refused."""
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise MalformedRecord(f"not valid JSON ({exc.msg} at line {exc.lineno})",
-                              "run 'upstream-sync sync' to rewrite it", path=path) from None
+        raise _refused(f"not valid JSON ({exc.msg} at line {exc.lineno})", path) from None
     if not isinstance(doc, dict):
-        raise MalformedRecord("not a report JSON object", "run 'upstream-sync sync' to rewrite it",
-                              path=path)
+        raise _refused("not a report JSON object", path)
     pin, target, raw = doc.get("pin"), doc.get("target"), doc.get("entries")
     if not isinstance(pin, str) or not isinstance(target, str) or not isinstance(raw, list):
-        raise MalformedRecord("missing pin, target or entries",
-                              "run 'upstream-sync sync' to rewrite it", path=path)
+        raise _refused("missing pin, target or entries", path)
     out: list[Entry] = []
     for i, e in enumerate(raw):
-        ok = isinstance(e, dict)
-        sha = e.get("sha") if ok else None
-        pr = e.get("pr") if ok else None
-        subject = e.get("subject") if ok else None
-        disposition = e.get("disposition") if ok else None
-        reason = e.get("reason", "") if ok else None
-        rule = e.get("rule") if ok else None
-        ups = _str_list(e.get("upstream_paths")) if ok else None
-        files = _str_list(e.get("port_files")) if ok else None
-        if (not isinstance(sha, str) or _SHA.fullmatch(sha) is None
-                or not (pr is None or (isinstance(pr, int) and not isinstance(pr, bool)))
-                or not isinstance(subject, str) or not isinstance(reason, str)
-                or disposition not in ("PORT-NOW", "INVENTORY", "IGNORE", "UNCLASSIFIED")
-                or not (rule is None or isinstance(rule, str)) or ups is None or files is None):
-            raise MalformedRecord(f"entry {i} is malformed",
-                                  "run 'upstream-sync sync' to rewrite it", path=path)
-        out.append(Entry(sha, pr, subject, disposition, reason, rule, rule is not None, ups,
-                         files))
+        entry = _entry(e)
+        if entry is None:
+            raise _refused(f"entry {i} is malformed", path)
+        out.append(entry)
     return pin, target, out
+
+
+# What each field of an entry must hold (a missing field reads as None, "reason" as "").
+_FIELDS: dict[str, Callable[[Any], bool]] = {
+    "sha": lambda v: isinstance(v, str) and _SHA.fullmatch(v) is not None,
+    "pr": lambda v: v is None or (isinstance(v, int) and not isinstance(v, bool)),
+    "subject": lambda v: isinstance(v, str),
+    "disposition": lambda v: v in ALL,
+    "reason": lambda v: isinstance(v, str),
+    "rule": lambda v: v is None or isinstance(v, str),
+    "upstream_paths": lambda v: _str_list(v) is not None,
+    "port_files": lambda v: _str_list(v) is not None,
+}
+
+
+def _entry(raw: object) -> Entry | None:
+    """One entry of the JSON, or None when it is malformed."""
+    if not isinstance(raw, dict):
+        return None
+    v: dict[str, Any] = {key: raw.get(key, "" if key == "reason" else None) for key in _FIELDS}
+    if not all(ok(v[key]) for key, ok in _FIELDS.items()):
+        return None
+    return Entry(v["sha"], v["pr"], v["subject"], v["disposition"], v["reason"], v["rule"],
+                 v["rule"] is not None, tuple(v["upstream_paths"]), tuple(v["port_files"]))
 
 
 def _resolve_many(ref: gitio.Reference, shas: list[str]) -> dict[str, str]:
@@ -184,9 +199,33 @@ def patches(ref: gitio.Reference, base: str, target: str, paths: list[str]) -> d
 
 def build(port: Port, ref: gitio.Reference, upstream_ref: str, *,
           patch_dir: Path | None = None) -> Queue:
-    c = cycle.require(port)
+    c = port.open_cycle()
     pin = port.pin_record().pin.commit
     jpath = report_json(port, c)
+    work = [e for e in _report_entries(port, jpath, pin, c.target)
+            if e.disposition == "PORT-NOW"]
+    notes: list[str] = []
+    cited = _cited(port, ref, work, upstream_ref)
+    plans = [_plan(e, cited, notes) for e in work]
+    by_base = _by_base(plans)
+    stats = {b: numstat(ref, b, c.target, ps) for b, ps in by_base.items()}
+    sections = ({b: patches(ref, b, c.target, ps) for b, ps in by_base.items()}
+                if patch_dir is not None else {})
+    led = carry.ledger_refs(port)
+    items: list[Item] = []
+    for index, p in enumerate(plans, start=1):
+        diffs = _diffs(p.bases, stats, c.target)
+        patch = None
+        if patch_dir is not None:
+            patch = _write_patch(patch_dir, index, p.entry, diffs, sections, c.target)
+        items.append(Item(index, p.entry, p.pins, tuple(diffs), carry.ported(p.entry, led),
+                          patch))
+    return Queue(pin, c.target, port.rel(jpath.with_suffix(".md")), str(ref.path), tuple(items),
+                 tuple(dict.fromkeys(notes)))
+
+
+def _report_entries(port: Port, jpath: Path, pin: str, target: str) -> list[Entry]:
+    """The entries of the cycle's report JSON, refused unless it was written for pin..target."""
     rel = port.rel(jpath)
     if not jpath.exists():
         raise UsageError(f"the cycle's report {rel} does not exist",
@@ -194,88 +233,121 @@ def build(port: Port, ref: gitio.Reference, upstream_ref: str, *,
     try:
         text = read_text(jpath)
     except UnicodeDecodeError:
-        raise MalformedRecord("not UTF-8", "run 'upstream-sync sync' to rewrite it",
-                              path=rel) from None
+        raise _refused("not UTF-8", rel) from None
     rpin, rtarget, entries = entries_from_json(text, path=rel)
-    if rpin != pin or rtarget != c.target:
-        raise UsageError(f"{rel} was written for {rpin[:10]}..{rtarget[:10]}, but the cycle is "
-                         f"{pin[:10]}..{c.target[:10]}", "run 'upstream-sync sync' again")
-    work = [e for e in entries if e.disposition == "PORT-NOW"]
-    notes: list[str] = []
-    # Per-file pins, read from the headers as they are now.
+    if rpin != pin or rtarget != target:
+        raise UsageError(f"{rel} was written for {short(rpin)}..{short(rtarget)}, but the cycle "
+                         f"is {short(pin)}..{short(target)}", "run 'upstream-sync sync' again")
+    return entries
+
+
+@dataclass(frozen=True)
+class _Cited:
+    """The port files' headers as they are now, and where the SHAs they cite stand."""
+
+    pin: str
+    headers: dict[str, headers.Header | None]  # port file -> its header; None: unreadable
+    status: dict[str, sha_verify.ShaStatus]  # cited SHA -> against the parity pin
+    full: dict[str, str]  # cited SHA -> the one commit it names
+
+
+def _cited(port: Port, ref: gitio.Reference, work: list[Entry], upstream_ref: str) -> _Cited:
+    pin = port.pin_record().pin.commit
     file_headers: dict[str, headers.Header | None] = {}
     for e in work:
         for f in e.port_files:
             if f not in file_headers:
-                path = port.root / f
-                if Path(f).is_absolute() or ".." in Path(f).parts:
-                    file_headers[f] = None
-                    continue
-                try:
-                    file_headers[f] = headers.parse_header(read_text(path), f)
-                except (OSError, UnicodeDecodeError):
-                    file_headers[f] = None
-    cited = sorted({ct.sha for h in file_headers.values() if h for ct in h.citations if ct.sha})
-    status = headers.classify_shas(ref, pin, cited, upstream_ref) if cited else {}
-    full = _resolve_many(ref, cited)
-    plans: list[tuple[Entry, list[FilePin], list[tuple[str, str, str]]]] = []
-    for e in work:
-        fps: list[FilePin] = []
-        bases: list[tuple[str, str, str]] = []  # (upstream path, base SHA, base_from)
-        for up in e.upstream_paths:
-            seen: set[str] = set()
-            for f in e.port_files:
-                h = file_headers[f]
-                if h is None:
-                    fps.append(FilePin(f, up, None, "missing file"))
-                    continue
-                mine = [ct for ct in h.citations if ct.path == up]
-                if not mine:
-                    continue
-                for ct in mine:
-                    fps.append(FilePin(f, up, ct.sha, status.get(ct.sha, "not-upstream")
-                                       if ct.sha else "no pin"))
-                    base = full.get(ct.sha) if ct.sha else None
-                    if ct.sha and base is None:
-                        notes.append(f"{f}:{ct.line}: cited SHA {ct.sha} is not a commit in the "
-                                     f"reference checkout; diffing {up} from the parity pin")
-                    key = base or pin
-                    if key not in seen:
-                        seen.add(key)
-                        label = f"file pin {ct.sha}" if base else "parity pin"
-                        bases.append((up, key, label))
-            if not seen:
-                bases.append((up, pin, "parity pin"))
-        plans.append((e, fps, bases))
+                file_headers[f] = _header_of(port, f)
+    shas = sorted({ct.sha for h in file_headers.values() if h for ct in h.citations if ct.sha})
+    status = sha_verify.classify_shas(ref, pin, shas, upstream_ref) if shas else {}
+    return _Cited(pin, file_headers, status, _resolve_many(ref, shas))
+
+
+def _header_of(port: Port, f: str) -> headers.Header | None:
+    """The header of port file `f` (as the report names it), None when it cannot be read."""
+    if Path(f).is_absolute() or ".." in Path(f).parts:
+        return None
+    try:
+        return headers.parse_header(read_text(port.root / f), f)
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+@dataclass(frozen=True)
+class _Plan:
+    entry: Entry
+    pins: tuple[FilePin, ...]
+    bases: tuple[tuple[str, str, str], ...]  # (upstream path, base SHA, base_from)
+
+
+def _plan(e: Entry, cited: _Cited, notes: list[str]) -> _Plan:
+    """Per upstream path: the port files' pins for it, and the bases to diff it from."""
+    pins: list[FilePin] = []
+    bases: list[tuple[str, str, str]] = []
+    for up in e.upstream_paths:
+        up_pins, up_bases = _plan_path(up, e.port_files, cited, notes)
+        pins += up_pins
+        bases += up_bases
+    return _Plan(e, tuple(pins), tuple(bases))
+
+
+def _plan_path(up: str, files: tuple[str, ...], cited: _Cited,
+               notes: list[str]) -> tuple[list[FilePin], list[tuple[str, str, str]]]:
+    pins: list[FilePin] = []
+    bases: list[tuple[str, str, str]] = []
+    seen: set[str] = set()
+    for f in files:
+        h = cited.headers[f]
+        if h is None:
+            pins.append(FilePin(f, up, None, "missing file"))
+            continue
+        for ct in h.citations:
+            if ct.path != up:
+                continue
+            pins.append(FilePin(f, up, ct.sha, cited.status.get(ct.sha, "not-upstream")
+                                if ct.sha else "no pin"))
+            key, label = _base(f, ct, cited, notes)
+            if key not in seen:
+                seen.add(key)
+                bases.append((up, key, label))
+    if not seen:
+        bases.append((up, cited.pin, "parity pin"))
+    return pins, bases
+
+
+def _base(f: str, ct: headers.Citation, cited: _Cited, notes: list[str]) -> tuple[str, str]:
+    """(base SHA, what it is) to diff a cited path from: its file pin, else the parity pin."""
+    base = cited.full.get(ct.sha) if ct.sha else None
+    if ct.sha and base is None:
+        notes.append(f"{f}:{ct.line}: cited SHA {ct.sha} is not a commit in the reference "
+                     f"checkout; diffing {ct.path} from the parity pin")
+    return base or cited.pin, f"file pin {ct.sha}" if base else "parity pin"
+
+
+def _by_base(plans: list[_Plan]) -> dict[str, list[str]]:
+    """Base SHA -> the upstream paths diffed from it: one git process per base."""
     by_base: dict[str, list[str]] = {}
-    for _, _, bases in plans:
-        for up, base, _label in bases:
-            by_base.setdefault(base, [])
-            if up not in by_base[base]:
-                by_base[base].append(up)
-    stats = {b: numstat(ref, b, c.target, ps) for b, ps in by_base.items()}
-    sections = ({b: patches(ref, b, c.target, ps) for b, ps in by_base.items()}
-                if patch_dir is not None else {})
-    led = carry.LedgerRefs.of(ledger.rows_text(port.root / port.config.ledger,
-                                               rel=port.config.ledger))
-    items: list[Item] = []
-    for index, (e, fps, bases) in enumerate(plans, start=1):
-        diffs = []
-        for up, base, label in bases:
-            ins, dels, binary = stats[base].get(up, (0, 0, False))
-            cmd = f"git diff {base[:SHOW_LEN]}..{c.target[:SHOW_LEN]} -- {up}"
-            diffs.append(Diff(up, base, label, ins, dels, binary, cmd))
-        patch = None
-        if patch_dir is not None:
-            patch = _write_patch(patch_dir, index, e, diffs, sections, c.target)
-        items.append(Item(index, e, tuple(fps), tuple(diffs), carry.ported(e, led), patch))
-    return Queue(pin, c.target, port.rel(jpath.with_suffix(".md")), str(ref.path), tuple(items),
-                 tuple(dict.fromkeys(notes)))
+    for p in plans:
+        for up, base, _label in p.bases:
+            paths = by_base.setdefault(base, [])
+            if up not in paths:
+                paths.append(up)
+    return by_base
+
+
+def _diffs(bases: tuple[tuple[str, str, str], ...],
+           stats: dict[str, dict[str, tuple[int, int, bool]]], target: str) -> list[Diff]:
+    out = []
+    for up, base, label in bases:
+        ins, dels, binary = stats[base].get(up, (0, 0, False))
+        cmd = f"git diff {base[:SHOW_LEN]}..{target[:SHOW_LEN]} -- {up}"
+        out.append(Diff(up, base, label, ins, dels, binary, cmd))
+    return out
 
 
 def patch_name(index: int, e: Entry) -> str:
     pr = f"-vllm{e.pr}" if e.pr is not None else ""
-    return f"{index:03d}-{e.sha[:10]}{pr}.patch"
+    return f"{index:03d}-{short(e.sha)}{pr}.patch"
 
 
 def _write_patch(directory: Path, index: int, e: Entry, diffs: list[Diff],
@@ -311,13 +383,13 @@ def to_json(q: Queue) -> dict[str, Any]:
 
 
 def render(q: Queue) -> list[str]:
-    lines = [f"PORT-NOW queue: {len(q.items)} item(s), pin {q.pin[:10]} → target "
-             f"{q.target[:10]} (report {q.report}; run the diffs in {q.reference})"]
+    lines = [f"PORT-NOW queue: {len(q.items)} item(s), pin {short(q.pin)} → target "
+             f"{short(q.target)} (report {q.report}; run the diffs in {q.reference})"]
     for it in q.items:
         e = it.entry
         pr = f"vllm#{e.pr}" if e.pr is not None else "(no PR)"
         state = "ledgered" if it.ledgered else "open"
-        lines.append(f"{it.index}. `{e.sha[:10]}` {pr} {' '.join(e.subject.split())} [{state}]")
+        lines.append(f"{it.index}. `{short(e.sha)}` {pr} {' '.join(e.subject.split())} [{state}]")
         for p in it.pins:
             pin = f" @ {p.sha}" if p.sha else ""
             lines.append(f"   {p.port_file}: {p.upstream_path}{pin} ({p.status})")

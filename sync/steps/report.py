@@ -1,25 +1,29 @@
 """The sync report: one stable markdown format plus a JSON companion with the same content.
 
-Rendering is a pure function of the model, so a re-run with nothing changed is
-byte-identical. `read_back` parses a previous report: entry lines (hand edits
-become decisions), lines it cannot parse (kept verbatim, never lost) and the
-free-text Notes section (kept as is).
+`LAYOUT` lists the sections in report order, each with its markdown, its JSON
+keys and how it reads back: a new section is one entry there. Rendering is a
+pure function of the model, so a re-run with nothing changed is byte-identical.
+`read_back` parses a previous report: entry lines (hand edits become
+decisions), lines it cannot parse (kept verbatim, never lost) and the free-text
+Notes section (kept as is).
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, cast, get_args
 
 from sync.records.decisions import ALL, Disposition
-from sync.records.mdtext import SHA_LEN as SHA_LEN
 from sync.records.mdtext import SUBJECT_MAX as SUBJECT_MAX
 from sync.records.mdtext import escape as escape
 from sync.records.mdtext import short_subject as short_subject
 from sync.records.mdtext import unescape as unescape
 from sync.steps.classify import Entry
+from sync.upstream.gitio import SHA_LEN as SHA_LEN  # entry lines are keyed by it
+from sync.upstream.gitio import short
 from sync.upstream.history import RangeStats
 
 State = Literal["ACTIVE", "STALLED", "ADVANCED"]
@@ -31,7 +35,7 @@ NONE = "_None._"
 
 def entry_prefix(e: Entry) -> str:
     pr = f"vllm#{e.pr}" if e.pr is not None else "(no PR)"
-    return f"- `{e.sha[:SHA_LEN]}` {pr} {escape(short_subject(e.subject))} — "
+    return f"- `{short(e.sha)}` {pr} {escape(short_subject(e.subject))} — "
 
 
 def entry_line(e: Entry) -> str:
@@ -83,10 +87,6 @@ class Model:
         return out
 
 
-def _section(title: str, lines: list[str] | tuple[str, ...]) -> list[str]:
-    return [f"## {title}", "", *(lines or [NONE]), ""]
-
-
 def checks(model: Model) -> list[tuple[bool, str]]:
     shas = [e.sha for e in model.entries]
     dupes = len(shas) - len(set(shas))
@@ -101,61 +101,225 @@ def checks(model: Model) -> list[tuple[bool, str]]:
          f"range count matches enumeration: {model.stats.commits} in range, "
          f"{model.enumerated} enumerated"),
         (True, f"subjects without (#N): {len(no_pr)}"
-         + "".join(f"\n  - `{e.sha[:SHA_LEN]}` {escape(short_subject(e.subject))}"
+         + "".join(f"\n  - `{short(e.sha)}` {escape(short_subject(e.subject))}"
                    for e in no_pr)),
     ]
 
 
-def render(m: Model) -> str:
-    counts = m.counts()
+def entry_doc(e: Entry) -> dict[str, Any]:
+    return {"sha": e.sha, "pr": e.pr, "subject": e.subject, "disposition": e.disposition,
+            "reason": e.reason, "rule": e.rule, "auto": e.auto,
+            "upstream_paths": list(e.upstream_paths), "port_files": list(e.port_files)}
+
+
+@dataclass(frozen=True)
+class ParsedEntry:
+    sha_prefix: str
+    disposition: Disposition
+    reason: str
+    auto_rule: str | None
+    line: str
+
+
+@dataclass(frozen=True)
+class ReadBack:
+    entries: tuple[ParsedEntry, ...]
+    unparsed: tuple[str, ...]
+    notes: str
+    state: State | None
+    unmet: tuple[str, ...] = ()
+
+
+@dataclass
+class _Reading:
+    """What `read_back` has gathered from an earlier report so far."""
+
+    prefixes: dict[str, str]
+    entries: list[ParsedEntry] = field(default_factory=list)
+    unparsed: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    unmet: list[str] = field(default_factory=list)
+    state: State | None = None
+
+
+# -- the sections, in report order --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Section:
+    """One part of the report: its headings, its markdown, its JSON keys, and its read-back.
+
+    `headings` are the `## ` titles it writes ("" is the part above the first heading);
+    `read` takes each line under one of them when an earlier report is read back; a
+    `free_text` section is never ended by a heading someone writes inside it.
+    """
+
+    headings: tuple[str, ...]
+    render: Callable[[Model], list[str]]
+    to_json: Callable[[Model], dict[str, Any]] = lambda _m: {}
+    read: Callable[[_Reading, str], None] | None = None
+    free_text: bool = False
+
+
+def _section(title: str, lines: list[str] | tuple[str, ...]) -> list[str]:
+    return [f"## {title}", "", *(lines or [NONE]), ""]
+
+
+def _titled(title: str, lines: Callable[[Model], tuple[str, ...]],
+            to_json: Callable[[Model], dict[str, Any]],
+            read: Callable[[_Reading, str], None] | None = None) -> Section:
+    """A `## title` section of the lines `lines` gives (`_None._` when it gives none)."""
+    return Section((title,), lambda m: _section(title, lines(m)), to_json, read)
+
+
+def _head(m: Model) -> list[str]:
     s = m.stats
-    lines = [
+    return [
         f"# Upstream sync report {m.date} — target {m.target[:7]}",
         "",
         f"- Pin: `{m.pin}` ({escape(m.pin_runtime)})",
         f"- Target: `{m.target}` from `{escape(m.target_ref)}`"
         + (" (divergent: does not descend from the pin)" if m.divergent else ""),
         # No machine path: the same report must come out of every developer's checkout and CI.
-        f"- Reference checkout: at `{m.reference_head[:SHA_LEN]}`, "
+        f"- Reference checkout: at `{short(m.reference_head)}`, "
         f"{'dirty' if m.reference_dirty else 'clean'}, full clone",
         f"- Range: {s.commits} non-merge commits, {s.files_changed} files changed, "
         f"{s.insertions} insertions(+), {s.deletions} deletions(-)",
         f"- Cycle state: {m.state}",
         "",
-        "## Summary",
-        "",
-        "| disposition | commits |",
-        "|---|---|",
-        *(f"| {d} | {counts[d]} |" for d in SECTIONS),
-        f"| total | {len(m.entries)} |",
-        "",
     ]
+
+
+def _head_doc(m: Model) -> dict[str, Any]:
+    s = m.stats
+    return {
+        "date": m.date, "pin": m.pin, "pin_runtime": m.pin_runtime, "target": m.target,
+        "target_ref": m.target_ref, "divergent": m.divergent,
+        "reference": {"head": m.reference_head, "dirty": m.reference_dirty},
+        "range": {"commits": s.commits, "files_changed": s.files_changed,
+                  "insertions": s.insertions, "deletions": s.deletions},
+        "state": m.state,
+    }
+
+
+def _read_state(r: _Reading, raw: str) -> None:
+    if raw.startswith("- Cycle state: "):
+        value = raw.removeprefix("- Cycle state: ").strip()
+        if value in get_args(State):
+            r.state = cast(State, value)
+
+
+def _summary(m: Model) -> list[str]:
+    counts = m.counts()
+    return ["## Summary", "", "| disposition | commits |", "|---|---|",
+            *(f"| {d} | {counts[d]} |" for d in SECTIONS), f"| total | {len(m.entries)} |", ""]
+
+
+def _entries(m: Model) -> list[str]:
+    lines: list[str] = []
     for d in SECTIONS:
         lines += _section(d, [entry_line(e) for e in m.entries if e.disposition == d])
-    related = [f"- `{new[:SHA_LEN]}` reverts `{old[:SHA_LEN]}`" for new, old in m.reverts]
-    related += ["- patch-identical: " + ", ".join(f"`{x[:SHA_LEN]}`" for x in group)
-                for group in m.duplicates]
-    lines += _section("Reverts and cherry-picks", related)
-    moves = []
+    return lines
+
+
+def _read_entry(r: _Reading, raw: str) -> None:
+    if not raw.strip() or raw.strip() == NONE:
+        return
+    head = _ENTRY_HEAD.match(raw)
+    parsed = None
+    if head is not None:
+        parsed = parse_entry(raw, r.prefixes.get(short(head.group(1))))
+    if parsed is None or short(parsed.sha_prefix) not in r.prefixes:
+        r.unparsed.append(raw)
+    else:
+        r.entries.append(parsed)
+
+
+def _related(m: Model) -> tuple[str, ...]:
+    reverts = [f"- `{short(new)}` reverts `{short(old)}`" for new, old in m.reverts]
+    picks = ["- patch-identical: " + ", ".join(f"`{short(x)}`" for x in group)
+             for group in m.duplicates]
+    return (*reverts, *picks)
+
+
+def _moves(m: Model) -> tuple[str, ...]:
+    out = []
     for mv in m.moves:
         what = f"renamed → `{mv.new_path}`" if mv.kind == "renamed" else "deleted"
         pr = f" vllm#{mv.pr}" if mv.pr is not None else ""
-        moves.append(f"- `{mv.path}` {what} in `{mv.sha[:SHA_LEN]}`{pr}; cited by "
-                     + ", ".join(mv.port_files))
-    lines += _section("Upstream moves and deletions of cited paths", moves)
-    lines += _section("Deviations touched", list(m.deviations))
-    lines += _section("Per-file pin status", list(m.file_pins))
-    lines += _section("Gates", list(m.gates))
-    lines += _section("Carry-over", list(m.carry_over))
-    lines += ["## Mechanical checks", ""]
-    for ok, text in checks(m):
-        lines.append(f"- [{'x' if ok else ' '}] {text}")
-    lines.append("")
-    if m.unparsed:
-        lines += _section(UNPARSED, list(m.unparsed))
-    lines += [f"## {NOTES}", ""]
-    lines += [m.notes.rstrip("\n")] if m.notes.strip() else [""]
+        out.append(f"- `{mv.path}` {what} in `{short(mv.sha)}`{pr}; cited by "
+                   + ", ".join(mv.port_files))
+    return tuple(out)
+
+
+def _moves_doc(m: Model) -> dict[str, Any]:
+    return {"moves": [{"path": mv.path, "kind": mv.kind, "new_path": mv.new_path,
+                       "sha": mv.sha, "pr": mv.pr, "port_files": list(mv.port_files)}
+                      for mv in m.moves]}
+
+
+def _read_unmet(r: _Reading, raw: str) -> None:
+    if raw.startswith("- unmet: "):
+        r.unmet.append(raw.removeprefix("- unmet: "))
+
+
+def _checks(m: Model) -> list[str]:
+    return ["## Mechanical checks", "",
+            *(f"- [{'x' if ok else ' '}] {text}" for ok, text in checks(m)), ""]
+
+
+def _read_unparsed(r: _Reading, raw: str) -> None:
+    if raw.strip() and raw.strip() != NONE:
+        r.unparsed.append(raw)
+
+
+def _notes(m: Model) -> list[str]:
+    return [f"## {NOTES}", "", m.notes.rstrip("\n") if m.notes.strip() else ""]
+
+
+def _read_notes(r: _Reading, raw: str) -> None:
+    r.notes.append(raw)
+
+
+LAYOUT: tuple[Section, ...] = (
+    Section(("",), _head, _head_doc, _read_state),
+    Section(("Summary",), _summary, lambda m: {"counts": m.counts()}),
+    Section(SECTIONS, _entries, lambda m: {"entries": [entry_doc(e) for e in m.entries]},
+            _read_entry),
+    _titled("Reverts and cherry-picks", _related,
+            lambda m: {"reverts": [{"sha": a, "reverts": b} for a, b in m.reverts],
+                       "duplicates": [list(g) for g in m.duplicates]}),
+    _titled("Upstream moves and deletions of cited paths", _moves, _moves_doc),
+    _titled("Deviations touched", lambda m: m.deviations,
+            lambda m: {"deviations": list(m.deviations)}),
+    _titled("Per-file pin status", lambda m: m.file_pins,
+            lambda m: {"file_pins": {"counts": dict(m.file_pin_counts),
+                                     "lines": list(m.file_pins)}}),
+    _titled("Gates", lambda m: m.gates, lambda m: {"gates": list(m.gate_docs)}),
+    _titled("Carry-over", lambda m: m.carry_over, lambda m: {"carry_over": list(m.carry_over)},
+            _read_unmet),
+    Section(("Mechanical checks",), _checks,
+            lambda m: {"checks": [{"ok": ok, "text": t} for ok, t in checks(m)]}),
+    # Only when an earlier report had lines it could not place.
+    Section((UNPARSED,), lambda m: _section(UNPARSED, m.unparsed) if m.unparsed else [],
+            lambda m: {"unparsed": list(m.unparsed)}, _read_unparsed),
+    # Notes is the last section and free text: a heading a human writes there is part of
+    # the notes, not the end of them (or everything after it would be lost on re-render).
+    Section((NOTES,), _notes, read=_read_notes, free_text=True),
+)
+_BY_HEADING = {h: s for s in LAYOUT for h in s.headings}
+
+
+def render(m: Model) -> str:
+    lines = [line for s in LAYOUT for line in s.render(m)]
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def to_json(m: Model, report_path: str) -> dict[str, Any]:
+    doc: dict[str, Any] = {"schema": SCHEMA, "report": report_path}
+    for s in LAYOUT:
+        doc.update(s.to_json(m))
+    return {**doc, **m.extra}
 
 
 def dump_json(doc: Any) -> str:
@@ -175,62 +339,6 @@ def dump_json(doc: Any) -> str:
         else:
             lines.append(head + json.dumps(value, ensure_ascii=False))
     return "{\n" + ",\n".join(lines) + "\n}\n"
-
-
-def entry_doc(e: Entry) -> dict[str, Any]:
-    return {"sha": e.sha, "pr": e.pr, "subject": e.subject, "disposition": e.disposition,
-            "reason": e.reason, "rule": e.rule, "auto": e.auto,
-            "upstream_paths": list(e.upstream_paths), "port_files": list(e.port_files)}
-
-
-def to_json(m: Model, report_path: str) -> dict[str, Any]:
-    s = m.stats
-    return {
-        "schema": SCHEMA,
-        "report": report_path,
-        "date": m.date,
-        "pin": m.pin,
-        "pin_runtime": m.pin_runtime,
-        "target": m.target,
-        "target_ref": m.target_ref,
-        "divergent": m.divergent,
-        "reference": {"head": m.reference_head,
-                      "dirty": m.reference_dirty},
-        "range": {"commits": s.commits, "files_changed": s.files_changed,
-                  "insertions": s.insertions, "deletions": s.deletions},
-        "state": m.state,
-        "counts": m.counts(),
-        "entries": [entry_doc(e) for e in m.entries],
-        "reverts": [{"sha": a, "reverts": b} for a, b in m.reverts],
-        "duplicates": [list(g) for g in m.duplicates],
-        "moves": [{"path": mv.path, "kind": mv.kind, "new_path": mv.new_path, "sha": mv.sha,
-                   "pr": mv.pr, "port_files": list(mv.port_files)} for mv in m.moves],
-        "deviations": list(m.deviations),
-        "file_pins": {"counts": dict(m.file_pin_counts), "lines": list(m.file_pins)},
-        "gates": list(m.gate_docs),
-        "carry_over": list(m.carry_over),
-        "checks": [{"ok": ok, "text": t} for ok, t in checks(m)],
-        "unparsed": list(m.unparsed),
-        **m.extra,
-    }
-
-
-@dataclass(frozen=True)
-class ParsedEntry:
-    sha_prefix: str
-    disposition: Disposition
-    reason: str
-    auto_rule: str | None
-    line: str
-
-
-@dataclass(frozen=True)
-class ReadBack:
-    entries: tuple[ParsedEntry, ...]
-    unparsed: tuple[str, ...]
-    notes: str
-    state: State | None
-    unmet: tuple[str, ...] = ()
 
 
 _ENTRY_HEAD = re.compile(r"^- `([0-9a-f]{7,40})` ")
@@ -264,38 +372,14 @@ def parse_entry(line: str, known_prefix: str | None) -> ParsedEntry | None:
 
 
 def read_back(text: str, prefixes: dict[str, str]) -> ReadBack:
-    """`prefixes` maps a sha's first SHA_LEN chars to its rendered entry prefix."""
-    entries: list[ParsedEntry] = []
-    unparsed: list[str] = []
-    notes: list[str] = []
-    unmet: list[str] = []
-    state: State | None = None
-    section = ""
+    """`prefixes` maps a sha's short form (`gitio.short`) to its rendered entry prefix."""
+    r = _Reading(prefixes)
+    heading = ""
     for raw in text.splitlines():
-        if section == "" and raw.startswith("- Cycle state: "):
-            value = raw.removeprefix("- Cycle state: ").strip()
-            if value in ("ACTIVE", "STALLED", "ADVANCED"):
-                state = value  # type: ignore[assignment]
-        # Notes is the last section and free text: a heading a human writes there is part of
-        # the notes, not the end of them (or everything after it would be lost on re-render).
-        if raw.startswith("## ") and section != NOTES:
-            section = raw[3:].strip()
-            continue
-        if section == NOTES:
-            notes.append(raw)
-        elif section == "Carry-over" and raw.startswith("- unmet: "):
-            unmet.append(raw.removeprefix("- unmet: "))
-        elif section == UNPARSED:
-            if raw.strip() and raw.strip() != NONE:
-                unparsed.append(raw)
-        elif section in SECTIONS and raw.strip() and raw.strip() != NONE:
-            head = _ENTRY_HEAD.match(raw)
-            parsed = None
-            if head is not None:
-                parsed = parse_entry(raw, prefixes.get(head.group(1)[:SHA_LEN]))
-            if parsed is None or parsed.sha_prefix[:SHA_LEN] not in prefixes:
-                unparsed.append(raw)
-            else:
-                entries.append(parsed)
-    return ReadBack(tuple(entries), tuple(unparsed), "\n".join(notes).strip("\n"), state,
-                    tuple(unmet))
+        section = _BY_HEADING.get(heading)
+        if raw.startswith("## ") and not (section is not None and section.free_text):
+            heading = raw[3:].strip()
+        elif section is not None and section.read is not None:
+            section.read(r, raw)
+    return ReadBack(tuple(r.entries), tuple(r.unparsed), "\n".join(r.notes).strip("\n"),
+                    r.state, tuple(r.unmet))

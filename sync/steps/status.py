@@ -7,71 +7,85 @@ import contextlib
 import json
 from typing import Any
 
-from sync.infra.atomic import read_text
 from sync.infra.errors import EnvironmentUnresolved, SyncError
 from sync.port import Port
-from sync.records import cycle, oraclefile, spans
+from sync.records import cycle, oraclefile, pins, spans
+from sync.records.prefs import Preferences
 from sync.upstream import gitio
+from sync.upstream.gitio import short
 
 
 def collect(port: Port) -> tuple[dict[str, Any], SyncError | None]:
     """What `status` shows, as one document, and the problem that makes it exit non-zero."""
-    record = port.pin_record()
-    pin = record.pin
+    pin = port.pin_record().pin
     doc: dict[str, Any] = {"port": str(port.root), "example": port.example,
                            "pin": pin.fields(), "build_suffix": pin.build_suffix}
-    problem: SyncError | None = None
-    prefs = port.preferences()
-    doc["reference"] = None
-    doc["behind"] = None
+    doc["reference"], doc["behind"], problem = _reference(port, pin)
+    doc["oracles"] = _oracles(port, pin)
+    doc["spans"] = spans.check(port.root, port.config.span_globs, pin)
+    doc["cycle"] = _cycle(port)
+    return doc, problem
+
+
+def _reference(port: Port, pin: pins.Pin
+               ) -> tuple[dict[str, Any], dict[str, Any] | None, SyncError | None]:
+    """The reference checkout, how far the pin is behind upstream there, and what is wrong."""
+    prefs = port.preferences()  # its own refusals are not the checkout's
     try:
         ref = port.reference()
     except EnvironmentUnresolved as exc:
-        problem = exc
-        doc["reference"] = {"path": prefs.get("reference_checkout"), "head": None,
-                            "shallow": None, "pin_present": None, "error": str(exc)}
-        # A refused checkout that is still a git repository (a shallow clone) says what it is.
-        with contextlib.suppress(SyncError):
-            seen = gitio.open_repo(prefs.path("reference_checkout"), allow_shallow=True)
-            doc["reference"].update(path=str(seen.path), head=gitio.head_sha(seen),
-                                    shallow=gitio.is_shallow(seen))
-    else:
-        present = gitio.has_commit(ref, pin.commit)
-        doc["reference"] = {"path": str(ref.path), "head": gitio.head_sha(ref),
-                            "shallow": gitio.is_shallow(ref), "pin_present": present,
-                            "dirty": gitio.is_dirty(ref)}
-        upstream = f"{prefs.remote}/{prefs.branch}"
-        tip = gitio.resolve(ref, upstream)
-        if present and tip is not None:
-            doc["behind"] = {"ref": upstream, "tip": tip,
-                             "commits": gitio.count_range(ref, pin.commit, tip),
-                             "newest_date": gitio.newest_date(ref, pin.commit, tip)}
-        elif not present:
-            problem = EnvironmentUnresolved(
-                f"the pin {pin.commit[:10]} is not in the reference checkout {ref.path}",
-                "run 'upstream-sync fetch'")
-    oracles = []
+        return _unresolved(prefs, exc), None, exc
+    present = gitio.has_commit(ref, pin.commit)
+    doc = {"path": str(ref.path), "head": gitio.head_sha(ref), "shallow": gitio.is_shallow(ref),
+           "pin_present": present, "dirty": gitio.is_dirty(ref)}
+    if not present:
+        return doc, None, EnvironmentUnresolved(
+            f"the pin {short(pin.commit)} is not in the reference checkout {ref.path}",
+            "run 'upstream-sync fetch'")
+    tip = gitio.resolve(ref, port.upstream_ref)
+    if tip is None:
+        return doc, None, None
+    return doc, {"ref": port.upstream_ref, "tip": tip,
+                 "commits": gitio.count_range(ref, pin.commit, tip),
+                 "newest_date": gitio.newest_date(ref, pin.commit, tip)}, None
+
+
+def _unresolved(prefs: Preferences, exc: EnvironmentUnresolved) -> dict[str, Any]:
+    doc: dict[str, Any] = {"path": prefs.get("reference_checkout"), "head": None, "shallow": None,
+           "pin_present": None, "error": str(exc)}
+    # A refused checkout that is still a git repository (a shallow clone) says what it is.
+    with contextlib.suppress(SyncError):
+        seen = gitio.open_repo(prefs.path("reference_checkout"), allow_shallow=True)
+        doc.update(path=str(seen.path), head=gitio.head_sha(seen), shallow=gitio.is_shallow(seen))
+    return doc
+
+
+def _oracles(port: Port, pin: pins.Pin) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
     for path in port.oracle_files():
         try:
             of = oraclefile.load(path, port.root)
         except SyncError as exc:
-            oracles.append({"id": path.stem, "pin": None, "agrees": False, "problems": [str(exc)]})
+            out.append({"id": path.stem, "pin": None, "agrees": False, "problems": [str(exc)]})
             continue
         problems = oraclefile.agreement(of, pin) if of.id == "vllm" else []
-        oracles.append({"id": of.id, "pin": of.pin, "pin_label": of.pin_label,
-                        "agrees": not problems, "problems": problems})
-    doc["oracles"] = oracles
-    doc["spans"] = spans.check(port.root, port.config.span_globs, pin)
-    c = cycle.load(port)
-    doc["cycle"] = None
-    if c is not None:
-        rpath = (port.sync_dir / cycle.report_name(c)).with_suffix(".json")
-        rep = json.loads(read_text(rpath)) if rpath.exists() else None
-        doc["cycle"] = {
-            "target": c.target, "target_ref": c.target_ref, "frozen_at": c.frozen_at,
-            "report": port.rel(rpath.with_suffix(".md")) if rep else None,
-            "state": rep["state"] if rep else None,
-            "counts": rep["counts"] if rep else None,
-            "carry_over": rep["carry_over"] if rep else None,
-        }
-    return doc, problem
+        out.append({"id": of.id, "pin": of.pin, "pin_label": of.pin_label,
+                    "agrees": not problems, "problems": problems})
+    return out
+
+
+def _cycle(port: Port) -> dict[str, Any] | None:
+    """The open cycle and what its report's JSON says of it."""
+    c = port.cycle()
+    if c is None:
+        return None
+    rpath = (port.sync_dir / cycle.report_name(c)).with_suffix(".json")
+    text = port.text(rpath)
+    rep = json.loads(text) if text is not None else None
+    return {
+        "target": c.target, "target_ref": c.target_ref, "frozen_at": c.frozen_at,
+        "report": port.rel(rpath.with_suffix(".md")) if rep else None,
+        "state": rep["state"] if rep else None,
+        "counts": rep["counts"] if rep else None,
+        "carry_over": rep["carry_over"] if rep else None,
+    }

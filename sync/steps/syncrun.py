@@ -1,25 +1,48 @@
 """Steps 2-4: enumerate the range, classify every commit, write the report and its JSON.
 
-Git work is a constant number of processes whatever the range size: one
-`git log -z` for the range, one `git diff --shortstat`, a bounded handful for
-ancestry, per-file pin status and patch identity.
+One run, in named steps: `_frame` (the pin, the reference checkout, the frozen
+target), `_enumerate` (the range and the ported surface), `_classify`,
+`_read_back` (hand edits of the earlier report become decisions), `_assemble`
+(the report's model) and `_write`. Git work is a constant number of processes
+whatever the range size: one `git log -z` for the range, one `git diff
+--shortstat`, a bounded handful for ancestry, per-file pin status and patch
+identity. Every record comes from the port's read model, so each is read once.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
-from sync.infra.atomic import read_text, write_text
+from sync.infra.atomic import write_text
 from sync.infra.errors import EnvironmentUnresolved, UsageError
 from sync.infra.notes import Notes
 from sync.port import Port
 from sync.records import cycle, decisions, deviations, gates, pins
 from sync.steps import audit, carry, classify, report, surface
-from sync.steps.target import freeze
+from sync.steps.target import Wanted, freeze
 from sync.upstream import gitio, history
+from sync.upstream.gitio import short
+
+
+@dataclass(frozen=True)
+class CycleRequest:
+    """What a caller asks of one run; the defaults are a plain `sync`.
+
+    `state` and `unmet` come from `advance`: a refused advance marks the report STALLED
+    and lists the unmet preconditions in its carry-over until a later advance clears them.
+    `decided_now` (from `decide`) is never read back from the old report line.
+    """
+
+    target: str | None = None
+    retarget: bool = False
+    allow_divergent: bool = False
+    write_report: bool = True  # False: build the model only (advance's preconditions)
+    state: report.State | None = None
+    unmet: tuple[str, ...] | None = None
+    decided_now: str | None = None
 
 
 @dataclass(frozen=True)
@@ -30,6 +53,34 @@ class Result:
     nothing: bool = False
     warnings: tuple[str, ...] = ()
     new_decisions: int = 0
+
+
+@dataclass(frozen=True)
+class _Frame:
+    """Where the run stands: the reference checkout, the pin and the frozen cycle."""
+
+    ref: gitio.Reference
+    pin: pins.Pin
+    cycle: cycle.Cycle
+    path: Path  # the cycle's report
+
+
+@dataclass(frozen=True)
+class _Range:
+    commits: list[history.Commit]
+    stats: history.RangeStats
+    surf: surface.Surface
+    divergent: bool
+
+
+@dataclass(frozen=True)
+class _Earlier:
+    """What the report's earlier version leaves this run (nothing when there is none)."""
+
+    back: report.ReadBack | None
+    entries: list[classify.Entry]  # classified with the hand edits as decisions
+    decided: dict[str, decisions.Decision] = field(default_factory=dict)
+    new: int = 0  # hand edits read back into `decided`
 
 
 def report_path(port: Port, c: cycle.Cycle) -> Path:
@@ -49,121 +100,119 @@ def moves(commits: list[history.Commit], surf: surface.Surface) -> tuple[report.
     return tuple(out)
 
 
-def run_cycle(port: Port, ctx: Notes | None = None, *, target: str | None = None,
-              retarget: bool = False, allow_divergent: bool = False,
-              write_report: bool = True, state: report.State | None = None,
-              unmet: tuple[str, ...] | None = None,
-              decided_now: str | None = None) -> Result:
-    """Enumerate, classify and (unless `write_report` is False) write the report.
+def run_cycle(port: Port, notes: Notes | None = None,
+              request: CycleRequest | None = None) -> Result:
+    """Enumerate, classify and (unless `request.write_report` is False) write the report."""
+    req = request or CycleRequest()
+    frame = _frame(port, notes, req)
+    if frame.cycle.target == frame.pin.commit:
+        return Result(_empty_model(frame), frame.path, frame.path.with_suffix(".json"),
+                      nothing=True)
+    rng = _enumerate(port, frame, notes, req)
+    if notes is not None:
+        notes.progress(f"classifying {len(rng.commits)} commits against the ported surface")
+    earlier = _read_back(port, frame, rng, req.decided_now)
+    warnings = tuple(f"{port.rel(frame.path)}: kept an unparseable line verbatim: {line[:80]}"
+                     for line in (earlier.back.unparsed if earlier.back is not None else ()))
+    model = _assemble(port, frame, rng, earlier, req)
+    if req.write_report:
+        _write(port, frame.path, model, earlier)
+    return Result(model, frame.path, frame.path.with_suffix(".json"), warnings=warnings,
+                  new_decisions=earlier.new if req.write_report else 0)
 
-    `state` and `unmet` come from `advance`: a refused advance marks the report STALLED
-    and lists the unmet preconditions in its carry-over until a later advance clears them.
-    `decided_now` (from `decide`) is never read back from the old report line.
-    """
-    prefs = port.preferences()
+
+def _frame(port: Port, notes: Notes | None, req: CycleRequest) -> _Frame:
+    """The pin (which must be in the reference checkout) and the cycle's frozen target."""
     ref = port.reference()
     pin = port.pin_record().pin
     if not gitio.has_commit(ref, pin.commit):
         # The checkout, not the command line, is what is wrong: the same code `status` uses.
         raise EnvironmentUnresolved(
-            f"the pin {pin.commit[:10]} is not in the reference checkout {ref.path}",
+            f"the pin {short(pin.commit)} is not in the reference checkout {ref.path}",
             "run 'upstream-sync fetch' (or fetch the pin's branch) first")
-    frozen = freeze(port, ref, prefs, pin.commit, target, retarget)
+    frozen = freeze(port, ref, Wanted(pin.commit, req.target, req.retarget))
     c = frozen.cycle
-    if frozen.moved and ctx is not None:
-        ctx.note(f"the remote moved to {frozen.moved[:10]}; this cycle keeps its target "
-                 f"{c.target[:10]} (pass --retarget to move it)")
-    if c.target == pin.commit:
-        return Result(_empty_model(port, pin, c, ref), report_path(port, c),
-                      report_path(port, c).with_suffix(".json"), nothing=True)
-    divergent = not gitio.is_ancestor(ref, pin.commit, c.target)
-    if divergent and not allow_divergent:
-        raise UsageError(f"target {c.target[:10]} does not descend from the pin {pin.commit[:10]}",
+    if frozen.moved and notes is not None:
+        notes.note(f"the remote moved to {short(frozen.moved)}; this cycle keeps its target "
+                   f"{short(c.target)} (pass --retarget to move it)")
+    return _Frame(ref, pin, c, report_path(port, c))
+
+
+def _enumerate(port: Port, frame: _Frame, notes: Notes | None, req: CycleRequest) -> _Range:
+    """The range's commits and stats, and the ported surface they are classified against."""
+    ref, base, target = frame.ref, frame.pin.commit, frame.cycle.target
+    divergent = not gitio.is_ancestor(ref, base, target)
+    if divergent and not req.allow_divergent:
+        raise UsageError(f"target {short(target)} does not descend from the pin {short(base)}",
                          "pick a target on the pin's line, or pass --allow-divergent")
-    if ctx is not None:
-        ctx.progress(f"enumerating {pin.commit[:10]}..{c.target[:10]} in {ref.path}")
+    if notes is not None:
+        notes.progress(f"enumerating {short(base)}..{short(target)} in {ref.path}")
     # git enumerates while Python reads the port's headers: the two overlap on 2 cores.
-    log_job = history.begin_log(ref, pin.commit, c.target)
-    stats_job = history.begin_stats(ref, pin.commit, c.target)
+    log_job = history.begin_log(ref, base, target)
+    stats_job = history.begin_stats(ref, base, target)
     surf = surface.build(port)
     commits = history.finish_log(log_job)
-    stats = history.finish_stats(stats_job, len(commits))
-    if ctx is not None:
-        ctx.progress(f"classifying {len(commits)} commits against the ported surface")
-    dec_path = port.sync_dir / decisions.FILE
-    decided = decisions.load(dec_path, rel=port.rel(dec_path))
-    rules = port.config.rules
-    entries = classify.classify(commits, surf, rules, decided)
-    path = report_path(port, c)
-    back = None
-    if path.exists():
-        prefixes = {e.sha[: report.SHA_LEN]: report.entry_prefix(e) for e in entries}
-        back = report.read_back(read_text(path), prefixes)
-    new = _hand_edits(back, path, entries, decided, decided_now) if back is not None else 0
+    return _Range(commits, history.finish_stats(stats_job, len(commits)), surf, divergent)
+
+
+def _classify(port: Port, rng: _Range,
+              decided: dict[str, decisions.Decision]) -> list[classify.Entry]:
+    return classify.classify(rng.commits, rng.surf, port.config.rules, decided)
+
+
+def _read_back(port: Port, frame: _Frame, rng: _Range, decided_now: str | None) -> _Earlier:
+    """Classify; when the report exists, its hand-edited entry lines become decisions first."""
+    decided = port.decisions()
+    entries = _classify(port, rng, decided)
+    text = port.text(frame.path)
+    if text is None:
+        return _Earlier(None, entries)
+    prefixes = {short(e.sha): report.entry_prefix(e) for e in entries}
+    back = report.read_back(text, prefixes)
+    written = _previous_lines(port, frame.path.with_suffix(".json"))
+    new = _hand_edits(back, _LastRun(frame.path.name, entries, written, decided_now), decided)
     if new:
-        entries = classify.classify(commits, surf, rules, decided)
-    warnings = tuple(f"{port.rel(path)}: kept an unparseable line verbatim: {line[:80]}"
-                     for line in (back.unparsed if back is not None else ()))
-    pins_summary = audit.summary_lines(
-        audit.run_audit(port, ref, pin.commit, f"{prefs.remote}/{prefs.branch}", surf))
-    model = report.Model(
-        date=c.frozen_at[:10], pin=pin.commit, pin_runtime=pin.runtime_version, target=c.target,
-        target_ref=c.target_ref,
-        reference_head=gitio.head_sha(ref) or "", reference_dirty=gitio.is_dirty(ref),
-        stats=stats, state=state or (back.state if back and back.state else "ACTIVE"),
-        entries=tuple(entries),
-        reverts=tuple(sorted(history.find_reverts(commits).items())),
-        duplicates=tuple(history.find_duplicates(ref, commits)),
-        moves=moves(commits, surf),
-        deviations=tuple(deviations.deviations_touched(port, commits, surf)),
-        file_pins=pins_summary.lines, file_pin_counts=pins_summary.counts,
-        gates=tuple(gates.render_section(gates.load(port, c.target)).splitlines()),
-        gate_docs=tuple(g.as_doc() for g in gates.load(port, c.target)),
-        carry_over=tuple(
-            [f"- unmet: {u}" for u in (unmet if unmet is not None else
-                                       back.unmet if back and back.state == "STALLED" else ())]
-            + carry.lines(port, c, entries)),
-        unparsed=back.unparsed if back else (), notes=back.notes if back else "",
-        enumerated=len(commits), divergent=divergent,
-    )
-    if not write_report:
-        return Result(model, path, path.with_suffix(".json"), warnings=warnings)
-    with port.lock():
-        if new:
-            decisions.save(dec_path, decided)
-        write(port, path, model)
-    return Result(model, path, path.with_suffix(".json"), warnings=warnings,
-                  new_decisions=new)
+        entries = _classify(port, rng, decided)
+    return _Earlier(back, entries, decided, new)
 
 
-def _hand_edits(back: report.ReadBack, path: Path, entries: list[classify.Entry],
-                decided: dict[str, decisions.Decision], decided_now: str | None) -> int:
+@dataclass(frozen=True)
+class _LastRun:
+    """What tells a hand edit from a line the last run wrote."""
+
+    report_name: str
+    entries: list[classify.Entry]
+    written: dict[str, str]  # sha -> its entry line as the last run wrote it
+    decided_now: str | None
+
+
+def _hand_edits(back: report.ReadBack, seen: _LastRun,
+                decided: dict[str, decisions.Decision]) -> int:
     """Record, in `decided`, every entry line edited by hand since the last run; count them.
 
     A hand edit is a line that differs from what the last run wrote (its JSON companion),
     not from what this run would write: a `decide` since then changes the rendering
     without anyone editing the report.
     """
-    by_prefix = {e.sha[: report.SHA_LEN]: e for e in entries}
-    written = _previous_lines(path.with_suffix(".json"))
+    by_prefix = {short(e.sha): e for e in seen.entries}
     today = datetime.now(UTC).strftime("%Y-%m-%d")
     new = 0
     for pe in back.entries:
-        e = by_prefix[pe.sha_prefix[: report.SHA_LEN]]
-        if e.sha == decided_now or pe.line == written.get(e.sha, report.entry_line(e)):
+        e = by_prefix[short(pe.sha_prefix)]
+        if e.sha == seen.decided_now or pe.line == seen.written.get(e.sha, report.entry_line(e)):
             continue
         if pe.auto_rule is not None and (pe.disposition, pe.reason) == (e.disposition, e.reason):
             continue  # only the escaping or the auto tag's text differs: nothing was decided
         decided[e.sha] = decisions.Decision(e.sha, pe.disposition, pe.reason,
-                                            f"hand edit of {path.name}", today, e.subject)
+                                            f"hand edit of {seen.report_name}", today, e.subject)
         new += 1
     return new
 
 
-def _previous_lines(json_path: Path) -> dict[str, str]:
+def _previous_lines(port: Port, json_path: Path) -> dict[str, str]:
     """Entry lines as the last run wrote them, rebuilt from its JSON companion."""
     try:
-        doc = json.loads(read_text(json_path))
+        doc = json.loads(port.text(json_path) or "")
         return {d["sha"]: report.entry_line(classify.Entry(
             d["sha"], d["pr"], d["subject"], d["disposition"], d["reason"], d["rule"], d["auto"],
             tuple(d["upstream_paths"]), tuple(d["port_files"]))) for d in doc["entries"]}
@@ -171,18 +220,62 @@ def _previous_lines(json_path: Path) -> dict[str, str]:
         return {}
 
 
-def write(port: Port, path: Path, model: report.Model) -> None:
-    text = report.render(model)
-    doc = report.to_json(model, port.rel(path))
-    if not path.exists() or read_text(path) != text:
-        write_text(path, text)
-    body = report.dump_json(doc)
+def _assemble(port: Port, frame: _Frame, rng: _Range, earlier: _Earlier,
+              req: CycleRequest) -> report.Model:
+    c, back, entries = frame.cycle, earlier.back, earlier.entries
+    pins_summary = audit.summary_lines(
+        audit.run_audit(port, frame.ref, frame.pin.commit, port.upstream_ref, rng.surf))
+    inv = port.inventory()
+    touched = deviations.touched(inv, rng.commits, rng.surf) if inv is not None else []
+    recorded = port.gates(c.target)
+    return report.Model(
+        date=c.frozen_at[:10], pin=frame.pin.commit, pin_runtime=frame.pin.runtime_version,
+        target=c.target, target_ref=c.target_ref,
+        reference_head=gitio.head_sha(frame.ref) or "", reference_dirty=gitio.is_dirty(frame.ref),
+        stats=rng.stats, state=req.state or (back.state if back and back.state else "ACTIVE"),
+        entries=tuple(entries),
+        reverts=tuple(sorted(history.find_reverts(rng.commits).items())),
+        duplicates=tuple(history.find_duplicates(frame.ref, rng.commits)),
+        moves=moves(rng.commits, rng.surf),
+        deviations=tuple(touched),
+        file_pins=pins_summary.lines, file_pin_counts=pins_summary.counts,
+        gates=tuple(gates.render_section(recorded).splitlines()),
+        gate_docs=tuple(g.as_doc() for g in recorded),
+        carry_over=tuple(_unmet_lines(back, req) + carry.lines(port, c, entries, recorded)),
+        unparsed=back.unparsed if back else (), notes=back.notes if back else "",
+        enumerated=len(rng.commits), divergent=rng.divergent,
+    )
+
+
+def _unmet_lines(back: report.ReadBack | None, req: CycleRequest) -> list[str]:
+    """A refused advance's preconditions: given now, else kept while the cycle is STALLED."""
+    if req.unmet is not None:
+        unmet = req.unmet
+    else:
+        unmet = back.unmet if back and back.state == "STALLED" else ()
+    return [f"- unmet: {u}" for u in unmet]
+
+
+def _write(port: Port, path: Path, model: report.Model, earlier: _Earlier) -> None:
+    with port.lock():
+        if earlier.new:
+            decisions.save(port.decisions_path, earlier.decided)
+            port.keep("decisions", earlier.decided)
+        _write_files(port, path, model)
+
+
+def _write_files(port: Port, path: Path, model: report.Model) -> None:
+    """The report and its JSON, each written only when its text changed."""
     jpath = path.with_suffix(".json")
-    if not jpath.exists() or read_text(jpath) != body:
-        write_text(jpath, body)
+    for target, text in ((path, report.render(model)),
+                         (jpath, report.dump_json(report.to_json(model, port.rel(path))))):
+        if port.text(target) != text:
+            write_text(target, text)
+            port.wrote(target, text)
 
 
-def _empty_model(port: Port, pin: pins.Pin, c: cycle.Cycle, ref: gitio.Reference) -> report.Model:
+def _empty_model(frame: _Frame) -> report.Model:
+    c, pin, ref = frame.cycle, frame.pin, frame.ref
     return report.Model(c.frozen_at[:10], pin.commit, pin.runtime_version, c.target,
                         c.target_ref, gitio.head_sha(ref) or "",
                         gitio.is_dirty(ref), history.RangeStats(0, 0, 0, 0), "ACTIVE", ())

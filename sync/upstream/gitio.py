@@ -27,6 +27,13 @@ PROCESS_COUNT = 0
 
 _REV_OK = re.compile(r"^[A-Za-z0-9_./@{}^~:+-]+$")
 
+SHA_LEN = 10  # how much of a SHA a person is shown: reports, notes, errors
+
+
+def short(sha: str) -> str:
+    """`sha` as a person is shown it (its first SHA_LEN characters)."""
+    return sha[:SHA_LEN]
+
 
 def scrub_environ() -> None:
     """Remove inherited GIT_* variables from this process (GitPython reads os.environ)."""
@@ -174,7 +181,7 @@ def is_ancestor(ref: Reference, ancestor: str, descendant: str) -> bool:
                check=False)
     if proc.returncode not in (0, 1):
         raise EnvironmentUnresolved(
-            f"cannot compare {ancestor[:10]} and {descendant[:10]} in {ref.path}",
+            f"cannot compare {short(ancestor)} and {short(descendant)} in {ref.path}",
             "make sure both commits exist in the reference checkout",
         )
     return proc.returncode == 0

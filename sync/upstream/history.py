@@ -15,6 +15,7 @@ from typing import Literal, cast
 
 from sync.infra.errors import EnvironmentUnresolved
 from sync.upstream import gitio
+from sync.upstream.gitio import short
 
 ChangeStatus = Literal["A", "M", "D", "R", "C", "T"]
 
@@ -119,49 +120,56 @@ def parse_log(data: bytes) -> list[Commit]:
     if data and not data.endswith(b"\0"):
         raise _malformed("output does not end with a NUL")
     tokens = data[:-1].split(b"\0") if data else []
-    count = len(tokens)
     commits: list[Commit] = []
     i = 0
-    while i < count:
-        head = tokens[i]
-        if head[:1] != _MARK or i + _HEADER_FIELDS > count:
-            raise _malformed(f"no commit record at field {i}")
-        sha = head[1:].decode("ascii", "replace")
-        if not _HEX.fullmatch(sha):
-            raise _malformed(f"bad commit id at field {i}")
-        parents = tuple(tokens[i + 1].decode("ascii", "replace").split())
-        author = _text(tokens[i + 2])
-        date = tokens[i + 3].decode("ascii", "replace")
-        subject = _text(tokens[i + 4])
-        body = _text(tokens[i + 5]).strip()
-        i += _HEADER_FIELDS
-        changes: list[Change] = []
-        while i < count:
-            entry = tokens[i]
-            if entry[:1] == _MARK:
-                break
-            # git separates the message from the first entry with a newline.
-            if entry[:1] == b"\n":
-                entry = entry[1:]
-            letter, digits = entry[:1], entry[1:]
-            # A similarity score is at most 100; bounding its length also keeps int() cheap.
-            if (not letter or letter[0] not in _STATUSES
-                    or (digits and not (digits.isdigit() and len(digits) <= 3))):
-                raise _malformed(f"bad change status {entry[:8]!r} in {sha[:10]}")
-            score = int(digits) if digits else None
-            status = cast(ChangeStatus, letter.decode())
-            if letter[0] in _TWO_PATHS:
-                if i + 3 > count:
-                    raise _malformed(f"truncated rename entry in {sha[:10]}")
-                changes.append(Change(status, _text(tokens[i + 2]), _text(tokens[i + 1]), score))
-                i += 3
-            else:
-                if i + 2 > count:
-                    raise _malformed(f"truncated change entry in {sha[:10]}")
-                changes.append(Change(status, _text(tokens[i + 1]), None, score))
-                i += 2
-        commits.append(Commit(sha, parents, author, date, subject, body, tuple(changes)))
+    while i < len(tokens):
+        commit, i = _record(tokens, i)
+        commits.append(commit)
     return commits
+
+
+def _record(tokens: list[bytes], i: int) -> tuple[Commit, int]:
+    """The commit whose header starts at field `i`, and the field after its last change."""
+    count = len(tokens)
+    head = tokens[i]
+    if head[:1] != _MARK or i + _HEADER_FIELDS > count:
+        raise _malformed(f"no commit record at field {i}")
+    sha = head[1:].decode("ascii", "replace")
+    if not _HEX.fullmatch(sha):
+        raise _malformed(f"bad commit id at field {i}")
+    parents = tuple(tokens[i + 1].decode("ascii", "replace").split())
+    author = _text(tokens[i + 2])
+    date = tokens[i + 3].decode("ascii", "replace")
+    subject = _text(tokens[i + 4])
+    body = _text(tokens[i + 5]).strip()
+    i += _HEADER_FIELDS
+    changes: list[Change] = []
+    while i < count and tokens[i][:1] != _MARK:
+        change, i = _change(tokens, i, sha)
+        changes.append(change)
+    return Commit(sha, parents, author, date, subject, body, tuple(changes)), i
+
+
+def _change(tokens: list[bytes], i: int, sha: str) -> tuple[Change, int]:
+    """The name-status entry at field `i` (a status, then one path or two), and the next field."""
+    entry = tokens[i]
+    # git separates the message from the first entry with a newline.
+    if entry[:1] == b"\n":
+        entry = entry[1:]
+    letter, digits = entry[:1], entry[1:]
+    # A similarity score is at most 100; bounding its length also keeps int() cheap.
+    if (not letter or letter[0] not in _STATUSES
+            or (digits and not (digits.isdigit() and len(digits) <= 3))):
+        raise _malformed(f"bad change status {entry[:8]!r} in {short(sha)}")
+    score = int(digits) if digits else None
+    status = cast(ChangeStatus, letter.decode())
+    if letter[0] in _TWO_PATHS:
+        if i + 3 > len(tokens):
+            raise _malformed(f"truncated rename entry in {short(sha)}")
+        return Change(status, _text(tokens[i + 2]), _text(tokens[i + 1]), score), i + 3
+    if i + 2 > len(tokens):
+        raise _malformed(f"truncated change entry in {short(sha)}")
+    return Change(status, _text(tokens[i + 1]), None, score), i + 2
 
 
 def begin_log(ref: gitio.Reference, base: str, target: str) -> gitio.Started:
@@ -312,6 +320,19 @@ def find_duplicates(ref: gitio.Reference, commits: list[Commit]) -> list[tuple[s
     so the number of git processes per sync never depends on the range.
     """
     shas = [c.sha for c in commits]
+    ids = _patch_ids(ref, [shas[i] for i in _candidates(commits, shas)])
+    order = {sha: i for i, sha in enumerate(shas)}
+    groups: dict[str, list[int]] = {}
+    for line in ids.decode("ascii", "replace").splitlines():
+        fields = line.split()
+        if len(fields) == 2 and fields[1] in order:
+            groups.setdefault(fields[0], []).append(order[fields[1]])
+    found = sorted(sorted(members) for members in groups.values() if len(members) > 1)
+    return [tuple(shas[i] for i in members) for members in found]
+
+
+def _candidates(commits: list[Commit], shas: list[str]) -> list[int]:
+    """Indices of the commits sharing a candidate key with another (upstream order)."""
     listed = set(shas)
     buckets: dict[object, list[int]] = {}
     for index, commit in enumerate(commits):
@@ -319,21 +340,16 @@ def find_duplicates(ref: gitio.Reference, commits: list[Commit]) -> list[tuple[s
             continue  # no patch, so no patch identity to share
         for key in _candidate_keys(commit, listed, shas):
             buckets.setdefault(key, []).append(index)
-    candidates = sorted({i for members in buckets.values() if len(members) > 1 for i in members})
-    stdin = b"".join(commits[i].sha.encode() + b"\n" for i in candidates)
+    return sorted({i for members in buckets.values() if len(members) > 1 for i in members})
+
+
+def _patch_ids(ref: gitio.Reference, shas: list[str]) -> bytes:
+    """`git patch-id --stable` lines (`<patch id> <sha>`) for `shas`, in two git processes."""
+    stdin = b"".join(sha.encode() + b"\n" for sha in shas)
     # Renames off, as `git cherry` computes patch ids, so identity is about content;
     # full blob ids so binary changes (hashed by id, having no hunks) cannot collide.
     patches = gitio.run(ref.path, [
         "diff-tree", "--stdin", "-p", "-r", "--root", "--no-renames", "--full-index",
         "--no-ext-diff", "--no-textconv",
     ], input=stdin).stdout
-    ids = gitio.run(ref.path, ["patch-id", "--stable"], input=patches).stdout
-    order = {sha: i for i, sha in enumerate(shas)}
-    groups: dict[str, list[int]] = {}
-    for line in ids.decode("ascii", "replace").splitlines():
-        fields = line.split()
-        if len(fields) == 2 and fields[1] in order:
-            groups.setdefault(fields[0], []).append(order[fields[1]])
-    found = [sorted(members) for members in groups.values() if len(members) > 1]
-    found.sort()
-    return [tuple(shas[i] for i in members) for members in found]
+    return gitio.run(ref.path, ["patch-id", "--stable"], input=patches).stdout

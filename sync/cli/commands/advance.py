@@ -8,7 +8,7 @@ from typing import NoReturn
 from sync.cli.context import Context, add_json
 from sync.infra.errors import BlockedCycle, UsageError
 from sync.port import Port
-from sync.records import events, gates
+from sync.records import events
 from sync.steps.advance import advance, txn
 
 
@@ -75,7 +75,7 @@ def _refuse(ctx: Context, unmet: list[str], *, dry_run: bool) -> NoReturn:
 
 
 def _git_commit(port: Port, p: advance.Plan) -> str:
-    gates_line = ", ".join(f"{g.name} {g.status}" for g in gates.load(port, p.target))
+    gates_line = ", ".join(f"{g.name} {g.status}" for g in port.gates(p.target))
     return advance.git_commit(port, list(p.writes), f"sync(upstream): advance parity pin "
                               f"{p.old.commit[:10]} → {p.new.commit[:10]}",
                               f"Range: {p.old.commit}..{p.new.commit}\nReport: "

@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import re
 from typing import Any
 
 from sync.cli.context import Context, add_json
 from sync.headers import citations as headers
 from sync.infra.errors import CheckFailed
 from sync.steps import audit, surface
-
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-_COMMIT = re.compile(r"[0-9a-f]{7,40}")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -34,26 +30,11 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     ref, upstream = port.reference(), port.upstream_ref
     pin = port.pin_record().pin.commit
     result = audit.run_audit(port, ref, pin, upstream, surface.build(port))
-    summary = audit.summary_lines(result)
     severity = port.config.behind_without_note
     if ctx.json:
-        ctx.emit_json({
-            "pin": pin, "upstream_ref": upstream,
-            "control": {"ok": result.control_ok, "path": audit.CONTROL_PATH},
-            "counts": result.counts(),
-            "files": [{"path": f.path, "status": f.status, "noted": f.noted,
-                       "finding": f.finding,
-                       "citations": [citation_doc(c, dict(f.sha_status).get(c.sha or ""))
-                                     for c in f.citations]} for f in result.files],
-            "findings": [f.path for f in result.findings], "severity": severity,
-        })
+        ctx.emit_json(_doc(result, pin, upstream, severity))
     else:
-        for line in summary.lines:
-            print(line, file=ctx.out)
-        for f in result.findings:
-            print(f"{'error' if severity == 'error' else 'warning'}: {f.path}: behind the parity "
-                  "pin with no ledger note — bump the header or add a ledger row naming it",
-                  file=ctx.out)
+        _print(result, severity, ctx)
     if not result.control_ok:
         raise CheckFailed("the per-file pin audit's positive control failed (a header citing the "
                           "pin was not counted at-pin): the counts are not trustworthy",
@@ -62,3 +43,24 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         raise CheckFailed(f"{len(result.findings)} file(s) behind the pin without a ledger note",
                           "bump their headers or add ledger rows naming them")
     return 0
+
+
+def _doc(result: audit.Audit, pin: str, upstream: str, severity: str) -> dict[str, Any]:
+    return {
+        "pin": pin, "upstream_ref": upstream,
+        "control": {"ok": result.control_ok, "path": audit.CONTROL_PATH},
+        "counts": result.counts(),
+        "files": [{"path": f.path, "status": f.status, "noted": f.noted, "finding": f.finding,
+                   "citations": [citation_doc(c, dict(f.sha_status).get(c.sha or ""))
+                                 for c in f.citations]} for f in result.files],
+        "findings": [f.path for f in result.findings], "severity": severity,
+    }
+
+
+def _print(result: audit.Audit, severity: str, ctx: Context) -> None:
+    for line in audit.summary_lines(result).lines:
+        print(line, file=ctx.out)
+    for f in result.findings:
+        print(f"{'error' if severity == 'error' else 'warning'}: {f.path}: behind the parity "
+              "pin with no ledger note — bump the header or add a ledger row naming it",
+              file=ctx.out)

@@ -9,9 +9,10 @@ from datetime import UTC, datetime
 
 from sync.cli.context import Context, add_json
 from sync.infra.errors import UsageError
-from sync.records import cycle, decisions
-from sync.steps.syncrun import run_cycle
+from sync.records import decisions
+from sync.steps.syncrun import CycleRequest, run_cycle
 from sync.upstream import gitio, history
+from sync.upstream.gitio import short
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -41,7 +42,7 @@ def _find(commits: list[history.Commit], ref: gitio.Reference, key: str) -> hist
         return hits[0]
     if len(hits) > 1:
         raise UsageError(f"{what} matches {len(hits)} commits in the range: "
-                         + ", ".join(c.sha[:10] for c in hits), "give the SHA instead")
+                         + ", ".join(short(c.sha) for c in hits), "give the SHA instead")
     raise UsageError(f"{what} is not in the cycle's range", "run 'upstream-sync sync' and pick an "
                      "entry from the report")
 
@@ -51,24 +52,24 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     reason = " ".join(" ".join(args.reason).split())
     if not reason:
         raise UsageError("the reason is empty", "say why, in one line")
-    c = cycle.require(port)
+    c = port.open_cycle()
     ref = port.reference()
     pin = port.pin_record().pin
     commits = history.log_range(ref, pin.commit, c.target)
     commit = _find(commits, ref, args.commit)
-    path = port.sync_dir / decisions.FILE
     with port.lock():
-        table = decisions.load(path, rel=port.rel(path))
+        table = port.decisions()
         by = args.by or getpass.getuser()
         table[commit.sha] = decisions.Decision(commit.sha, args.disposition, reason, by,
                                                datetime.now(UTC).strftime("%Y-%m-%d"),
                                                commit.subject)
-        decisions.save(path, table)
-    result = run_cycle(port, ctx, decided_now=commit.sha)
+        decisions.save(port.decisions_path, table)
+        port.keep("decisions", table)
+    result = run_cycle(port, ctx, CycleRequest(decided_now=commit.sha))
     if ctx.json:
         ctx.emit_json({"sha": commit.sha, "disposition": args.disposition, "reason": reason,
                        "by": by, "report": port.rel(result.path)})
     else:
-        print(f"{commit.sha[:10]} {args.disposition}: {reason} (report {result.path})",
+        print(f"{short(commit.sha)} {args.disposition}: {reason} (report {result.path})",
               file=ctx.out)
     return 0

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from sync.cli.context import Context, add_json
-from sync.steps.target import freeze
+from sync.steps.target import Wanted, freeze
 from sync.upstream import gitio
 
 
@@ -27,7 +27,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     pin = port.pin_record().pin
     ctx.note(f"fetching {prefs.remote} {prefs.branch} in {ref.path}")
     gitio.fetch(ref, prefs.remote, prefs.branch, progress=ctx.note)
-    frozen = freeze(port, ref, prefs, pin.commit, args.target, args.retarget)
+    frozen = freeze(port, ref, Wanted(pin.commit, args.target, args.retarget))
     c = frozen.cycle
     behind = gitio.count_range(ref, pin.commit, c.target) if gitio.has_commit(
         ref, pin.commit) else None

@@ -116,5 +116,6 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
             note=args.note, section_title=title, intro=intro, row_line=args.row))
         if result.where != "already":
             write_text(file, result.text)
+            port.forget("inventory")
     _say(ctx, args, rel, title, result)
     return 0

@@ -87,6 +87,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         earlier = {r.line for n in args.pr for r in table.rows
                    if re.search(rf"vllm#{n}\b", r.text)}
         row = ledger.append(path, cells, rel=rel)
+        port.forget("ledger")
     if earlier:
         ctx.note(f"note: earlier ledger rows already name these PRs (lines "
                  f"{', '.join(str(x) for x in sorted(earlier))}); rows are never edited")

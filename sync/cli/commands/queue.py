@@ -3,17 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import re
 from pathlib import Path
 
 from sync.cli.context import Context, add_json
 from sync.infra.errors import UsageError
-from sync.records import cycle
 from sync.steps import queue as workqueue
 from sync.upstream import gitio
-
-_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-_COMMIT = re.compile(r"[0-9a-f]{7,40}")
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -31,7 +26,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     port = ctx.port
     ref, upstream = port.reference(), port.upstream_ref
     if gitio.resolve(ref, upstream) is None:
-        upstream = cycle.require(port).target
+        upstream = port.open_cycle().target
     patch_dir: Path | None = args.patch
     if patch_dir is not None:
         patch_dir = patch_dir.expanduser().resolve()

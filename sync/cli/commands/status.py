@@ -8,6 +8,7 @@ from typing import Any
 
 from sync.cli.context import Context, add_json
 from sync.steps.status import collect
+from sync.upstream.gitio import short
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -30,39 +31,50 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def _print(doc: dict[str, Any], ctx: Context) -> None:
-    def say(line: str = "") -> None:
-        print(line, file=ctx.out)
-
-    pin = doc["pin"]
-    say(f"port: {doc['port']}" + (" (bundled example)" if doc["example"] else ""))
-    say(f"pin: {pin['vllm_commit']}")
-    say(f"  runtime version:      {pin['vllm_runtime_version']}")
-    say(f"  distribution version: {pin['vllm_distribution_version']}"
-        + (f" (build mode: {doc['build_suffix']})" if doc["build_suffix"] else ""))
-    say(f"  flashinfer:           {pin['flashinfer_version']}")
-    r = doc["reference"]
-    if r and r.get("error"):
-        say(f"reference checkout: unresolved ({r['error']})")
-    elif r:
-        say(f"reference checkout: {r['path']} at {str(r['head'])[:10]}"
-            f"{', SHALLOW' if r['shallow'] else ''}{', dirty' if r.get('dirty') else ''}; "
-            f"pin {'present' if r['pin_present'] else 'MISSING'}")
-    b = doc["behind"]
-    if b:
-        say(f"behind {b['ref']}: {b['commits']} commits"
-            + (f", newest {b['newest_date']}" if b["newest_date"] else ""))
+    lines = [*_pin_lines(doc), *_reference_lines(doc)]
     for o in doc["oracles"]:
         verdict = "agrees" if o["agrees"] else "DISAGREES: " + "; ".join(o["problems"])
-        say(f"oracle {o['id']}: pin {o['pin']} — {verdict}")
-    for s in doc["spans"]:
-        say(f"span: {s}")
-    c = doc["cycle"]
-    if c:
-        say(f"cycle: target {c['target'][:10]} ({c['target_ref']}), frozen {c['frozen_at']}")
-        if c["report"]:
-            counts = ", ".join(f"{v} {k}" for k, v in c["counts"].items())
-            say(f"  report {c['report']} [{c['state']}]: {counts}")
-            for line in c["carry_over"] or []:
-                say(f"  carry-over: {line.removeprefix('- ')}")
-    else:
-        say("cycle: none open (run 'upstream-sync fetch' or 'nox -s sync')")
+        lines.append(f"oracle {o['id']}: pin {o['pin']} — {verdict}")
+    lines += [f"span: {s}" for s in doc["spans"]]
+    lines += _cycle_lines(doc["cycle"])
+    for line in lines:
+        print(line, file=ctx.out)
+
+
+def _pin_lines(doc: dict[str, Any]) -> list[str]:
+    pin = doc["pin"]
+    return [
+        f"port: {doc['port']}" + (" (bundled example)" if doc["example"] else ""),
+        f"pin: {pin['vllm_commit']}",
+        f"  runtime version:      {pin['vllm_runtime_version']}",
+        f"  distribution version: {pin['vllm_distribution_version']}"
+        + (f" (build mode: {doc['build_suffix']})" if doc["build_suffix"] else ""),
+        f"  flashinfer:           {pin['flashinfer_version']}",
+    ]
+
+
+def _reference_lines(doc: dict[str, Any]) -> list[str]:
+    lines = []
+    r = doc["reference"]
+    if r and r.get("error"):
+        lines.append(f"reference checkout: unresolved ({r['error']})")
+    elif r:
+        lines.append(f"reference checkout: {r['path']} at {short(str(r['head']))}"
+                     f"{', SHALLOW' if r['shallow'] else ''}{', dirty' if r.get('dirty') else ''}; "
+                     f"pin {'present' if r['pin_present'] else 'MISSING'}")
+    b = doc["behind"]
+    if b:
+        lines.append(f"behind {b['ref']}: {b['commits']} commits"
+                     + (f", newest {b['newest_date']}" if b["newest_date"] else ""))
+    return lines
+
+
+def _cycle_lines(c: dict[str, Any] | None) -> list[str]:
+    if not c:
+        return ["cycle: none open (run 'upstream-sync fetch' or 'nox -s sync')"]
+    lines = [f"cycle: target {short(c['target'])} ({c['target_ref']}), frozen {c['frozen_at']}"]
+    if c["report"]:
+        counts = ", ".join(f"{v} {k}" for k, v in c["counts"].items())
+        lines.append(f"  report {c['report']} [{c['state']}]: {counts}")
+        lines += [f"  carry-over: {line.removeprefix('- ')}" for line in c["carry_over"] or []]
+    return lines

@@ -6,7 +6,8 @@ import argparse
 
 from sync.cli.context import Context, add_json
 from sync.steps import report
-from sync.steps.syncrun import run_cycle
+from sync.steps.syncrun import CycleRequest, run_cycle
+from sync.upstream.gitio import short
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -24,8 +25,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
-    result = run_cycle(ctx.port, ctx, target=args.target, retarget=args.retarget,
-                       allow_divergent=args.allow_divergent)
+    result = run_cycle(ctx.port, ctx, CycleRequest(target=args.target, retarget=args.retarget,
+                                                   allow_divergent=args.allow_divergent))
     for w in result.warnings:
         ctx.note(f"warning: {w}")
     m = result.model
@@ -34,7 +35,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
             ctx.emit_json({"pin": m.pin, "target": m.target, "report": None,
                            "nothing_to_sync": True})
         else:
-            print(f"nothing to sync: the target {m.target[:10]} is the pin", file=ctx.out)
+            print(f"nothing to sync: the target {short(m.target)} is the pin", file=ctx.out)
         return 0
     rel = ctx.port.rel(result.path)
     if ctx.json:
@@ -43,7 +44,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     counts = m.counts()
     if result.new_decisions:
         ctx.note(f"read back {result.new_decisions} hand-edited entries into decisions.toml")
-    print(f"{m.stats.commits} commits {m.pin[:10]}..{m.target[:10]}: "
+    print(f"{m.stats.commits} commits {short(m.pin)}..{short(m.target)}: "
           + ", ".join(f"{counts[d]} {d}" for d in report.SECTIONS), file=ctx.out)
     print(f"report: {result.path}", file=ctx.out)
     return 0

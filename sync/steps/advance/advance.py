@@ -15,11 +15,10 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from sync.infra.atomic import read_text
 from sync.infra.errors import BlockedCycle, SyncError, UsageError
 from sync.infra.notes import Notes
 from sync.port import Port
-from sync.records import cycle, events, gates, ledger, oraclefile, paragraph, pins, spans
+from sync.records import cycle, events, gates, oraclefile, paragraph, pins, spans
 from sync.steps import carry, report, syncrun
 from sync.steps.verify import identity as oracle_verify
 from sync.steps.verify.probe import Probe
@@ -60,11 +59,11 @@ def _required_gates(port: Port) -> list[str]:
 
 def preconditions(port: Port, ctx: Notes | None) -> tuple[list[str], Measured]:
     """Every unmet precondition, one line each, plus what a passing check measured."""
-    c = cycle.require(port)
+    c = port.open_cycle()
     unmet = _report_unmet(port, c, ctx)
     if unmet:
         return unmet, Measured(c)
-    result = syncrun.run_cycle(port, ctx, write_report=False)
+    result = syncrun.run_cycle(port, ctx, syncrun.CycleRequest(write_report=False))
     unmet = _unclassified(result) + _unported(port, result) + _gates_unmet(port, c.target)
     oracle_unmet, verification = _oracle_unmet(port, c.target)
     unmet += oracle_unmet + _reference_unmet(port, c.target)
@@ -76,7 +75,7 @@ def _report_unmet(port: Port, c: cycle.Cycle, ctx: Notes | None) -> list[str]:
     path = syncrun.report_path(port, c)
     if not path.exists():
         return [f"no sync report for the target {c.target[:10]} — run 'upstream-sync sync'"]
-    if _advanced(read_text(path)):
+    if _advanced(port.text(path) or ""):
         finish_fast_forward(port, c.target, ctx)
         return [f"the cycle to {c.target[:10]} already advanced — fetch a new target"]
     return []
@@ -92,8 +91,7 @@ def _unclassified(result: syncrun.Result) -> list[str]:
 
 def _unported(port: Port, result: syncrun.Result) -> list[str]:
     """PORT-NOW commits with neither a ledger row nor a carry-over decision."""
-    led = carry.LedgerRefs.of(ledger.rows_text(port.root / port.config.ledger,
-                                               rel=port.config.ledger))
+    led = carry.ledger_refs(port)
     out = []
     for e in result.model.entries:
         if e.disposition == "PORT-NOW" and not carry.ported(e, led) and not (
@@ -107,7 +105,7 @@ def _unported(port: Port, result: syncrun.Result) -> list[str]:
 
 def _gates_unmet(port: Port, target: str) -> list[str]:
     """Every required gate PASSed at the target, and no other recorded gate failed."""
-    recorded = {g.name: g for g in gates.load(port, target)}
+    recorded = {g.name: g for g in port.gates(target)}
     required = _required_gates(port)
     out = [line for name in required
            if (line := _required_gate_unmet(name, recorded, target)) is not None]
@@ -267,13 +265,13 @@ def finish_fast_forward(port: Port, target: str, ctx: Notes | None) -> None:
 
 def stall(port: Port, ctx: Notes, unmet: list[str]) -> bool:
     """Mark the report STALLED and append one stall event; False when the cycle advanced."""
-    c = cycle.require(port)
+    c = port.open_cycle()
     path = syncrun.report_path(port, c)
-    if path.exists() and _advanced(read_text(path)):
+    if path.exists() and _advanced(port.text(path) or ""):
         return False  # a re-run after the advance: nothing stalled
     if not path.exists():
         return False  # nothing was synced yet: no report to stall, no event to link it
-    syncrun.run_cycle(port, ctx, state="STALLED", unmet=tuple(unmet))
+    syncrun.run_cycle(port, ctx, syncrun.CycleRequest(state="STALLED", unmet=tuple(unmet)))
     evs = events.load_all(port)
     rel = port.rel(path)
     if not (evs and evs[-1].kind == "stall" and evs[-1].report == rel):
