@@ -166,6 +166,7 @@ def lint(session: nox.Session) -> None:
     _install(session, "lint")
     session.run("ruff", "check", "sync", "tests", "noxfile.py", "examples")
     session.run("mypy", *session.posargs)
+    session.run("python", "-m", "sync.dev.complexity", "--max-share", "6")
     templates = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "ci" / "github").glob("*.yml"))
     session.run("zizmor", "--offline", "--no-progress", "--color", "never", *templates)
     session.run("check-jsonschema", "--builtin-schema", "vendor.github-workflows", *templates)
