@@ -179,3 +179,25 @@ def test_real_config_error(tmp: Path) -> None:
     assert one_error_line(err) == (
         "upstream-sync: error: paths.ledger = '../ledger.md' escapes the port — use a path "
         "relative to the port root in .agents/upstream-sync.toml")
+
+
+def test_a_command_imports_only_the_steps_it_runs(tmp_path: Path) -> None:
+    """`status` loads the status step, not every command's steps (start-up stays light)."""
+    script = ("import sys\nfrom sync import cli\n"
+              "cli.main(['--port', sys.argv[1], 'status'])\n"
+              "print(' '.join(sorted(m for m in sys.modules if m.startswith('sync.steps'))))\n")
+    (tmp_path / ".agents").mkdir()
+    (tmp_path / ".agents/upstream-sync.md").write_text("no pin block here\n")
+    proc = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True,
+                          text=True, check=True, cwd=tmp_path)
+    assert proc.stdout.split() == ["sync.steps", "sync.steps.status"]
+
+
+def test_every_command_registers_the_name_it_is_listed_under() -> None:
+    for module in cli.COMMAND_MODULES:
+        parser = cli.build_parser([cli.command_name(module)])
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        chosen = sub.choices[cli.command_name(module)]
+        registered = chosen.get_default("func") is not None or any(
+            isinstance(a, argparse._SubParsersAction) for a in chosen._actions)
+        assert registered, module

@@ -15,8 +15,10 @@ from sync.cli.context import Context
 from sync.infra.errors import SyncError, UsageError
 from sync.upstream import gitio
 
-# Each module under sync.cli.commands defines `register(subparsers)`, which adds its parser
-# and sets `func=run(args, ctx) -> int`. Listed in cycle order: this is `--help`'s order.
+# Each module under sync.cli.commands defines `register(subparsers)`, which adds the parser of
+# the command named after it and sets `func=run(args, ctx) -> int`. Listed in cycle order:
+# this is `--help`'s order. Only the command being run is imported (with the steps it runs);
+# the others stand in as bare names so a typo still lists every command.
 COMMANDS = (
     "init", "status", "fetch", "sync", "decide",
     "queue", "bump_headers", "ledger", "inventory", "audit",
@@ -40,7 +42,27 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message, f"see '{self.prog} --help'")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def command_name(module: str) -> str:
+    """The command a module registers: `sync.cli.commands.bump_headers` -> `bump-headers`."""
+    return module.rsplit(".", 1)[-1].lstrip("_").replace("_", "-")
+
+
+def chosen_command(argv: list[str]) -> str | None:
+    """The command word in `argv` (after the global options), if there is one."""
+    words = iter(argv)
+    for word in words:
+        if word == "--port":
+            next(words, None)
+        elif not word.startswith("-"):
+            return word
+    return None
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser; given `argv`, with only its command's module imported and registered."""
+    chosen = None if argv is None else chosen_command(argv)
+    if chosen not in {command_name(m) for m in COMMAND_MODULES}:
+        chosen = None  # no command, or an unknown one: every command, for help and errors
     parser = _Parser(
         prog="upstream-sync",
         description="Automate the upstream sync cycle of a hand port "
@@ -52,8 +74,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     for name in COMMAND_MODULES:
-        module = importlib.import_module(name)
-        module.register(sub)
+        if chosen is None or command_name(name) == chosen:
+            importlib.import_module(name).register(sub)
+        else:
+            sub.add_parser(command_name(name))
     _share_globals(sub)
     return parser
 
@@ -76,8 +100,9 @@ def main(argv: list[str] | None = None, *, out: TextIO | None = None,
     debug = "--debug" in (argv if argv is not None else sys.argv[1:])
     gitio.scrub_environ()
     try:
-        parser = build_parser()
-        args = parser.parse_args(argv)
+        words = sys.argv[1:] if argv is None else argv
+        parser = build_parser(words)
+        args = parser.parse_args(words)
         if not getattr(args, "func", None):
             parser.print_help(out)
             return UsageError.exit_code
