@@ -28,11 +28,11 @@ from hypothesis import strategies as st
 from sync import cli
 from sync.dev import example
 from sync.dev.fastimport import git
+from sync.infra import txn
 from sync.infra.atomic import read_text
 from sync.infra.errors import MalformedRecord
 from sync.port import Port
 from sync.records import config, events, oraclefile, paragraph, pins, spans
-from sync.steps.advance import txn
 from sync.steps.verify import identity as oracle_verify
 from sync.steps.verify import oracle
 

@@ -28,7 +28,7 @@ class Context:
             if self._port.example:
                 self.note(f"no port configured: running on the bundled example at "
                           f"{self._port.root}")
-            from sync.steps.advance.txn import recover
+            from sync.infra.txn import recover
 
             done = recover(self._port.sync_dir)
             if done:

@@ -1,1 +1,2 @@
-"""Infrastructure: errors and exit codes, atomic writes and locks, globs."""
+"""Infrastructure: errors and exit codes, atomic writes, the lock and the write journal,
+globs, the one process runner, notes."""

@@ -6,10 +6,11 @@ import argparse
 from typing import NoReturn
 
 from sync.cli.context import Context, add_json
+from sync.infra import txn
 from sync.infra.errors import BlockedCycle, UsageError
 from sync.port import Port
 from sync.records import events
-from sync.steps.advance import advance, txn
+from sync.steps.advance import advance
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

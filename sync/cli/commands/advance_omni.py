@@ -6,8 +6,9 @@ from __future__ import annotations
 import argparse
 
 from sync.cli.context import Context, add_json
+from sync.infra import txn
 from sync.infra.errors import IdentityMismatch, UsageError
-from sync.steps.advance import omni, txn
+from sync.steps.advance import omni
 from sync.steps.verify import oracle
 
 

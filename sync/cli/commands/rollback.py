@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 
 from sync.cli.context import Context, add_json
-from sync.steps.advance import advance, rollback, txn
+from sync.infra import txn
+from sync.steps.advance import advance, rollback
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

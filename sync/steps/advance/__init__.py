@@ -1,1 +1,1 @@
-"""Step 7, advance: preconditions, the all-or-nothing transaction, pin copies."""
+"""Step 7, advance: preconditions, the plan of every pin surface, rollback, pin copies, omni."""
