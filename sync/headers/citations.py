@@ -32,6 +32,11 @@ class Citation:
     sha_end: int | None
     line: int  # 1-based line of the path
 
+    @property
+    def symbols(self) -> tuple[str, ...]:
+        """Every symbol the citation is anchored to (`path::A`, `path (A, B)`); () = none."""
+        return (self.symbol,) if self.symbol else ()
+
 
 @dataclass(frozen=True)
 class Header:
