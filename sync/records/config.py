@@ -14,6 +14,7 @@ keys and the docs' key table (`keys_table`, rendered into docs/adopting.md by
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from collections.abc import Callable, Iterator
 from dataclasses import MISSING, Field, dataclass, field, fields, replace
@@ -25,6 +26,7 @@ from sync.records.decisions import RULED, Disposition
 
 CONFIG_PATH = ".agents/upstream-sync.toml"
 SCHEMA = 1
+_RULE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 # How a key's value is read: (the TOML value, where it sits as "table.key") -> the field's value.
 Reader = Callable[[object, str], Any]
@@ -277,6 +279,9 @@ def _rule(r: object, seen: set[str]) -> Rule:
     rid, disp, reason = r.get("id"), r.get("disposition"), r.get("reason")
     if not isinstance(rid, str) or not rid or rid in seen:
         raise _bad(f"rule id {rid!r} is missing or repeated")
+    if not _RULE_ID.fullmatch(rid):
+        # Reports cite it in an entry's `_(auto: rule <id>)_` tail, which is read back.
+        raise _bad(f"rule id {rid[:40]!r} is not a name (letters, digits, '.', '_', '-')")
     seen.add(rid)
     if disp not in RULED:
         raise _bad(f"rule {rid}: disposition {disp!r} is not one of {', '.join(RULED)}")
@@ -298,6 +303,10 @@ def _suites(value: object, where: str) -> tuple[Suite, ...]:
 
 
 def _suite(name: str, table: dict[str, Any], where: str) -> Suite:
+    if not _RULE_ID.fullmatch(name):
+        # Its gate is recorded and reported as `parity:<name>`.
+        raise _bad(f"parity suite name {name[:40]!r} is not a name (letters, digits, '.', "
+                   "'_', '-')")
     suite = Suite(name, **_fields(Suite, table, where))
     if not suite.command:
         raise _bad(f"parity suite {name} has no command")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import shutil
 import socket
 import time
@@ -26,6 +27,7 @@ from sync.infra.atomic import port_lock, read_text, write_text
 from sync.infra.errors import BlockedCycle, MalformedRecord
 from sync.records import cycle, schema
 from sync.records.layout import Layout
+from sync.records.mdtext import code, escape
 from sync.records.prefs import Preferences
 from sync.records.schema import DERIVED
 
@@ -33,6 +35,8 @@ SCHEMA = 1
 DIR = "gates"
 Status = Literal["PASS", "FAIL", "PENDING"]
 STATUSES: tuple[Status, ...] = get_args(Status)
+# `golden`, `golden[1/2]`, `parity:<suite>`, `oracle:<id>`, `golden:<oracle>`.
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/+\[\]-]{0,99}")
 
 
 @dataclass(frozen=True)
@@ -88,6 +92,9 @@ def _bad(rel: str, message: str) -> MalformedRecord:
 
 
 def _parse_gate(name: str, raw: object, rel: str) -> GateResult:
+    if not NAME.fullmatch(name):
+        # Names are reported and carried over as they are: only the shapes gates write.
+        raise _bad(rel, f"gate name {name[:40]!r} is not a gate's name")
     if not isinstance(raw, dict):
         raise _bad(rel, f"gate {name!r} is not an object")
     keys = set(schema.keys(GateResult))
@@ -199,19 +206,15 @@ def eligible(prefs: Preferences, needs_gpu: bool) -> tuple[bool, str]:
     return True, f"host {host} is a gate host"
 
 
-def _md(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("`", "'").replace("|", "\\|").replace("\n", " ")
-
-
 def _oracle_label(oracle: dict[str, str | None]) -> str:
     commit = (oracle.get("commit") or "?")[:10]
-    label = f"oracle {oracle.get('oracle') or '?'} @ `{commit}`"
+    label = f"oracle {escape(oracle.get('oracle') or '?')} @ {code(commit)}"
     runtime = oracle.get("runtime_version")
     if runtime:
-        label += f" ({_md(runtime)})"
+        label += f" ({escape(runtime)})"
     against = oracle.get("vllm_commit")
     if against and against != oracle.get("commit"):
-        label += f" against vLLM `{against[:10]}`"
+        label += f" against vLLM {code(against[:10])}"
     return label
 
 
@@ -219,19 +222,20 @@ def render_section(results: list[GateResult]) -> str:
     """Lines for the report's Gates section ('' when no gate has run for the target)."""
     lines = []
     for r in sorted(results, key=lambda r: r.name):
-        head = f"- `{_md(r.name)}` **{r.status}**"
+        # Every value comes from a record (a gate host's, a CI artifact merged in).
+        head = f"- {code(r.name)} **{r.status}**"
         if r.status == "PENDING":
-            lines.append(f"{head} — {_md(r.detail or 'not run here')}; handoff: "
-                         f"`{_md(r.handoff or '')}`")
+            lines.append(f"{head} — {escape(r.detail or 'not run here', reason=True)}; "
+                         f"handoff: {code(r.handoff or '')}")
             continue
         parts = [f"{r.duration_s:.1f} s" if r.duration_s is not None else None,
-                 f"on {_md(r.host)}", f"at {r.time}"]
+                 f"on {escape(r.host)}", f"at {escape(r.time)}"]
         text = f"{head} — " + " ".join(p for p in parts if p)
         if r.oracle:
             text += f"; {_oracle_label(r.oracle)}"
         if r.detail:
-            text += f"; {_md(r.detail)}"
-        text += f"; command: `{_md(r.command)}`"
+            text += f"; {escape(r.detail, reason=True)}"
+        text += f"; command: {code(r.command)}"
         lines.append(text)
     return "".join(line + "\n" for line in lines)
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from sync.infra.atomic import read_text, write_text
 from sync.infra.errors import MalformedRecord, SyncError, UsageError
+from sync.records.mdtext import cell
 
 COLUMNS = ("Date / commit", "What it does", "Upstream equivalent", "Parity status")
 _SEP = re.compile(r"^\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
@@ -87,8 +88,9 @@ def _rows(lines: list[str], first: int, path: str) -> list[Row]:
 
 
 def escape_cell(text: str) -> str:
-    flat = " <br> ".join(part.strip() for part in text.strip().splitlines() if part.strip())
-    return flat.replace("|", "\\|")
+    """A person's cell text: each of its lines escaped (`mdtext.cell`: no bare `|`, `<`,
+    `[`...), joined by the one tag the tool itself writes, `<br>`."""
+    return " <br> ".join(cell(part) for part in text.splitlines() if part.strip())
 
 
 def load(path: Path, *, rel: str) -> Table:

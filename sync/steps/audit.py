@@ -15,6 +15,7 @@ from sync.headers import citations as headers
 from sync.headers import verify as sha_verify
 from sync.port import Port
 from sync.records import ledger
+from sync.records.mdtext import code, escape
 from sync.steps.surface import Surface
 from sync.upstream import gitio
 from sync.upstream.gitio import short
@@ -107,8 +108,10 @@ def summary_lines(a: Audit) -> Summary:
     lines = [f"- Counts: {head}"]
     for f in a.files:
         if f.status in ("behind", "ahead", "not-upstream"):
-            cited = ", ".join(f"{c.path} @ {c.sha}" for c in f.citations if c.sha)
+            # Paths are the port's file names and what their headers cite: escaped.
+            cited = ", ".join(f"{escape(c.path, reason=True)} @ {escape(c.sha)}"
+                              for c in f.citations if c.sha)
             note = "" if f.status != "behind" else (
                 "; ledger note: yes" if f.noted else "; ledger note: MISSING")
-            lines.append(f"- `{f.path}` {f.status}: {cited}{note}")
+            lines.append(f"- {code(f.path)} {f.status}: {cited}{note}")
     return Summary(tuple(lines), tuple(counts.items()))

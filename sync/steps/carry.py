@@ -14,6 +14,7 @@ from pathlib import Path
 
 from sync.port import Port
 from sync.records import cycle, gates
+from sync.records.mdtext import code
 from sync.steps.classify import Entry
 from sync.upstream.gitio import short
 
@@ -76,8 +77,8 @@ def own_lines(port: Port, entries: Iterable[Entry],
     out = [line for group in groups.values() for line in group]
     for g in recorded:
         if g.status != "PASS":
-            out.append(f"- gate {g.name} {g.status}" + (f": run `{g.handoff}`" if g.handoff
-                                                         else ""))
+            out.append(f"- gate {g.name} {g.status}"
+                       + (f": run {code(g.handoff)}" if g.handoff else ""))
     return out
 
 
@@ -106,14 +107,22 @@ def _candidates(port: Port, current: Path, hint: str) -> list[Path]:
                   if _REPORT_NAME.match(p.name) and p.name < current.name)
 
 
+# The shapes `own_lines` and a refused advance write: only those are carried forward.
+_CARRIED = ("PORT-NOW open: ", "INVENTORY unannotated: ", "UNCLASSIFIED: ", "gate ", "unmet: ")
+
+
 def _carried(report_text: str) -> list[str]:
-    """A report's own carry-over lines (not those it imported from the one before)."""
+    """A report's own carry-over lines (not those it imported from the one before).
+
+    Only lines of the shapes this tool writes are carried: a line added by hand (or
+    forged into an earlier report) is not repeated into the next one.
+    """
     lines, inside = [], False
     for raw in report_text.splitlines():
         if raw.startswith("## "):
             inside = raw.strip() == "## Carry-over"
             continue
-        if inside and raw.startswith("- ") and not raw.startswith("- from "):
+        if inside and raw.startswith("- ") and raw[2:].startswith(_CARRIED):
             lines.append(raw[2:])
     return lines
 

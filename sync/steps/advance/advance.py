@@ -19,6 +19,7 @@ from sync.infra.errors import BlockedCycle, SyncError, UsageError
 from sync.infra.notes import Notes
 from sync.port import Port
 from sync.records import cycle, events, gates, oraclefile, paragraph, pins, spans
+from sync.records.mdtext import code
 from sync.steps import carry, report, syncrun
 from sync.steps.verify import identity as oracle_verify
 from sync.steps.verify.probe import Probe
@@ -123,8 +124,8 @@ def _required_gate_unmet(name: str, recorded: dict[str, gates.GateResult],
         return (f"gate {name} has not run at {target[:10]} — run 'nox -s "
                 f"{name.split(':')[0]}'")
     if g.status != "PASS":
-        return f"gate {g.name} is {g.status}" + (f" — run `{g.handoff}` on a gate host"
-                                                 if g.handoff else "")
+        return f"gate {g.name} is {g.status}" + (
+            f" — run {code(g.handoff)} on a gate host" if g.handoff else "")
     return None
 
 
