@@ -29,7 +29,7 @@ SUBJECT_MAX = 300
 # What else must not reach a record: C0/C1 controls (NUL, ESC...) and the bidirectional
 # overrides and isolates that make a line display other than it reads.
 _HIDDEN = re.compile("[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f\u202a-\u202e\u2066-\u2069]")
-_ENTITY = re.compile(r"&(?=#?[0-9A-Za-z]+;)")
+_ENTITY = re.compile(r"&(?=#?[0-9A-Za-z]+;)")  # split at it: the `&` itself is consumed
 _OPENERS = "\\[]|"
 _ENTITIES = {"<": "&lt;", ">": "&gt;"}
 # Backslash-escape markdown's active characters (str.translate: this runs 20,000 times
@@ -52,9 +52,11 @@ def flat(text: str) -> str:
 
 def _escaped(text: str, table: dict[int, str]) -> str:
     out = flat(text)
-    if "&" in out:
-        out = _ENTITY.sub("\\&", out)
-    return out.translate(table)
+    if "&" not in out:
+        return out.translate(table)
+    # An `&` that would start an entity is escaped around the translated pieces (the
+    # `&lt;` the table writes must stay an entity).
+    return "\\&".join(piece.translate(table) for piece in _ENTITY.split(out))
 
 
 def escape(text: str, *, reason: bool = False) -> str:

@@ -48,7 +48,8 @@ def findings(port: Port, *, with_audit: bool = True) -> tuple[list[Finding], lis
     out += _paragraph(port, pin)
     out += _oracle_files(port, pin)
     if pin is not None:
-        out += [Finding(x) for x in spans.check(port.root, port.config.span_globs, pin)]
+        out += [Finding(x) for x in spans.check(port.root, port.config.span_globs, pin,
+                                                      (port.config.sync_dir,))]
     out += _records(port)
     out += _events(port)
     if pin is not None:

@@ -18,7 +18,7 @@ def sync_owned(port: Port) -> tuple[set[str], tuple[str, ...]]:
     """Exact sync-owned paths and sync-owned globs (port-relative)."""
     cfg = port.config
     exact = {cfg.protocol}
-    exact.update(port.rel(p) for p in spans.files(port.root, cfg.span_globs)
+    exact.update(port.rel(p) for p in spans.files(port.root, cfg.span_globs, (cfg.sync_dir,))
                  if "<!--pin:" in p.read_text(encoding="utf-8", errors="replace"))
     globs = (cfg.oracles, cfg.sync_dir.rstrip("/") + "/**")
     return exact, globs

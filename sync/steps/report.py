@@ -264,7 +264,7 @@ def _moves_doc(m: Model) -> dict[str, Any]:
 
 def _read_unmet(r: _Reading, raw: str) -> None:
     if raw.startswith("- unmet: "):
-        r.unmet.append(raw.removeprefix("- unmet: "))
+        r.unmet.append(unescape(raw.removeprefix("- unmet: ")))
 
 
 def _checks(m: Model) -> list[str]:

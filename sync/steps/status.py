@@ -22,7 +22,8 @@ def collect(port: Port) -> tuple[dict[str, Any], SyncError | None]:
                            "pin": pin.fields(), "build_suffix": pin.build_suffix}
     doc["reference"], doc["behind"], problem = _reference(port, pin)
     doc["oracles"] = _oracles(port, pin)
-    doc["spans"] = spans.check(port.root, port.config.span_globs, pin)
+    doc["spans"] = spans.check(port.root, port.config.span_globs, pin,
+                                 (port.config.sync_dir,))
     doc["cycle"] = _cycle(port)
     return doc, problem
 

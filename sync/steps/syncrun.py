@@ -21,7 +21,7 @@ from sync.infra.errors import EnvironmentUnresolved, UsageError
 from sync.infra.notes import Notes
 from sync.port import Port
 from sync.records import cycle, decisions, deviations, gates, pins
-from sync.records.mdtext import flat
+from sync.records.mdtext import cell
 from sync.steps import audit, carry, classify, report, surface
 from sync.steps.target import Wanted, freeze
 from sync.upstream import gitio, history
@@ -254,7 +254,8 @@ def _unmet_lines(back: report.ReadBack | None, req: CycleRequest) -> list[str]:
         unmet = req.unmet
     else:
         unmet = back.unmet if back and back.state == "STALLED" else ()
-    return [f"- unmet: {flat(u)}" for u in unmet]
+    # Preconditions quote what they measured (error text, paths): escaped, code spans kept.
+    return [f"- unmet: {cell(u)}" for u in unmet]
 
 
 def _write(port: Port, path: Path, model: report.Model, earlier: _Earlier) -> None:

@@ -217,8 +217,12 @@ def _surfaces(port: Port, record: pins.PinRecord, new: pins.Pin, release_label: 
 def span_writes(port: Port, writes: dict[Path, bytes], pin: pins.Pin) -> dict[Path, bytes]:
     """Every pin span rewritten to `pin` (over `writes` already planned for the same file)."""
     out: dict[Path, bytes] = {}
-    for path in spans.files(port.root, port.config.span_globs):
-        current = writes.get(path, path.read_bytes()).decode()
+    for path in spans.files(port.root, port.config.span_globs,
+                             (port.config.sync_dir,)):
+        try:
+            current = writes.get(path, path.read_bytes()).decode()
+        except UnicodeDecodeError:
+            continue  # not text: it restates no pin (check skips it the same way)
         found = spans.scan_text(current, path=path)
         if found:
             out[path] = spans.rewrite(current, found, commit=pin.commit,
