@@ -15,13 +15,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from sync.infra.atomic import port_lock, read_text
-from sync.infra.errors import SyncError, UsageError
+from sync.infra.errors import BlockedCycle, SyncError, UsageError
 from sync.infra.notes import Notes
 from sync.records import config as config_mod
 from sync.records import decisions as decisions_mod
@@ -158,8 +159,14 @@ class Port:
         self.keep(f"text:{path}", text)
 
     @contextlib.contextmanager
-    def lock(self) -> Iterator[None]:
-        """The port-wide lock; re-entrant within one process (a step under a command's lock)."""
+    def lock(self, wait_s: float = 0.0) -> Iterator[None]:
+        """The port-wide lock; re-entrant within one process (a step under a command's lock).
+
+        Taking it drops every record this object holds: what was read before may have been
+        rewritten by the run that held the lock until now, and a read-modify-write must
+        read under the lock it writes under. `wait_s` > 0 waits that long for another
+        holder (a gate result measured over hours); 0 refuses at once.
+        """
         if self._lock_depth[0]:
             self._lock_depth[0] += 1
             try:
@@ -167,12 +174,28 @@ class Port:
             finally:
                 self._lock_depth[0] -= 1
             return
-        with port_lock(self.sync_dir / ".lock"):
+        with _acquired(self.sync_dir / ".lock", wait_s):
+            self._cache.clear()
             self._lock_depth[0] = 1
             try:
                 yield
             finally:
                 self._lock_depth[0] = 0
+
+
+@contextlib.contextmanager
+def _acquired(lock_path: Path, wait_s: float) -> Iterator[None]:
+    deadline = time.monotonic() + wait_s
+    with contextlib.ExitStack() as stack:
+        while True:
+            try:
+                stack.enter_context(port_lock(lock_path))
+                break
+            except BlockedCycle:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.2)
+        yield
 
 
 def is_port(path: Path) -> bool:

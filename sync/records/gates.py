@@ -10,20 +10,18 @@ that a gate host runs instead (the handoff).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import shutil
 import socket
-import time
-from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, get_args
 
 from sync.infra import proc
-from sync.infra.atomic import port_lock, read_text, write_text
+from sync.infra.atomic import read_text, write_text
 from sync.infra.errors import BlockedCycle, MalformedRecord
 from sync.records import cycle, schema
 from sync.records.layout import Layout
@@ -148,21 +146,10 @@ def render_doc(target: str, results: list[GateResult]) -> str:
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 
-@contextlib.contextmanager
-def locked(port: Layout, wait_s: float = 60.0) -> Iterator[None]:
+def locked(port: Layout, wait_s: float = 60.0) -> AbstractContextManager[None]:
     """The port lock, waited for: a result measured over hours must not be lost to a
     concurrent `sync` that holds the lock for a second."""
-    deadline = time.monotonic() + wait_s
-    with contextlib.ExitStack() as stack:
-        while True:
-            try:
-                stack.enter_context(port_lock(port.sync_dir / ".lock"))
-                break
-            except BlockedCycle:
-                if time.monotonic() >= deadline:
-                    raise
-                time.sleep(0.2)
-        yield
+    return port.lock(wait_s=wait_s)
 
 
 def record(port: Layout, target: str, result: GateResult) -> None:

@@ -103,8 +103,20 @@ def moves(commits: list[history.Commit], surf: surface.Surface) -> tuple[report.
 
 def run_cycle(port: Port, notes: Notes | None = None,
               request: CycleRequest | None = None) -> Result:
-    """Enumerate, classify and (unless `request.write_report` is False) write the report."""
+    """Enumerate, classify and (unless `request.write_report` is False) write the report.
+
+    A run that writes holds the port lock throughout: the decisions it classifies with,
+    and saves hand edits into, are read under the lock they are saved under, so a
+    concurrent `decide` is refused (exit 6, nothing written) rather than lost.
+    """
     req = request or CycleRequest()
+    if not req.write_report:
+        return _run(port, notes, req)
+    with port.lock():
+        return _run(port, notes, req)
+
+
+def _run(port: Port, notes: Notes | None, req: CycleRequest) -> Result:
     frame = _frame(port, notes, req)
     if frame.cycle.target == frame.pin.commit:
         return Result(_empty_model(frame), frame.path, frame.path.with_suffix(".json"),

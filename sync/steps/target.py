@@ -32,6 +32,11 @@ class Frozen:
 
 def freeze(port: Port, ref: gitio.Reference, wanted: Wanted) -> Frozen:
     """Resolve and freeze the target; an open cycle keeps its target unless told otherwise."""
+    with port.lock():  # the cycle is read under the lock it is saved under
+        return _freeze(port, ref, wanted)
+
+
+def _freeze(port: Port, ref: gitio.Reference, wanted: Wanted) -> Frozen:
     want = wanted.target or port.upstream_ref
     sha = gitio.resolve(ref, want)
     if sha is None:

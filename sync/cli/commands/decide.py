@@ -52,12 +52,14 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     reason = " ".join(" ".join(args.reason).split())
     if not reason:
         raise UsageError("the reason is empty", "say why, in one line")
-    c = port.open_cycle()
-    ref = port.reference()
-    pin = port.pin_record().pin
-    commits = history.log_range(ref, pin.commit, c.target)
-    commit = _find(commits, ref, args.commit)
+    # Everything is read under the lock the decision is saved under, and the report is
+    # refreshed under it too: a concurrent sync or decide is refused, never overwritten.
     with port.lock():
+        c = port.open_cycle()
+        ref = port.reference()
+        pin = port.pin_record().pin
+        commits = history.log_range(ref, pin.commit, c.target)
+        commit = _find(commits, ref, args.commit)
         table = port.decisions()
         by = args.by or getpass.getuser()
         table[commit.sha] = decisions.Decision(commit.sha, args.disposition, reason, by,
@@ -65,7 +67,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
                                                commit.subject)
         decisions.save(port.decisions_path, table)
         port.keep("decisions", table)
-    result = run_cycle(port, ctx, CycleRequest(decided_now=commit.sha))
+        result = run_cycle(port, ctx, CycleRequest(decided_now=commit.sha))
     if ctx.json:
         ctx.emit_json({"sha": commit.sha, "disposition": args.disposition, "reason": reason,
                        "by": by, "report": port.rel(result.path)})

@@ -99,6 +99,11 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     port = ctx.port
     if args.pr <= 0:
         raise UsageError("--pr must be a positive PR number", "give the upstream PR number")
+    with port.lock():  # the cycle, its report and the inventory read under the write's lock
+        return _annotate(args, ctx, port)
+
+
+def _annotate(args: argparse.Namespace, ctx: Context, port: Port) -> int:
     c = cycle.load(port)
     entry = _report_entry(port, c, args.pr)
     paths = _paths(args, entry)
@@ -109,13 +114,12 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
                               "create it (tiers T0..T3 and a '## 9. Deviations' section)",
                               path=rel)
     title, intro = _section(port, c, file)
-    with port.lock():
-        inv = inventory.read(file, rel=rel)
-        result = inventory.annotate(inv, inventory.Request(
-            pr=args.pr, tier=args.tier, paths=paths, subject=entry.subject if entry else None,
-            note=args.note, section_title=title, intro=intro, row_line=args.row))
-        if result.where != "already":
-            write_text(file, result.text)
-            port.forget("inventory")
+    inv = inventory.read(file, rel=rel)
+    result = inventory.annotate(inv, inventory.Request(
+        pr=args.pr, tier=args.tier, paths=paths, subject=entry.subject if entry else None,
+        note=args.note, section_title=title, intro=intro, row_line=args.row))
+    if result.where != "already":
+        write_text(file, result.text)
+        port.forget("inventory")
     _say(ctx, args, rel, title, result)
     return 0

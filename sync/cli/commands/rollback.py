@@ -20,9 +20,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
     port = ctx.port
-    plan = rollback.plan_rollback(port)
-    advance.refuse_foreign_staged(port, args.commit, plan.writes)
-    with port.lock():
+    with port.lock():  # planned from what is read under the lock it is written under
+        plan = rollback.plan_rollback(port)
+        advance.refuse_foreign_staged(port, args.commit, plan.writes)
         txn.commit(port.sync_dir, plan.writes)
     undone, pin, env_note = plan.undone, plan.pin, plan.oracle_env
     sha = None
