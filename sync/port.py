@@ -18,10 +18,11 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from sync.infra.atomic import port_lock, read_text
+from sync.infra import atomic, paths
+from sync.infra.atomic import port_lock, read_record
 from sync.infra.errors import BlockedCycle, SyncError, UsageError
 from sync.infra.notes import Notes
 from sync.records import config as config_mod
@@ -50,8 +51,31 @@ class Port:
     _lock_depth: list[int] = field(default_factory=lambda: [0], init=False, repr=False,
                                    compare=False)
 
+    def __post_init__(self) -> None:
+        # Every record the port keeps is reached without a symbolic link, and nothing under
+        # the tool's own folder is one: a write can never land outside the port.
+        c = self.config
+        for rel in (c.protocol, c.ledger, c.inventory, c.preferences, _fixed_part(c.oracles)):
+            paths.confined(self.root, rel)
+        paths.no_links_below(self.root, c.sync_dir)
+
+    def record_dirs(self) -> list[tuple[Path, bool]]:
+        """Where the tool writes records: (folder, recursive). The tool's own folder whole,
+        and the folder of each record it edits in place."""
+        c = self.config
+        around = {c.protocol, c.ledger, c.inventory, c.preferences, config_mod.CONFIG_PATH}
+        dirs = {(self.root / rel).parent for rel in around}
+        dirs.add(self.root / _fixed_part(c.oracles))
+        return [(self.sync_dir, True), *((d, False) for d in sorted(dirs))]
+
+    def sweep(self) -> list[Path]:
+        """Remove the temp files killed writers left in the record folders (see
+        `infra.atomic.orphans`); `check` reports those anywhere else in the port."""
+        return atomic.sweep(self.record_dirs())
+
     def path(self, rel: str) -> Path:
-        return self.root / rel
+        """`rel` under the root (refused when it leaves the port or passes a link)."""
+        return paths.confined(self.root, rel)
 
     @property
     def protocol(self) -> Path:
@@ -152,7 +176,8 @@ class Port:
 
     def text(self, path: Path) -> str | None:
         """A record file's text (a report, its JSON), None when it does not exist."""
-        return self._once(f"text:{path}", lambda: read_text(path) if path.exists() else None)
+        return self._once(f"text:{path}", lambda: read_record(path, rel=self.rel(path))
+                          if path.exists() else None)
 
     def wrote(self, path: Path, text: str) -> None:
         """`path` now holds `text` (written through `infra.atomic`)."""
@@ -196,6 +221,16 @@ def _acquired(lock_path: Path, wait_s: float) -> Iterator[None]:
                     raise
                 time.sleep(0.2)
         yield
+
+
+def _fixed_part(glob: str) -> str:
+    """The folders of a glob before its first wildcard (`.agents/oracles` of `*.md` in it)."""
+    parts = []
+    for part in PurePosixPath(glob).parts[:-1]:
+        if any(c in part for c in "*?["):
+            break
+        parts.append(part)
+    return "/".join(parts) or "."
 
 
 def is_port(path: Path) -> bool:

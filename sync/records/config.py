@@ -21,7 +21,9 @@ from dataclasses import MISSING, Field, dataclass, field, fields, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal, cast
 
-from sync.infra.errors import UsageError
+from sync.infra.atomic import read_record
+from sync.infra.errors import MalformedRecord, UsageError
+from sync.infra.paths import confined
 from sync.records.decisions import RULED, Disposition
 
 CONFIG_PATH = ".agents/upstream-sync.toml"
@@ -402,6 +404,8 @@ def _toml(text: str) -> dict[str, Any]:
     except RecursionError:
         # tomllib recurses per nested array/inline table; deep nesting is not a config.
         raise UsageError(f"{CONFIG_PATH} nests too deeply", "fix the syntax") from None
+    except ValueError:  # an integer of more than 4300 digits
+        raise UsageError(f"{CONFIG_PATH} has a value out of bounds", "fix the syntax") from None
 
 
 def parse(text: str) -> Config:
@@ -424,16 +428,13 @@ def parse(text: str) -> Config:
 
 
 def load(root: Path) -> Config:
-    path = root / CONFIG_PATH
+    path = confined(root, CONFIG_PATH)
     if not path.exists():
         return Config()
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise UsageError(f"{CONFIG_PATH} is not UTF-8", "re-save it as UTF-8") from None
-    except OSError as exc:
-        raise UsageError(f"cannot read {CONFIG_PATH}: {exc.strerror}",
-                         "make it a readable file") from None
+        text = read_record(path, rel=CONFIG_PATH)
+    except MalformedRecord as exc:  # configuration is a usage matter (exit 2)
+        raise UsageError(exc.message, exc.fix) from None
     return replace(parse(text), source=str(path))
 
 

@@ -14,12 +14,12 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal, get_args
 
 import tomli_w
 
-from sync.infra.atomic import write_bytes
+from sync.infra.atomic import decode_record, read_record_bytes, write_bytes
 from sync.infra.errors import MalformedRecord
 from sync.records import schema
 from sync.records.layout import Layout
@@ -58,9 +58,10 @@ def directory(port: Layout) -> Path:
 
 
 def _toml(data: bytes, rel: str) -> dict[str, Any]:
+    text = decode_record(data, rel=rel)
     try:
-        return tomllib.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as exc:
+        return tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, RecursionError, ValueError) as exc:
         raise MalformedRecord(f"state event is not valid TOML ({exc})", _RESTORE,
                               path=rel) from None
 
@@ -79,6 +80,12 @@ def _validate(doc: dict[str, Any], rel: str) -> None:
     if problem is not None:
         raise MalformedRecord(f"state event {problem.key} is not {problem.want}", _RESTORE,
                               path=rel)
+    # `report` becomes a path (a rollback reopens it): port-relative, never a parent.
+    report = PurePosixPath(doc["report"])
+    if doc["report"] and (report.is_absolute() or ".." in report.parts or "\\" in doc["report"]
+                          or not doc["report"].isprintable()):
+        raise MalformedRecord(f"state event report {doc['report'][:60]!r} is not a sync "
+                              "report's port-relative path", _RESTORE, path=rel)
 
 
 def _from_bytes(data: bytes, path: Path, rel: str) -> Event:
@@ -89,7 +96,7 @@ def _from_bytes(data: bytes, path: Path, rel: str) -> Event:
 
 
 def _parse(path: Path, rel: str) -> Event:
-    return _from_bytes(path.read_bytes(), path, rel)
+    return _from_bytes(read_record_bytes(path, rel=rel), path, rel)
 
 
 def load_all(port: Layout) -> list[Event]:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from sync.infra import proc
-from sync.infra.atomic import read_text, write_text
+from sync.infra.atomic import read_record, write_text
 from sync.infra.errors import BlockedCycle, MalformedRecord
 from sync.records import cycle, schema
 from sync.records.layout import Layout
@@ -113,7 +113,7 @@ def _parse_gate(name: str, raw: object, rel: str) -> GateResult:
 def parse(text: str, target: str, *, rel: str) -> list[GateResult]:
     try:
         doc = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
+    except (ValueError, RecursionError) as exc:  # ValueError: bad JSON, a 5000-digit number
         raise _bad(rel, f"not valid JSON ({type(exc).__name__})") from None
     if not isinstance(doc, dict) or set(doc) != {"schema", "target", "gates"}:
         raise _bad(rel, "expected an object with exactly schema, target and gates")
@@ -133,11 +133,7 @@ def load(port: Layout, target: str) -> list[GateResult]:
     if not p.exists():
         return []
     rel = port.rel(p)
-    try:
-        text = read_text(p)
-    except UnicodeDecodeError:
-        raise _bad(rel, "not UTF-8") from None
-    return parse(text, target, rel=rel)
+    return parse(read_record(p, rel=rel), target, rel=rel)
 
 
 def render_doc(target: str, results: list[GateResult]) -> str:
@@ -242,11 +238,7 @@ def merge(port: Layout, target: str, files: list[Path]) -> list[str]:
     """
     incoming: list[GateResult] = []
     for f in files:
-        try:
-            text = read_text(f)
-        except (OSError, UnicodeDecodeError) as exc:
-            raise _bad(str(f), f"cannot read it ({type(exc).__name__})") from None
-        incoming += parse(text, target, rel=str(f))
+        incoming += parse(read_record(f, rel=str(f)), target, rel=str(f))
     changes = []
     with locked(port):
         kept = {r.name: r for r in load(port, target)}

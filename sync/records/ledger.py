@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from sync.infra.atomic import read_text, write_text
+from sync.infra.atomic import read_record, write_text
 from sync.infra.errors import MalformedRecord, SyncError, UsageError
 from sync.records.mdtext import cell
 
@@ -101,10 +101,7 @@ def load(path: Path, *, rel: str) -> Table:
 
 
 def _read(path: Path, rel: str) -> str:
-    try:
-        return read_text(path)
-    except UnicodeDecodeError:
-        raise MalformedRecord("not UTF-8", "re-save it as UTF-8", path=rel) from None
+    return read_record(path, rel=rel)
 
 
 def render_row(cells: tuple[str, str, str, str]) -> str:

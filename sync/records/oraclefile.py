@@ -13,7 +13,7 @@ from pathlib import Path, PurePosixPath
 
 from packaging.version import InvalidVersion, Version
 
-from sync.infra.atomic import read_text
+from sync.infra.atomic import read_record
 from sync.infra.errors import MalformedRecord, UsageError
 from sync.records import blocks
 from sync.records.pins import Pin, set_values
@@ -133,13 +133,10 @@ def parse(text: str, *, path: Path, port_root: Path) -> OracleFile:
 
 
 def load(path: Path, port_root: Path) -> OracleFile:
-    if not path.is_file():
+    if not path.exists():
         raise MalformedRecord("oracle file is missing", "restore it or fix the oracles glob",
                               path=str(path))
-    try:
-        text = read_text(path)
-    except UnicodeDecodeError:
-        raise MalformedRecord("not UTF-8", "re-save it as UTF-8", path=str(path)) from None
+    text = read_record(path, rel=str(path))
     return parse(text, path=path, port_root=port_root)
 
 

@@ -18,7 +18,7 @@ from typing import Literal
 
 from sync.headers import citations as headers
 from sync.headers import verify as sha_verify
-from sync.infra.atomic import read_text, write_text
+from sync.infra.atomic import read_record, write_text
 from sync.infra.errors import (
     BlockedCycle,
     EnvironmentUnresolved,
@@ -116,10 +116,9 @@ class _Draft:
 
 def _read(file: Path, rel: str) -> _Draft:
     try:
-        text = read_text(file)
-    except UnicodeDecodeError:
-        return _Draft(file, rel, "", headers.NO_HEADER,
-                      MalformedRecord("not UTF-8", "re-save it as UTF-8", path=rel))
+        text = read_record(file, rel=rel)
+    except MalformedRecord as exc:
+        return _Draft(file, rel, "", headers.NO_HEADER, exc)
     header = headers.parse_header(text, rel)
     d = _Draft(file, rel, text, header)
     if header.kind == "NONE":

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 
-from sync.infra.atomic import read_text
+from sync.infra.atomic import read_record
 from sync.infra.errors import MalformedRecord, SyncError
 from sync.port import Port
 from sync.records import cycle, decisions, events, ledger, oraclefile, paragraph, pins, spans
@@ -71,9 +71,9 @@ def _paragraph(port: Port, pin: pins.Pin | None) -> list[Finding]:
     if not port.protocol.exists():
         return []
     rel = port.rel(port.protocol)
-    text = read_text(port.protocol)
 
     def agree() -> list[Finding]:
+        text = read_record(port.protocol, rel=rel)
         p = paragraph.find(text, path=rel)
         return [] if pin is None else [Finding(x) for x in paragraph.agrees(p, pin, path=rel)]
 

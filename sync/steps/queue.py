@@ -20,7 +20,7 @@ from typing import Any
 
 from sync.headers import citations as headers
 from sync.headers import verify as sha_verify
-from sync.infra.atomic import read_text, write_bytes
+from sync.infra.atomic import read_record, read_text, write_bytes
 from sync.infra.errors import MalformedRecord, UsageError
 from sync.port import Port
 from sync.records import cycle
@@ -94,6 +94,8 @@ def entries_from_json(text: str, *, path: str) -> tuple[str, str, list[Entry]]:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise _refused(f"not valid JSON ({exc.msg} at line {exc.lineno})", path) from None
+    except (ValueError, RecursionError):  # a number of more than 4300 digits, deep nesting
+        raise _refused("not valid JSON (out of bounds)", path) from None
     if not isinstance(doc, dict):
         raise _refused("not a report JSON object", path)
     pin, target, raw = doc.get("pin"), doc.get("target"), doc.get("entries")
@@ -230,10 +232,7 @@ def _report_entries(port: Port, jpath: Path, pin: str, target: str) -> list[Entr
     if not jpath.exists():
         raise UsageError(f"the cycle's report {rel} does not exist",
                          "run 'upstream-sync sync' first")
-    try:
-        text = read_text(jpath)
-    except UnicodeDecodeError:
-        raise _refused("not UTF-8", rel) from None
+    text = read_record(jpath, rel=rel)
     rpin, rtarget, entries = entries_from_json(text, path=rel)
     if rpin != pin or rtarget != target:
         raise UsageError(f"{rel} was written for {short(rpin)}..{short(rtarget)}, but the cycle "

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from sync.cli.context import Context, add_json
-from sync.infra.atomic import read_text, write_text
+from sync.infra.atomic import read_record, write_text
 from sync.infra.errors import MalformedRecord, UsageError
 from sync.port import Port
 from sync.records import cycle, inventory
@@ -45,11 +45,7 @@ def _report_entry(port: Port, c: cycle.Cycle | None, pr: int) -> Entry | None:
     jpath = workqueue.report_json(port, c)
     if not jpath.exists():
         return None
-    try:
-        text = read_text(jpath)
-    except UnicodeDecodeError:
-        raise MalformedRecord("not UTF-8", "run 'upstream-sync sync' to rewrite it",
-                              path=port.rel(jpath)) from None
+    text = read_record(jpath, rel=port.rel(jpath))
     _pin, _target, entries = workqueue.entries_from_json(text, path=port.rel(jpath))
     hits = [e for e in entries if e.pr == pr]
     return hits[-1] if hits else None

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Literal, get_args, get_type_hints
 from urllib.parse import unquote, urlparse
 
-from sync.infra.atomic import read_text, write_text
+from sync.infra.atomic import read_record, write_text
 from sync.infra.errors import BlockedCycle, MalformedRecord
 from sync.port import Port
 from sync.records import gates
@@ -351,11 +351,7 @@ def load(port: Port, oracle_id: str, commit: str) -> Proof | None:
     p = path(port, oracle_id, commit)
     if not p.exists():
         return None
-    try:
-        text = read_text(p)
-    except UnicodeDecodeError:
-        raise _bad(port.rel(p), "not UTF-8") from None
-    return parse(text, rel=port.rel(p))
+    return parse(read_record(p, rel=port.rel(p)), rel=port.rel(p))
 
 
 def _render(proof: Proof) -> str:
