@@ -74,18 +74,19 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def is_orphan(name: str) -> bool:
+    """A temp file's name whose writer is gone (a kill inside `write_bytes`)."""
+    m = TEMP.match(name)
+    return m is not None and not _alive(int(m.group(1)))
+
+
 def orphans(directory: Path, *, recursive: bool = False) -> list[Path]:
-    """Temp files under `directory` whose writer is gone (a kill inside `write_bytes`)."""
+    """The orphan temp files under `directory`."""
     if not directory.is_dir():
         return []
-    found = []
     walk = os.walk(directory) if recursive else [(str(directory), [], os.listdir(directory))]
-    for dirpath, _dirs, names in walk:
-        for name in names:
-            m = TEMP.match(name)
-            if m is not None and not _alive(int(m.group(1))):
-                found.append(Path(dirpath) / name)
-    return sorted(found)
+    return sorted(Path(dirpath) / name for dirpath, _dirs, names in walk for name in names
+                  if is_orphan(name))
 
 
 def sweep(directories: list[tuple[Path, bool]]) -> list[Path]:

@@ -190,11 +190,27 @@ def git_edits(port: Layout) -> list[str]:
 def _worktree_edits(root: Path, rel: str) -> list[str]:
     status = gitio.run(root, ["status", "--porcelain", "-z", "--", rel], check=False)
     items = status.stdout.decode("utf-8", "replace").split("\0")
-    # A new event (added, untracked) is an append; any other change is an edit.
+    # A new event (untracked, or added and unchanged since: "A ") is an append; any other
+    # change is an edit, an added one edited or deleted before its commit ("AM", "AD")
+    # included.
     return [f"{item[3:]}:1: state event modified or deleted in the work tree "
             f"({item[:2].strip()}) — events are immutable; restore it and append a correction"
             for item in items
-            if len(item) > 3 and item[:2].strip() and item[:2] != "??" and "A" not in item[:2]]
+            if len(item) > 3 and item[:2].strip() and item[:2] not in ("??", "A ")]
+
+
+def pin_problems(port: Layout, evs: list[Event], pin: str) -> list[str]:
+    """The pin block must be where the newest pin-moving event left it: otherwise that
+    event was deleted or edited (or the pin was moved by hand), which an event not yet
+    committed leaves no other trace of."""
+    moving = [e for e in evs if e.kind in ("advance", "rollback")]
+    if not moving or moving[-1].pin_after == pin:
+        return []
+    last = moving[-1]
+    return [f"{port.rel(last.path)}:1: the newest pin-moving event leaves the pin at "
+            f"{last.pin_after[:10]}, but the pin block names {pin[:10]}: an event was deleted "
+            "or edited, or the pin moved without an advance — restore the events from git, "
+            "or advance/roll back with upstream-sync"]
 
 
 def _committed_edits(root: Path, rel: str) -> list[str]:
