@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from sync.infra.atomic import write_text
-from sync.infra.errors import EnvironmentUnresolved, UsageError
+from sync.infra.errors import EnvironmentUnresolved, SyncError, UsageError
 from sync.infra.notes import Notes
 from sync.port import Port
 from sync.records import cycle, decisions, deviations, gates, pins
@@ -229,7 +229,7 @@ def _previous_lines(port: Port, json_path: Path) -> dict[str, str]:
         return {d["sha"]: report.entry_line(classify.Entry(
             d["sha"], d["pr"], d["subject"], d["disposition"], d["reason"], d["rule"], d["auto"],
             tuple(d["upstream_paths"]), tuple(d["port_files"]))) for d in doc["entries"]}
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError, SyncError):
         return {}
 
 
