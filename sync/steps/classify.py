@@ -75,6 +75,7 @@ class Verdict:
     outcome: Outcome
     units: tuple[str, ...] = ()  # the changed definitions the outcome is about
     why: str = ""
+    related: bool = True  # False: what changed is not what this citation names
 
 
 @dataclass(frozen=True)
@@ -155,6 +156,9 @@ def _related(changed: str, cited: str, class_changed: bool) -> bool:
 
 def _term(guard: frozenset[str], words: frozenset[str]) -> str | None:
     """The deferred word an `if` test names (`speculator` names `spec`), if any."""
+    exact = sorted(guard & words)
+    if exact:
+        return exact[0]
     for w in sorted(guard):
         for t in sorted(words):
             short, long_ = sorted((w, t), key=len)
@@ -210,9 +214,9 @@ def _path_level(fc: ev.FileChange, c: ev.Cited) -> Verdict:
         if _overlaps(_spans(fc.hunks), c.ranges):
             return Verdict(fc.path, c, "path-level", why=f"{fc.fallback}; a hunk overlaps the "
                            f"cited lines {_ranges(c.ranges)}")
-        return Verdict(fc.path, c, "miss", why=f"{fc.fallback}; hunks "
-                       f"{', '.join(h.old_range() for h in fc.hunks)} lie outside the cited "
-                       f"lines {_ranges(c.ranges)}")
+        return Verdict(fc.path, c, "miss", why=f"{fc.fallback}; changed lines "
+                       f"{_ranges(_spans(fc.hunks))} lie outside the cited lines "
+                       f"{_ranges(c.ranges)}")
     return Verdict(fc.path, c, "path-level", why=f"{fc.fallback}: compared as a whole file")
 
 
@@ -223,7 +227,7 @@ def _ranges(ranges: Iterable[tuple[int, int]]) -> str:
 def _whole_file(fc: ev.FileChange, c: ev.Cited, surf: Surface) -> Verdict:
     mods = [u for u in fc.units if u.change == "modified"]
     names = tuple(u.name for u in mods)
-    removed = [u for u in fc.units if u.change == "removed"]
+    removed = _outermost([u for u in fc.units if u.change == "removed"])
     if not mods and removed:
         gone = "the file" if fc.status == "D" else ", ".join(u.name for u in removed)
         return Verdict(fc.path, c, "deleted", tuple(u.name for u in removed), f"deletes {gone}")
@@ -237,17 +241,18 @@ def _whole_file(fc: ev.FileChange, c: ev.Cited, surf: Surface) -> Verdict:
     return _lesser(fc, c, list(fc.units))
 
 
-def _lesser(fc: ev.FileChange, c: ev.Cited, units: list[symbols.UnitChange]) -> Verdict:
+def _lesser(fc: ev.FileChange, c: ev.Cited, units: list[symbols.UnitChange],
+            related: bool = True) -> Verdict:
     """Only additions, or only non-semantic changes, among `units`."""
     adds = [u for u in units if u.change in ("added", "extended")]
     if adds:
         return Verdict(fc.path, c, "adds", tuple(u.name for u in adds), "adds " + "; ".join(
-            u.detail.removeprefix("adds ") if u.detail else u.name for u in adds))
+            u.detail.removeprefix("adds ") if u.detail else u.name for u in adds), related)
     quiet = [u for u in units if u.change == "non-semantic"]
     if quiet:
         return Verdict(fc.path, c, "non-semantic", tuple(u.name for u in quiet),
-                       "; ".join(f"{u.name}: {u.detail}" for u in quiet))
-    return Verdict(fc.path, c, "no-change", why="no definition changed")
+                       "; ".join(f"{u.name}: {u.detail}" for u in quiet), related)
+    return Verdict(fc.path, c, "no-change", why="no definition changed", related=related)
 
 
 def _anchored(fc: ev.FileChange, c: ev.Cited, surf: Surface) -> Verdict:
@@ -271,7 +276,7 @@ def _anchored(fc: ev.FileChange, c: ev.Cited, surf: Surface) -> Verdict:
                            f"every changed line is under an if naming {feature}")
         return Verdict(fc.path, c, "hit", names, ", ".join(
             f"{u.name} {_relation(u.name, c.names)}" for u in strong))
-    removed = [u for u in hits if u.change == "removed"]
+    removed = _outermost([u for u in hits if u.change == "removed"])
     if removed:
         return Verdict(fc.path, c, "deleted", tuple(u.name for u in removed),
                        "deletes " + ", ".join(u.name for u in removed))
@@ -280,9 +285,14 @@ def _anchored(fc: ev.FileChange, c: ev.Cited, surf: Surface) -> Verdict:
     changed = [u for u in fc.units if u.semantic]
     if changed:
         return Verdict(fc.path, c, "miss", tuple(u.name for u in changed),
-                       f"changes {', '.join(u.name for u in changed)}; the citation names "
-                       f"{', '.join(c.names)}")
-    return _lesser(fc, c, list(fc.units))
+                       f"changes {', '.join(u.name for u in changed)}", related=False)
+    return _lesser(fc, c, list(fc.units), related=False)
+
+
+def _outermost(units: list[symbols.UnitChange]) -> list[symbols.UnitChange]:
+    """`units` without those nested in another of them (a deleted class, not its methods)."""
+    names = {u.name for u in units}
+    return [u for u in units if not any(u.name.startswith(n + ".") for n in names)]
 
 
 def _size(u: symbols.UnitChange) -> str:
@@ -382,13 +392,21 @@ def reason(e: Evidence) -> str:
 
 
 def _summary(chosen: list[Verdict]) -> str:
-    """`path: why (port files)` per path, the shortest reading."""
-    by_path: dict[str, tuple[str, set[str]]] = {}
+    """`path: why (port files)` per path, the shortest reading: the citations the change
+    concerns (or all of them, when it concerns none), and for a miss what each one names."""
+    by_path: dict[str, list[Verdict]] = {}
     for v in chosen:
-        why, files = by_path.get(v.path, (v.why, set()))
-        files.add(v.cited.cite.port_file)
-        by_path[v.path] = (why, files)
-    items = [f"{p}: {why} ({_files(fs)})" for p, (why, fs) in by_path.items()]
+        by_path.setdefault(v.path, []).append(v)
+    items = []
+    for path, vs in by_path.items():
+        near = [v for v in vs if v.related] or vs
+        why = near[0].why
+        if near[0].outcome == "miss":
+            mirrored = [f"{', '.join(v.cited.names)} ({v.cited.cite.port_file})" for v in near]
+            why += "; the port mirrors " + _few(mirrored)
+            items.append(f"{path}: {why}")
+            continue
+        items.append(f"{path}: {why} ({_files(v.cited.cite.port_file for v in near)})")
     more = f"; +{len(items) - SHOWN} more" if len(items) > SHOWN else ""
     return "; ".join(items[:SHOWN]) + more
 

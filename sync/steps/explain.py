@@ -87,6 +87,10 @@ def _hunk_units(h: patch.Hunk, fc: evidence.FileChange) -> list[str]:
     return names or (["blank lines only"] if fc.fallback is None else [])
 
 
+def _lines(lines: tuple[int, ...]) -> str:
+    return ",".join(report.line_runs(lines))
+
+
 def _unit_line(u: symbols.UnitChange) -> str:
     spans = []
     for side, span in (("old", u.old_span), ("new", u.new_span)):
@@ -117,7 +121,10 @@ def _file_lines(fc: evidence.FileChange, verdicts: list[Verdict]) -> list[str]:
         out.append(f"    path level: {fc.fallback}")
     for h in fc.hunks:
         units = _hunk_units(h, fc)
-        out.append(f"    hunk old {h.old_range()} → new {h.new_range()}"
+        changed = [f"{side} {_lines(lines)}" for side, lines in (("old", h.deleted),
+                                                                 ("new", h.added)) if lines]
+        out.append(f"    hunk @@ -{h.old_start},{h.old_count} +{h.new_start},{h.new_count} @@ "
+                   f"changes {', '.join(changed) or 'nothing'}"
                    + (f" → {', '.join(units)}" if units else ""))
     if fc.units:
         out.append("    definitions changed:")

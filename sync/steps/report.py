@@ -121,7 +121,7 @@ def entry_doc(e: Entry) -> dict[str, Any]:
     return doc
 
 
-def _lines(lines: tuple[int, ...]) -> list[str]:
+def line_runs(lines: tuple[int, ...]) -> list[str]:
     """[3, 4, 5, 9] as ["3-5", "9"]."""
     runs: list[list[int]] = []
     for n in lines:
@@ -138,7 +138,7 @@ def file_doc(fc: FileChange) -> dict[str, Any]:
         "path_level": fc.fallback,
         "hunks": [{"old": h.old_range(), "new": h.new_range()} for h in fc.hunks],
         "changed": [{"name": u.name, "kind": u.kind, "change": u.change, "detail": u.detail,
-                     "old_lines": _lines(u.old_lines), "new_lines": _lines(u.new_lines)}
+                     "old_lines": line_runs(u.old_lines), "new_lines": line_runs(u.new_lines)}
                     for u in fc.units],
     }
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import ast
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 UnitKind = Literal["function", "class", "statement"]
@@ -57,6 +57,7 @@ class Outline:
     owner: tuple[int, ...]  # per line (index 0 is line 1): index into units, -1 for none
     lines: tuple[str, ...]
     by_name: dict[str, tuple[Unit, ...]] = field(default_factory=dict)
+    imported: frozenset[str] = frozenset()  # the names module-level imports bind
 
     def at(self, line: int) -> Unit | None:
         if 1 <= line <= len(self.owner) and self.owner[line - 1] >= 0:
@@ -110,7 +111,10 @@ def outline(source: bytes) -> Outline:
     by_name: dict[str, list[Unit]] = {}
     for u in units:
         by_name.setdefault(u.name, []).append(u)
-    return Outline(tuple(units), tuple(owner), lines, {k: tuple(v) for k, v in by_name.items()})
+    imported = frozenset((a.asname or a.name).split(".")[0] for u in by_name.get("<imports>", [])
+                         for a in getattr(u.node, "names", ()))
+    return Outline(tuple(units), tuple(owner), lines, {k: tuple(v) for k, v in by_name.items()},
+                   imported)
 
 
 def _span(node: ast.stmt) -> tuple[int, int]:
@@ -149,7 +153,8 @@ def _nested_defs(node: ast.AST, prefix: str) -> Iterator[Unit]:
 def statement_name(stmt: ast.stmt) -> str:
     """A module-level statement's name: its assignment target, `<imports>`, or its head."""
     if isinstance(stmt, ast.Assign):
-        return ", ".join(_short(t) for t in stmt.targets)
+        return ", ".join(_short(e) for t in stmt.targets
+                         for e in (t.elts if isinstance(t, ast.Tuple) else [t]))
     if isinstance(stmt, ast.AnnAssign | ast.AugAssign):
         return _short(stmt.target)
     if type(stmt).__name__ == "TypeAlias":  # `type X = ...` (Python 3.12)
@@ -183,9 +188,8 @@ class _Mode:
 
 _RAW, _DOCS, _LOGS, _NAMES = _Mode(), _Mode(True), _Mode(True, True), _Mode(True, False, True)
 _ANNOTATION_FIELDS = frozenset({"annotation", "returns", "type_comment"})
-_IDENT_FIELDS = {ast.Name: "id", ast.Attribute: "attr", ast.arg: "arg", ast.keyword: "arg",
-                 ast.FunctionDef: "name", ast.AsyncFunctionDef: "name", ast.ClassDef: "name",
-                 ast.alias: "asname"}
+# A renaming is of names only: a changed attribute or keyword is a different member.
+_IDENT_FIELDS = {ast.Name: "id", ast.arg: "arg"}
 
 
 @dataclass
@@ -288,9 +292,12 @@ class UnitChange:
 
 @dataclass(frozen=True)
 class Context:
-    """What the comparison knows beyond the two blobs: model names the port has no file for."""
+    """What the comparison knows beyond the units: model names the port has no file for, and
+    the names each blob imports (set by `changes`)."""
 
     models: frozenset[str] = frozenset()
+    imported_old: frozenset[str] = frozenset()
+    imported_new: frozenset[str] = frozenset()
 
 
 def changes(old: Outline | None, new: Outline | None, deleted: Iterable[int],
@@ -304,8 +311,10 @@ def changes(old: Outline | None, new: Outline | None, deleted: Iterable[int],
                 continue
             unit = outl.at(line)
             hits.setdefault(unit.name if unit else "<comments>", ([], []))[side].append(line)
-    return [_change(name, old, new, olds, news, ctx or Context())
-            for name, (olds, news) in hits.items()]
+    base = ctx or Context()
+    ctx = replace(base, imported_old=old.imported if old else frozenset(),
+                  imported_new=new.imported if new else frozenset())
+    return [_change(name, old, new, olds, news, ctx) for name, (olds, news) in hits.items()]
 
 
 def _change(name: str, old: Outline | None, new: Outline | None, olds: list[int],
@@ -343,7 +352,7 @@ def _compare(before: tuple[Unit, ...], after: tuple[Unit, ...],
             if _prints(before, mode) == _prints(after, mode):
                 return "non-semantic", what
         return "non-semantic", "logging only"
-    renamed = _renames(before, after)
+    renamed = _renames(before, after, (ctx.imported_old, ctx.imported_new))
     if renamed:
         return "non-semantic", "renames only: " + ", ".join(f"{a}→{b}" for a, b in renamed)
     grown = _extension(before, after, ctx)
@@ -352,8 +361,11 @@ def _compare(before: tuple[Unit, ...], after: tuple[Unit, ...],
     return "modified", ""
 
 
-def _renames(before: tuple[Unit, ...], after: tuple[Unit, ...]) -> list[tuple[str, str]]:
-    """The identifier pairs of a consistent one-to-one renaming that is the only difference."""
+def _renames(before: tuple[Unit, ...], after: tuple[Unit, ...],
+             imported: tuple[frozenset[str], frozenset[str]]) -> list[tuple[str, str]]:
+    """The name pairs of a consistent one-to-one renaming that is the only difference, where
+    each pair is bound on both sides: a local (a parameter, an assignment) renamed, or an
+    import renamed with it. `tuple(x)` -> `list(x)` calls something else: not a renaming."""
     if len(before) != len(after):
         return []
     pairs: dict[str, str] = {}
@@ -365,7 +377,24 @@ def _renames(before: tuple[Unit, ...], after: tuple[Unit, ...]) -> list[tuple[st
         for a, b in zip(names_a, names_b, strict=True):
             if pairs.setdefault(a, b) != b or back.setdefault(b, a) != a:
                 return []
-    return sorted((a, b) for a, b in pairs.items() if a != b)
+    renamed = sorted((a, b) for a, b in pairs.items() if a != b)
+    old_bound = _bound(before) | imported[0]
+    new_bound = _bound(after) | imported[1]
+    if not all(a in old_bound and b in new_bound for a, b in renamed):
+        return []
+    return renamed
+
+
+def _bound(units: tuple[Unit, ...]) -> set[str]:
+    """Names a unit binds itself: parameters and assignment targets."""
+    out: set[str] = set()
+    for u in units:
+        for node in ast.walk(u.node):
+            if isinstance(node, ast.arg):
+                out.add(node.arg)
+            elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+                out.add(node.id)
+    return out
 
 
 # -- extensions: rows, members and fields added, nothing existing changed -----------------------
