@@ -274,11 +274,11 @@ def build(tmp: Path) -> World:
     for n, shape in enumerate(SHAPES):
         if shape.rename is not None:
             h.rename(*shape.rename)
-        for path, text in shape.files.items():
-            if text is None:
+        for path, content in shape.files.items():
+            if content is None:
                 h.delete(path)
             else:
-                h.modify(path, text)
+                h.modify(path, content)
         marks_at[shape.name] = h.commit(f"{shape.subject} (#{100 + n})")
         for path in shape.files:  # back to the pin's text, so the next shape starts there
             if path in PIN_FILES and shape.rename is None:
