@@ -120,14 +120,21 @@ def rule_miss(rule: Rule, commit: Commit) -> str | None:
     paths = commit.paths
     if rule.paths_any and not _any_path(paths, rule.paths_any):
         return f"no changed path matches paths_any {', '.join(rule.paths_any)}"
-    if rule.paths_all:
-        odd = next((p for p in paths if not any(glob_match(p, g) for g in rule.paths_all)), None)
-        if odd is not None or not paths:
-            return f"{odd or 'no path'} matches none of paths_all {', '.join(rule.paths_all)}"
+    return _all_miss(rule, paths) or _none_miss(rule, paths)
+
+
+def _all_miss(rule: Rule, paths: tuple[str, ...]) -> str | None:
+    if not rule.paths_all:
+        return None
+    odd = next((p for p in paths if not any(glob_match(p, g) for g in rule.paths_all)), None)
+    if odd is None and paths:
+        return None
+    return f"{odd or 'no path'} matches none of paths_all {', '.join(rule.paths_all)}"
+
+
+def _none_miss(rule: Rule, paths: tuple[str, ...]) -> str | None:
     hit = next((p for p in paths for g in rule.paths_none if glob_match(p, g)), None)
-    if hit is not None:
-        return f"{hit} matches paths_none {', '.join(rule.paths_none)}"
-    return None
+    return None if hit is None else f"{hit} matches paths_none {', '.join(rule.paths_none)}"
 
 
 def rule_matches(rule: Rule, commit: Commit) -> bool:
@@ -255,27 +262,46 @@ def _lesser(fc: ev.FileChange, c: ev.Cited, units: list[symbols.UnitChange],
     return Verdict(fc.path, c, "no-change", why="no definition changed", related=related)
 
 
-def _anchored(fc: ev.FileChange, c: ev.Cited, surf: Surface) -> Verdict:
-    hits = [u for u in fc.units if any(
+def _named(fc: ev.FileChange, c: ev.Cited) -> list[symbols.UnitChange]:
+    """The changed definitions related to one the citation names."""
+    return [u for u in fc.units if any(
         _related(u.name, n, u.kind == "class" and u.change == "modified") for n in c.names)]
-    strong = [u for u in hits if u.change == "modified"]
-    if strong and c.statements:
-        spans = _spans(fc.hunks)
-        inside = [u for u in strong if u.old_span and _overlaps(
-            [s for s in spans if _overlaps([s], [u.old_span])], c.statements)]
+
+
+def _in_statements(fc: ev.FileChange, c: ev.Cited,
+                   strong: list[symbols.UnitChange]) -> list[symbols.UnitChange]:
+    """Of `strong`, those whose hunks reach the cited statements of a huge definition."""
+    spans = _spans(fc.hunks)
+    return [u for u in strong if u.old_span is not None and _overlaps(
+        [s for s in spans if _overlaps([s], [u.old_span])], c.statements)]
+
+
+def _changed_named(fc: ev.FileChange, c: ev.Cited, surf: Surface,
+                   strong: list[symbols.UnitChange]) -> Verdict:
+    """A cited definition changed: a hit, unless only under a feature the port defers, or
+    (in a huge definition cited by lines) only in other statements."""
+    if c.statements:
+        inside = _in_statements(fc, c, strong)
         if not inside:
+            first = strong[0]
             return Verdict(fc.path, c, "other-statements", tuple(u.name for u in strong),
-                           f"{strong[0].name} changes outside the cited statements "
-                           f"{_ranges(c.statements)} ({strong[0].old_span and _size(strong[0])})")
+                           f"{first.name} changes outside the cited statements "
+                           f"{_ranges(c.statements)} ({_size(first)})")
         strong = inside
+    names = tuple(u.name for u in strong)
+    feature = _deferred(strong, c.cite, surf)
+    if feature is not None:
+        return Verdict(fc.path, c, "deferred", names,
+                       f"every changed line is under an if naming {feature}")
+    return Verdict(fc.path, c, "hit", names, ", ".join(
+        f"{u.name} {_relation(u.name, c.names)}" for u in strong))
+
+
+def _anchored(fc: ev.FileChange, c: ev.Cited, surf: Surface) -> Verdict:
+    hits = _named(fc, c)
+    strong = [u for u in hits if u.change == "modified"]
     if strong:
-        feature = _deferred(strong, c.cite, surf)
-        names = tuple(u.name for u in strong)
-        if feature is not None:
-            return Verdict(fc.path, c, "deferred", names,
-                           f"every changed line is under an if naming {feature}")
-        return Verdict(fc.path, c, "hit", names, ", ".join(
-            f"{u.name} {_relation(u.name, c.names)}" for u in strong))
+        return _changed_named(fc, c, surf, strong)
     removed = _outermost([u for u in hits if u.change == "removed"])
     if removed:
         return Verdict(fc.path, c, "deleted", tuple(u.name for u in removed),

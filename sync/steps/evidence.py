@@ -2,9 +2,10 @@
 and what each citation of those files names.
 
 For the commits that touch a cited path, one `git diff-tree --stdin` lists their patches
-(renames followed: the pathspec holds both names of every rename) and one `git cat-file
---batch` reads every blob the comparison needs: both sides of each changed Python file,
-and each anchored citation's file at its cited SHA and at the pin. So the pass adds two
+(renames followed; only the files of cited paths and their rename partners are kept) and
+one `git cat-file --batch` reads every blob the comparison needs: both sides of each
+changed Python file, and each anchored citation's file at its cited SHA and at the
+pin. So the pass adds two
 git processes to a run, whatever the number of commits. Python blobs are mapped to
 definitions by `steps.symbols`; a file that is not Python or does not parse stays at
 path level, with the reason.
@@ -122,6 +123,22 @@ def gather(ref: gitio.Reference, commits: Iterable[history.Commit], surf: Surfac
         return Pass()
     if notes is not None:
         notes.progress(f"reading the patches of {len(touching)} commits that touch cited paths")
+    # Patches and syntax trees are acyclic and dropped when the pass returns; the cyclic
+    # collector would only rescan the millions of objects kept meanwhile (it more than
+    # doubled the pass's time).
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        out = _read(ref, touching, surf, pin)
+    finally:
+        if enabled:
+            gc.enable()
+    return Pass(out, gitio.PROCESS_COUNT - before)
+
+
+def _read(ref: gitio.Reference, touching: list[history.Commit], surf: Surface,
+          pin: str) -> dict[str, CommitChanges]:
+    cited = set(surf.cites)
     spec: set[str] = set()
     for c in touching:
         spec |= _related(c, cited)
@@ -131,16 +148,7 @@ def gather(ref: gitio.Reference, commits: Iterable[history.Commit], surf: Surfac
     for c, cp in plans:
         blobs.want_commit(c, cp, surf)
     blobs.read()
-    # Syntax trees are acyclic and dropped with `blobs`; the cyclic collector would only
-    # rescan the millions of nodes kept meanwhile (it more than doubled the pass's time).
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        out = {c.sha: _commit(c, cp, surf, blobs) for c, cp in plans}
-    finally:
-        if enabled:
-            gc.enable()
-    return Pass(out, gitio.PROCESS_COUNT - before)
+    return {c.sha: _commit(c, cp, surf, blobs) for c, cp in plans}
 
 
 # -- blobs: every one the pass needs, in one read -----------------------------------------------

@@ -186,7 +186,7 @@ class _Mode:
     names: bool = False  # identifiers become placeholders (collected in order)
 
 
-_RAW, _DOCS, _LOGS, _NAMES = _Mode(), _Mode(True), _Mode(True, True), _Mode(True, False, True)
+_RAW, _DOCS, _NAMES, _ALL = _Mode(), _Mode(True), _Mode(True, False, True), _Mode(True, True, True)
 _ANNOTATION_FIELDS = frozenset({"annotation", "returns", "type_comment"})
 # A renaming is of names only: a changed attribute or keyword is a different member.
 _IDENT_FIELDS = {ast.Name: "id", ast.arg: "arg"}
@@ -202,20 +202,31 @@ class _Print:
     def node(self, node: ast.AST) -> None:
         if node is not self.root and isinstance(node, _DEFS):
             return  # a nested definition is a unit of its own
-        if self.mode.logging and _is_log(node):
+        mode = self.mode
+        if mode.logging and _is_log(node):
             return
-        self.out.append(type(node).__name__ + "(")
+        out = self.out
+        out.append(type(node).__name__)
         ident = _IDENT_FIELDS.get(type(node))
-        for name, value in ast.iter_fields(node):
-            if self.mode.docstrings and name in _ANNOTATION_FIELDS:
+        for name in node._fields:
+            if mode.docstrings and name in _ANNOTATION_FIELDS:
                 continue
+            value = getattr(node, name, None)
             if name == "body" and isinstance(value, list):
                 value = self._body(value)
-            if self.mode.names and name == ident and isinstance(value, str):
+            elif name == ident and mode.names and isinstance(value, str):
                 self.names.append(value)
                 value = "_"
-            self.value(value)
-        self.out.append(")")
+            if isinstance(value, ast.AST):
+                self.node(value)
+            elif isinstance(value, list):
+                out.append("[")
+                for v in value:
+                    self.value(v)
+                out.append("]")
+            else:
+                out.append(repr(value))
+        out.append(")")
 
     def _body(self, body: list[ast.stmt]) -> list[ast.stmt]:
         if self.mode.docstrings and body and _is_docstring(body[0]):
@@ -231,7 +242,6 @@ class _Print:
             self.out.append("[")
             for v in value:
                 self.value(v)
-                self.out.append(",")
             self.out.append("]")
         else:
             self.out.append(repr(value))
@@ -345,20 +355,32 @@ def _compare(before: tuple[Unit, ...], after: tuple[Unit, ...],
         return "removed", ""
     if before[0].name == "<imports>":
         return "non-semantic", "imports only"
-    # The most forgiving comparison first: most changes differ there, and need no other.
-    if _prints(before, _LOGS) == _prints(after, _LOGS):
-        for mode, what in ((_RAW, "comments or formatting only"),
-                           (_DOCS, "docstrings or annotations only")):
-            if _prints(before, mode) == _prints(after, mode):
-                return "non-semantic", what
-        return "non-semantic", "logging only"
-    renamed = _renames(before, after, (ctx.imported_old, ctx.imported_new))
-    if renamed:
-        return "non-semantic", "renames only: " + ", ".join(f"{a}→{b}" for a, b in renamed)
+    # One forgiving pass first (docstrings, annotations, logging and names left out): most
+    # changes differ there already, and then no other comparison can call them non-semantic.
+    old, new = _prints(before, _ALL), _prints(after, _ALL)
+    if [shape for shape, _n in old] == [shape for shape, _n in new]:
+        quiet = _quiet(before, after, old == new, ctx)
+        if quiet is not None:
+            return "non-semantic", quiet
     grown = _extension(before, after, ctx)
     if grown is not None:
         return "extended", grown
     return "modified", ""
+
+
+def _quiet(before: tuple[Unit, ...], after: tuple[Unit, ...], same_names: bool,
+           ctx: Context) -> str | None:
+    """What a change equal in shape is: comments, docstrings, logging, or a renaming."""
+    if same_names:
+        for mode, what in ((_RAW, "comments or formatting only"),
+                           (_DOCS, "docstrings or annotations only")):
+            if _prints(before, mode) == _prints(after, mode):
+                return what
+        return "logging only"
+    renamed = _renames(before, after, (ctx.imported_old, ctx.imported_new))
+    if renamed:
+        return "renames only: " + ", ".join(f"{a}→{b}" for a, b in renamed)
+    return None
 
 
 def _renames(before: tuple[Unit, ...], after: tuple[Unit, ...],
@@ -453,24 +475,46 @@ def _elements(value: ast.AST | None) -> tuple[str, list[ast.AST]] | None:
     return None
 
 
-def _rows_extension(a: ast.stmt, b: ast.stmt, ctx: Context) -> str | None:
+def _tables(a: ast.stmt, b: ast.stmt) -> tuple[list[ast.AST], list[ast.AST]] | None:
+    """The rows of the same literal table on both sides of one statement, else None."""
     if type(a) is not type(b) or statement_name(a) != statement_name(b):
         return None
     old, new = _elements(getattr(a, "value", None)), _elements(getattr(b, "value", None))
     if old is None or new is None or old[0] != new[0]:
         return None
-    old_rows = {fingerprint(e)[0] for e in old[1]}
-    old_keys = {_key(e) for e in old[1]}
-    gone = len(old_rows - {fingerprint(e)[0] for e in new[1]})
-    fresh = [e for e in new[1] if fingerprint(e)[0] not in old_rows]
-    if not fresh:
+    return old[1], new[1]
+
+
+@dataclass(frozen=True)
+class _Rows:
+    added: list[str]  # keys of new rows
+    changed: list[str]  # keys of rows whose value changed
+    fresh: list[ast.AST]  # the new side's rows not on the old side
+    gone: int  # old rows not on the new side
+
+
+def _row_delta(old: list[ast.AST], new: list[ast.AST]) -> _Rows:
+    old_rows = {fingerprint(e)[0] for e in old}
+    old_keys = {_key(e) for e in old}
+    fresh = [e for e in new if fingerprint(e)[0] not in old_rows]
+    gone = len(old_rows - {fingerprint(e)[0] for e in new})
+    return _Rows([_key(e) for e in fresh if _key(e) not in old_keys],
+                 [_key(e) for e in fresh if _key(e) in old_keys], fresh, gone)
+
+
+def _rows_extension(a: ast.stmt, b: ast.stmt, ctx: Context) -> str | None:
+    """"adds rows ..." when a table only gains rows (or, for models the port has no file
+    for, gains or re-points them); None otherwise."""
+    tables = _tables(a, b)
+    if tables is None:
         return None
-    added = [_key(e) for e in fresh if _key(e) not in old_keys]
-    changed = [_key(e) for e in fresh if _key(e) in old_keys]
-    if gone == len(changed) and not changed:
-        return "adds rows " + _names(added)
-    if gone == len(changed) and ctx.models and all(_names_model(e, ctx.models) for e in fresh):
-        return ("adds or re-points rows " + _names(added + changed)
+    d = _row_delta(*tables)
+    if not d.fresh or d.gone != len(d.changed):
+        return None  # nothing new, or a row removed
+    if not d.changed:
+        return "adds rows " + _names(d.added)
+    if ctx.models and all(_names_model(e, ctx.models) for e in d.fresh):
+        return ("adds or re-points rows " + _names(d.added + d.changed)
                 + " for models the port has no file for")
     return None
 

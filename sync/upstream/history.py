@@ -359,17 +359,21 @@ def _patch_ids(ref: gitio.Reference, shas: list[str]) -> bytes:
 
 def commit_patches(ref: gitio.Reference, shas: Sequence[str],
                    paths: Iterable[str]) -> dict[str, patch.CommitPatch]:
-    """sha -> its patch of `paths` (renames found), for every commit in `shas`: one
-    `git diff-tree --stdin` whatever their number. Give both names of a rename in `paths`
-    (the pathspec limits what rename detection sees)."""
-    wanted = sorted(set(paths))
+    """sha -> its patch of `paths` (renames found, on either side), for every commit in
+    `shas`: one `git diff-tree --stdin` whatever their number.
+
+    No pathspec: git matches every tree entry against every pathspec item, which cost 30x
+    the listing itself for 600 paths; the other files' patches are dropped here instead.
+    """
+    wanted = set(paths)
     if not shas or not wanted:
         return {}
     stdin = b"".join(sha.encode() + b"\n" for sha in shas if _HEX.fullmatch(sha))
-    # Literal pathspecs: an upstream path with `*` or `:(` in it names only itself.
     out = gitio.run(ref.path, [
-        "-c", "core.quotePath=false", "--literal-pathspecs", "diff-tree", "--stdin", "-p", "-r",
-        "-M", "--root", "--full-index", "--no-color", "--no-ext-diff", "--no-textconv",
-        "--no-relative", "--src-prefix=a/", "--dst-prefix=b/", "--", *wanted,
+        "-c", "core.quotePath=false", "diff-tree", "--stdin", "-p", "-r", "-M", "--root",
+        "--full-index", "--no-color", "--no-ext-diff", "--no-textconv", "--no-relative",
+        "--src-prefix=a/", "--dst-prefix=b/",
     ], input=stdin).stdout
-    return {c.sha: c for c in patch.parse(out)}
+    return {c.sha: patch.CommitPatch(c.sha, tuple(f for f in c.files
+                                                  if wanted.intersection(f.paths())))
+            for c in patch.parse(out)}

@@ -193,37 +193,62 @@ def _oid(raw: bytes) -> str | None:
     return None if _NULL_OID.fullmatch(text) else text
 
 
+def _count(group: bytes | None) -> int:
+    if group is None:
+        return 1  # `@@ -5 +5 @@`: one line
+    return int(group) if len(group) <= 8 else _MAX_COUNT
+
+
+@dataclass
+class _Body:
+    """A hunk body being read: the line numbers it is at, and how many lines are left."""
+
+    old: int
+    new: int
+    left_old: int
+    left_new: int
+    deleted: list[int] = field(default_factory=list)
+    added: list[int] = field(default_factory=list)
+
+    def take(self, line: bytes) -> bool:
+        """Read one body line; False when it cannot be one (a truncated hunk ends there)."""
+        kind = line[:1]
+        if kind == b"\\":  # "\ No newline at end of file", on either side
+            return True
+        if kind == b"-" and self.left_old > 0:
+            self.deleted.append(self.old)
+            self.old, self.left_old = self.old + 1, self.left_old - 1
+        elif kind == b"+" and self.left_new > 0:
+            self.added.append(self.new)
+            self.new, self.left_new = self.new + 1, self.left_new - 1
+        elif kind in (b" ", b"\n", b"") and self.left_old > 0 and self.left_new > 0:
+            self.old, self.new = self.old + 1, self.new + 1
+            self.left_old, self.left_new = self.left_old - 1, self.left_new - 1
+        else:
+            return False
+        return True
+
+    @property
+    def open(self) -> bool:
+        return self.left_old > 0 or self.left_new > 0
+
+
 def _hunk(lines: list[bytes], i: int) -> tuple[Hunk | None, int]:
     """The hunk whose `@@` line is lines[i], and the index of the line after its body."""
     m = _HUNK.match(lines[i])
     if m is None:
         return None, i + 1
-    nums = [int(g) if g is not None and len(g) <= 8 else (1 if g is None else _MAX_COUNT)
-            for g in m.groups()]
-    old_start, old_count, new_start, new_count = nums
-    o, n = old_start, new_start
-    left_old, left_new = old_count, new_count
-    deleted: list[int] = []
-    added: list[int] = []
+    old_start, new_start = _count(m.group(1)), _count(m.group(3))
+    old_count, new_count = _count(m.group(2)), _count(m.group(4))
+    body = _Body(old_start, new_start, old_count, new_count)
     start = i
     i += 1
-    while i < len(lines) and (left_old > 0 or left_new > 0):
-        kind = lines[i][:1]
-        if kind == b"-" and left_old > 0:
-            deleted.append(o)
-            o, left_old = o + 1, left_old - 1
-        elif kind == b"+" and left_new > 0:
-            added.append(n)
-            n, left_new = n + 1, left_new - 1
-        elif kind in (b" ", b"\n", b"") and left_old > 0 and left_new > 0:
-            o, n, left_old, left_new = o + 1, n + 1, left_old - 1, left_new - 1
-        elif kind != b"\\":
-            break  # a truncated hunk: keep what was read
-        i += 1
+    while i < len(lines) and body.open and body.take(lines[i]):
+        i += 1  # a line that cannot be a body line ends a truncated hunk: what was read stays
     while i < len(lines) and lines[i].startswith(b"\\"):  # "\ No newline at end of file"
         i += 1
-    hunk = Hunk(old_start, old_count, new_start, new_count, tuple(deleted), tuple(added),
-                b"".join(lines[start:i]))
+    hunk = Hunk(old_start, old_count, new_start, new_count, tuple(body.deleted),
+                tuple(body.added), b"".join(lines[start:i]))
     return hunk, i
 
 
