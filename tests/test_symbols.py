@@ -318,6 +318,9 @@ def test_units_name_nested_definitions_and_module_statements() -> None:
     # A call of something else, a different attribute: not renamings.
     ("def f(x):\n    return tuple(x)\n", "def f(x):\n    return list(x)\n", ("modified", "")),
     ("def f(r):\n    return r.token\n", "def f(r):\n    return r.prompt\n", ("modified", "")),
+    # Imports under TYPE_CHECKING are for the type checker only.
+    ("if TYPE_CHECKING:\n    from a import B\n", "if TYPE_CHECKING:\n    from a import C\n",
+     ("non-semantic", "typing-only imports (TYPE_CHECKING)")),
     ("class K:\n    a = 1\n", "class K:\n    a = 1\n    b = 2\n", ("extended", "adds K.b")),
     ("T = Literal['a', 'b']\n", "T = Literal['a', 'b', 'c']\n",
      ("extended", "adds rows 'c'")),
@@ -326,6 +329,14 @@ def test_units_name_nested_definitions_and_module_statements() -> None:
 def test_how_a_unit_changed(old: str, new: str, want: tuple[str, str]) -> None:
     (u,) = _diff(old, new)
     assert (u.change, u.detail) == want
+
+
+def test_a_definition_renamed_in_the_commit_renames_its_callers() -> None:
+    old = "def _params(t):\n    return t\n\n\ndef tags(t):\n    return _params(t)\n"
+    new = "def params(t):\n    return t\n\n\ndef tags(t):\n    return params(t)\n"
+    changes = {u.name: (u.change, u.detail) for u in _diff(old, new)}
+    assert changes == {"_params": ("removed", ""), "params": ("added", ""),
+                       "tags": ("non-semantic", "renames only: _params→params")}
 
 
 def test_guards_name_the_if_tests_over_a_changed_line() -> None:

@@ -58,6 +58,7 @@ class Outline:
     lines: tuple[str, ...]
     by_name: dict[str, tuple[Unit, ...]] = field(default_factory=dict)
     imported: frozenset[str] = frozenset()  # the names module-level imports bind
+    defined: frozenset[str] = frozenset()  # the names of its top-level definitions
 
     def at(self, line: int) -> Unit | None:
         if 1 <= line <= len(self.owner) and self.owner[line - 1] >= 0:
@@ -113,8 +114,9 @@ def outline(source: bytes) -> Outline:
         by_name.setdefault(u.name, []).append(u)
     imported = frozenset((a.asname or a.name).split(".")[0] for u in by_name.get("<imports>", [])
                          for a in getattr(u.node, "names", ()))
+    defined = frozenset(u.name for u in units if u.kind != "statement" and "." not in u.name)
     return Outline(tuple(units), tuple(owner), lines, {k: tuple(v) for k, v in by_name.items()},
-                   imported)
+                   imported, defined)
 
 
 def _span(node: ast.stmt) -> tuple[int, int]:
@@ -308,6 +310,7 @@ class Context:
     models: frozenset[str] = frozenset()
     imported_old: frozenset[str] = frozenset()
     imported_new: frozenset[str] = frozenset()
+    renamed_defs: frozenset[tuple[str, str]] = frozenset()  # set by `changes`: see `_renames`
 
 
 def changes(old: Outline | None, new: Outline | None, deleted: Iterable[int],
@@ -323,7 +326,8 @@ def changes(old: Outline | None, new: Outline | None, deleted: Iterable[int],
             hits.setdefault(unit.name if unit else "<comments>", ([], []))[side].append(line)
     base = ctx or Context()
     ctx = replace(base, imported_old=old.imported if old else frozenset(),
-                  imported_new=new.imported if new else frozenset())
+                  imported_new=new.imported if new else frozenset(),
+                  renamed_defs=_renamed_defs(old, new))
     return [_change(name, old, new, olds, news, ctx) for name, (olds, news) in hits.items()]
 
 
@@ -353,8 +357,9 @@ def _compare(before: tuple[Unit, ...], after: tuple[Unit, ...],
         return "added", ""
     if not after:
         return "removed", ""
-    if before[0].name == "<imports>":
-        return "non-semantic", "imports only"
+    if before[0].name in ("<imports>", "<if TYPE_CHECKING>", "<if typing.TYPE_CHECKING>"):
+        return "non-semantic", "imports only" if before[0].name == "<imports>" else (
+            "typing-only imports (TYPE_CHECKING)")
     # One forgiving pass first (docstrings, annotations, logging and names left out): most
     # changes differ there already, and then no other comparison can call them non-semantic.
     old, new = _prints(before, _ALL), _prints(after, _ALL)
@@ -377,17 +382,27 @@ def _quiet(before: tuple[Unit, ...], after: tuple[Unit, ...], same_names: bool,
             if _prints(before, mode) == _prints(after, mode):
                 return what
         return "logging only"
-    renamed = _renames(before, after, (ctx.imported_old, ctx.imported_new))
+    renamed = _renames(before, after, ctx)
     if renamed:
         return "renames only: " + ", ".join(f"{a}→{b}" for a, b in renamed)
     return None
 
 
+def _renamed_defs(old: Outline | None, new: Outline | None) -> frozenset[tuple[str, str]]:
+    """(old, new) for every top-level definition gone and every one new in the same file:
+    the candidates for a definition renamed in this commit (its callers then follow)."""
+    if old is None or new is None:
+        return frozenset()
+    gone, fresh = old.defined - new.defined, new.defined - old.defined
+    return frozenset((a, b) for a in gone for b in fresh)
+
+
 def _renames(before: tuple[Unit, ...], after: tuple[Unit, ...],
-             imported: tuple[frozenset[str], frozenset[str]]) -> list[tuple[str, str]]:
+             ctx: Context) -> list[tuple[str, str]]:
     """The name pairs of a consistent one-to-one renaming that is the only difference, where
-    each pair is bound on both sides: a local (a parameter, an assignment) renamed, or an
-    import renamed with it. `tuple(x)` -> `list(x)` calls something else: not a renaming."""
+    each pair is bound on both sides: a local (a parameter, an assignment) renamed, an
+    import renamed with it, or a definition of the file renamed in the same commit.
+    `tuple(x)` -> `list(x)` calls something else: not a renaming."""
     if len(before) != len(after):
         return []
     pairs: dict[str, str] = {}
@@ -400,9 +415,10 @@ def _renames(before: tuple[Unit, ...], after: tuple[Unit, ...],
             if pairs.setdefault(a, b) != b or back.setdefault(b, a) != a:
                 return []
     renamed = sorted((a, b) for a, b in pairs.items() if a != b)
-    old_bound = _bound(before) | imported[0]
-    new_bound = _bound(after) | imported[1]
-    if not all(a in old_bound and b in new_bound for a, b in renamed):
+    old_bound = _bound(before) | ctx.imported_old
+    new_bound = _bound(after) | ctx.imported_new
+    if not all((a in old_bound and b in new_bound) or (a, b) in ctx.renamed_defs
+               for a, b in renamed):
         return []
     return renamed
 
