@@ -243,7 +243,12 @@ def _port_files(marks: dict[str, str]) -> dict[str, str]:
     # At the older SHA, lines start-end are prepare_inputs; at the pin, warm_up is there.
     assert "def warm_up" in RUNNER_PIN.splitlines()[start - 1]
     huge = line_of(_config(), "self.f100 ")
+    # From the last line of __init__ over the blank line between (the class's own) to the
+    # decorator of budget: it names __init__ and budget, not the whole class.
+    init_end = line_of(SCHEDULER, "        self.waiting = []")
+    budget = line_of(SCHEDULER, "    @staticmethod")
     return {
+        "src/init_budget.cpp": f"// Ported from: {SCHED}:{init_end}-{budget} @ {pin}\nint ib;\n",
         "src/scheduler.cpp": f"// Ported from: {SCHED}::Scheduler.update_from_output @ {pin}\n"
                              "int s;\n",
         "src/stats.cpp": f"// Ported from: {SCHED}::Scheduler.Stats @ {pin}\nint st;\n",

@@ -60,7 +60,10 @@ def test_change_inside_a_cited_method_is_port_now(world: World) -> None:
     assert changed(e, SCHED) == [("Scheduler.update_from_output", "modified")]
     cited = {c["port_file"]: c["outcome"] for c in e["evidence"]["citations"]}
     assert cited == {"src/scheduler.cpp": "hit", "src/stats.cpp": "miss",
-                     "src/budget.cpp": "miss"}
+                     "src/budget.cpp": "miss", "src/init_budget.cpp": "miss"}
+    # A line range over two methods and the blank line between names those two only.
+    (rng,) = [c for c in e["evidence"]["citations"] if c["port_file"] == "src/init_budget.cpp"]
+    assert (rng["how"], rng["names"]) == ("lines", ["Scheduler.__init__", "Scheduler.budget"])
 
 
 def test_change_beside_the_cited_method_is_not_ported_code(world: World) -> None:
@@ -68,11 +71,12 @@ def test_change_beside_the_cited_method_is_not_ported_code(world: World) -> None
     assert (disp, rule) == ("INVENTORY", "not-mirrored")
     assert reason == (f"touches ported files, not ported code: {SCHED}: changes "
                       "Scheduler.schedule; the port mirrors Scheduler.budget (src/budget.cpp), "
-                      "Scheduler.update_from_output (src/scheduler.cpp), Scheduler.Stats "
-                      "(src/stats.cpp)")
+                      "Scheduler.__init__, Scheduler.budget (src/init_budget.cpp), "
+                      "Scheduler.update_from_output (src/scheduler.cpp) +1")
     e = entry(world, "beside")
     assert e["not_ported_code"] is True
-    assert e["port_files"] == ["src/budget.cpp", "src/scheduler.cpp", "src/stats.cpp"]
+    assert e["port_files"] == ["src/budget.cpp", "src/init_budget.cpp", "src/scheduler.cpp",
+                               "src/stats.cpp"]
 
 
 def test_change_in_a_nested_class_nests_in_the_cited_class(world: World) -> None:
@@ -85,8 +89,9 @@ def test_change_in_a_nested_class_nests_in_the_cited_class(world: World) -> None
 
 
 def test_a_decorator_belongs_to_its_definition(world: World) -> None:
-    assert verdict(world, "decorator") == ("PORT-NOW", "symbol-hit",
-                                           f"{SCHED}::Scheduler.budget → src/budget.cpp")
+    assert verdict(world, "decorator") == (
+        "PORT-NOW", "symbol-hit", f"{SCHED}::Scheduler.budget → src/budget.cpp, "
+        "src/init_budget.cpp")
 
 
 def test_a_module_level_dict_row(world: World) -> None:
@@ -183,7 +188,7 @@ def test_comment_and_logging_changes_are_ignore_candidates(world: World) -> None
     disp, rule, reason = verdict(world, "logging_only")
     assert (disp, rule) == ("IGNORE", "non-semantic")
     assert reason == (f"IGNORE candidate: {SCHED}: Scheduler.schedule: logging only "
-                      "(src/budget.cpp, src/scheduler.cpp (+1 port files))")
+                      "(src/budget.cpp, src/init_budget.cpp (+2 port files))")
     assert changed(entry(world, "logging_only"), SCHED) == [("Scheduler.schedule",
                                                              "non-semantic")]
 
@@ -256,7 +261,7 @@ def test_explain_by_pr_and_json(world: World) -> None:
     doc = json.loads(out)
     assert doc["sha"] == world.sha("beside") and doc["rules"] == []
     assert doc["entry"]["rule"] == "not-mirrored"
-    assert [c["outcome"] for c in doc["entry"]["evidence"]["citations"]] == ["miss"] * 3
+    assert [c["outcome"] for c in doc["entry"]["evidence"]["citations"]] == ["miss"] * 4
     rc, _out, err = run(world.port, "explain", "#9999")
     assert rc == 2 and "no commit in the open cycle matches #9999" in err
 

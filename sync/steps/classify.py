@@ -263,9 +263,12 @@ def _lesser(fc: ev.FileChange, c: ev.Cited, units: list[symbols.UnitChange],
 
 
 def _named(fc: ev.FileChange, c: ev.Cited) -> list[symbols.UnitChange]:
-    """The changed definitions related to one the citation names."""
+    """The changed definitions related to one the citation names (a class a line range names
+    by its own lines: only those)."""
     return [u for u in fc.units if any(
-        _related(u.name, n, u.kind == "class" and u.change == "modified") for n in c.names)]
+        u.name == n if n in c.own else _related(u.name, n, u.kind == "class"
+                                                 and u.change == "modified")
+        for n in c.names)]
 
 
 def _in_statements(fc: ev.FileChange, c: ev.Cited,

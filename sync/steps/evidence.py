@@ -52,6 +52,7 @@ class Cited:
     at: str = ""  # where the anchor was read: "d28fbddc", "the pin", "the commit's parent"
     ranges: tuple[tuple[int, int], ...] = ()  # its line ranges in the parent's blob
     statements: tuple[tuple[int, int], ...] = ()  # in a huge definition: the cited statements
+    own: tuple[str, ...] = ()  # classes a line range names by their own statements only
 
 
 @dataclass(frozen=True)
@@ -332,8 +333,11 @@ class _Reader:
     def _by_lines(self, cite: Cite, where: symbols.Outline, at: str,
                   ranges: tuple[tuple[int, int], ...]) -> Cited:
         spans = parse_ranges(cite.lines)
-        owners = [u for a, b in spans for n in range(a, b + 1) if (u := where.at(n)) is not None]
+        owners = [u for a, b in spans for n in range(a, b + 1)
+                  if where.code(n) and (u := where.at(n)) is not None]
         names = tuple(dict.fromkeys(u.name for u in owners))
+        # A range over a class's own lines (a field, its header) cites those, not its methods.
+        own = tuple(dict.fromkeys(u.name for u in owners if u.kind == "class"))
         if not names:
             return Cited(cite, "whole-file", at=at,
                          note=f"lines {cite.lines} hold no definition at {at}: whole file")
@@ -341,7 +345,7 @@ class _Reader:
         note = (f"suspect range: :{cite.lines} spans {len(tops)} top-level definitions"
                 if len(tops) > SUSPECT_UNITS else "")
         statements = self._statements(owners, ranges)
-        return Cited(cite, "lines", names, note, at, ranges, statements)
+        return Cited(cite, "lines", names, note, at, ranges, statements, own)
 
     def _statements(self, owners: list[symbols.Unit],
                     ranges: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:

@@ -81,6 +81,11 @@ class Outline:
         text = self.lines[line - 1].strip() if 1 <= line <= len(self.lines) else ""
         return not text
 
+    def code(self, line: int) -> bool:
+        """Neither blank nor only a comment."""
+        text = self.lines[line - 1].strip() if 1 <= line <= len(self.lines) else ""
+        return bool(text) and not text.startswith("#")
+
     def statement(self, unit: Unit, line: int) -> tuple[int, int] | None:
         """The span of the statement of `unit`'s own body that holds `line`."""
         for stmt in getattr(unit.node, "body", ()):
