@@ -62,7 +62,7 @@ AUTO: dict[Outcome, tuple[str, Disposition]] = {
 }
 NOT_PORTED_CODE = frozenset(AUTO[o][0] for o in ORDER[3:])
 MARKER = "touches ported files, not ported code"
-SHOWN = 3  # hits named in a reason before "+N more"
+SHOWN = 2  # hits (and definitions per hit) named in a reason before "+N more"
 FILES_SHOWN = 2  # port files named per hit before "+N"
 
 
@@ -411,8 +411,9 @@ def reason(e: Evidence) -> str:
     if out is None:
         return ""
     chosen = [v for v in e.verdicts if v.outcome == out]
-    if AUTO[out][1] == "PORT-NOW":
-        return _grouped([v for v in e.verdicts if AUTO[v.outcome][1] == "PORT-NOW"], False)
+    if AUTO[out][1] == "PORT-NOW":  # symbol hits first: they are what a reviewer reads
+        strong = [v for v in e.verdicts if AUTO[v.outcome][1] == "PORT-NOW"]
+        return _grouped(sorted(strong, key=lambda v: ORDER.index(v.outcome)), False)
     if out == "deleted":
         return f"{_LEAD[out]}: {_grouped(chosen, False)}"
     if out == "deferred":
