@@ -11,9 +11,10 @@ from typing import Any
 import pytest
 from symbolfixture import CFG, CU, KVU, REG, RUNNER, SCHED, World, build, run
 
+from sync.headers.citations import Citation, Header
 from sync.port import locate
 from sync.records import cycle
-from sync.steps import symbols
+from sync.steps import surface, symbols
 from sync.upstream import gitio
 
 
@@ -277,6 +278,15 @@ def test_git_processes_per_sync_do_not_depend_on_the_range(world: World) -> None
     assert rc == 0, err
     assert gitio.PROCESS_COUNT - before == many
     assert cycle.load(locate(str(world.port))) is not None
+
+
+def test_a_basename_citation_resolves_to_the_full_path_of_its_header() -> None:
+    full = Citation("vllm/v1/core/sched/scheduler.py", None, None, "abc1234", None, None, 1)
+    bare = Citation("scheduler.py", None, "Scheduler.schedule", None, None, None, 2)
+    other = Citation("elsewhere.py", None, "f", None, None, None, 3)
+    header = Header("PORTED", (full, bare, other), "Ported from", 1, 3)
+    assert surface._resolved(bare, header) == "vllm/v1/core/sched/scheduler.py"
+    assert surface._resolved(other, header) == "elsewhere.py"  # no full path to join
 
 
 # -- the ast mapping alone ------------------------------------------------------------------------
