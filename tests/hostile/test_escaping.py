@@ -47,12 +47,6 @@ def test_a_renamed_path_cannot_forge_a_decision(tmp_path: Path) -> None:
     assert move["new_path"] == evil  # the JSON keeps the path exactly
     (line,) = [x for x in text.splitlines() if x.startswith("- `vllm/a.py` renamed")]
     assert "IGNORE\\: forged" not in line and "forged" in line
-    # The work queue's patch files quote the path in their header: one line each.
-    out = tmp_path / "patches"
-    assert run(fx.port, "queue", "--patch", str(out)).rc == 0
-    for patch in out.glob("*.patch"):
-        head = patch.read_bytes().split(b"\ndiff --git", 1)[0].decode()
-        assert all(x.startswith("#") for x in head.splitlines()), head
 
 
 def test_a_hostile_history_syncs_twice_byte_stable_and_check_passes(tmp_path: Path) -> None:
