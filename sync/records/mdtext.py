@@ -8,13 +8,14 @@ cell, a link, an HTML comment or a pin span wherever it lands:
 - no line break of any kind: every character `str.splitlines` breaks at (LF, CR, VT, FF,
   FS, GS, RS, NEL, LS, PS) and every other run of whitespace becomes one space; other
   control characters and bidirectional overrides become U+FFFD;
-- `<` and `>` become `&lt;` / `&gt;`, so no `<!--` (a comment, a pin span) or tag is ever
-  written, not even backslash-escaped;
-- markdown's openers are backslash-escaped: `[ ]` (links), `|` (table cells), `\\`, and for
-  prose also `` ` * _ ~ ``; an `&` that would start an entity is escaped too, so every
+- outside code spans `<` becomes `&lt;`, so no `<!--` (a comment, a pin span) or tag is
+  ever written, not even backslash-escaped;
+- markdown's openers are backslash-escaped: `[ ]` (links), `|` (table cells), `>`, `\\`,
+  and for prose also `` ` * _ ~ ``; an `&` that would start an entity is escaped too, so every
   value reads back (`unescape`) exactly as it was;
 - `code` wraps a path, ref or command in backticks only when nothing in it could end the
-  span or open anything; otherwise it is written as escaped prose.
+  span or open anything (inside a code span `<` is text; `<!` is never written); otherwise
+  it is written as escaped prose.
 
 A value is always rendered after the line's own prefix (`- `, `| `), so a `#` or `-` in
 it can never be the start of a line.
@@ -30,18 +31,20 @@ SUBJECT_MAX = 300
 # overrides and isolates that make a line display other than it reads.
 _HIDDEN = re.compile("[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f\u202a-\u202e\u2066-\u2069]")
 _ENTITY = re.compile(r"&(?=#?[0-9A-Za-z]+;)")  # split at it: the `&` itself is consumed
-_OPENERS = "\\[]|"
-_ENTITIES = {"<": "&lt;", ">": "&gt;"}
+_OPENERS = "\\[]|>"
+_ENTITIES = {"<": "&lt;"}
 # Backslash-escape markdown's active characters (str.translate: this runs 20,000 times
 # for a 10,000-commit report).
 _SUBJECT_ESC = str.maketrans({**{c: "\\" + c for c in _OPENERS + "`*_~"}, **_ENTITIES})
 _REASON_ESC = str.maketrans({**{c: "\\" + c for c in _OPENERS + "`*"}, **_ENTITIES})
 # A table cell a person wrote keeps its emphasis and code spans: they open nothing.
 _CELL_ESC = str.maketrans({**{c: "\\" + c for c in _OPENERS}, **_ENTITIES})
-_UNESC = re.compile(r"\\(.)|&lt;|&gt;")
-_UNENTITY = {"&lt;": "<", "&gt;": ">"}
-# Safe inside a code span: no backtick to end it, no `<`, `|` or `\` to open anything.
-_CODE_UNSAFE = re.compile(r"[`<>|\\]")
+_UNESC = re.compile(r"\\(.)|&lt;")
+_UNENTITY = {"&lt;": "<"}
+# Unsafe inside a code span: a backtick ends it, `|` splits a table cell even there, a
+# backslash would show; `<!` and `-->` would still read as a comment or pin span to the
+# tools that scan the text (a code span's `<if TYPE_CHECKING>` is only text).
+_CODE_UNSAFE = re.compile(r"[`|\\]|<!|-->")
 
 
 def flat(text: str) -> str:
@@ -77,7 +80,7 @@ def code(text: str) -> str:
     one = flat(text)
     if one and not _CODE_UNSAFE.search(one):
         return f"`{one}`"
-    return escape(one)
+    return escape(one, reason=True)
 
 
 def unescape(text: str) -> str:

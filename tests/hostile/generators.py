@@ -104,6 +104,12 @@ def prose(text: str) -> str:
     return "".join(out)
 
 
+def angles_safe(text: str) -> bool:
+    """No `<` outside code spans (no tag), and no `<!` or `-->` anywhere (no comment or
+    pin span, even to a tool that scans the raw text)."""
+    return "<" not in prose(text) and "<!" not in text and "-->" not in text
+
+
 def no_markup(text: str) -> bool:
     """No `<` at all (no comment, no pin span, no tag) and no bare `|`, `[` or `]`."""
     return "<" not in text and not bare(text, "|[]")
