@@ -278,13 +278,26 @@ def _read_entry(r: _Reading, raw: str) -> None:
         return
     head = _ENTRY_HEAD.match(raw)
     # Only a line the renderer could have written is an entry: it starts with the prefix
-    # this run renders for a commit of the range (sha, PR, escaped subject, " — ").
+    # this run renders for a commit of the range (sha, PR, escaped subject, " — "), as
+    # this version escapes it or as any escaping that reads back the same (an earlier one).
     prefix = r.prefixes.get(short(head.group(1))) if head is not None else None
-    parsed = parse_entry(raw, prefix) if prefix is not None and raw.startswith(prefix) else None
+    written = _written_prefix(raw, prefix) if prefix is not None else None
+    parsed = parse_entry(raw, written) if written is not None else None
     if parsed is None:
         r.unparsed.append(raw)
     else:
         r.entries.append(parsed)
+
+
+def _written_prefix(raw: str, prefix: str) -> str | None:
+    """The start of `raw` that is `prefix` as some escaping wrote it (None when none is)."""
+    if raw.startswith(prefix):
+        return prefix
+    want = unescape(prefix)
+    for m in _PREFIX_END.finditer(raw):
+        if unescape(raw[:m.end()]) == want:
+            return raw[:m.end()]
+    return None
 
 
 def _related(m: Model) -> tuple[str, ...]:
@@ -397,6 +410,7 @@ def dump_json(doc: Any) -> str:
 _ENTRY_HEAD = re.compile(r"^- `([0-9a-f]{7,40})` ")
 _DISP = re.compile(r"^(" + "|".join(re.escape(d) for d in ALL) + r"): (.*)$")
 _AUTO = re.compile(r" _\(auto: ([^)]*)\)_$")
+_PREFIX_END = re.compile(r" — (?=(?:" + "|".join(re.escape(d) for d in ALL) + r"): )")
 
 
 def parse_entry(line: str, known_prefix: str | None) -> ParsedEntry | None:

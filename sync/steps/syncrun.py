@@ -236,7 +236,9 @@ def _hand_edits(back: report.ReadBack, seen: _LastRun,
     new = 0
     for pe in back.entries:
         e = by_prefix[short(pe.sha_prefix)]
-        if e.sha == seen.decided_now or pe.line == seen.written.get(e.sha, report.entry_line(e)):
+        last = seen.written.get(e.sha, report.entry_line(e))
+        # A line that reads back as the one written (an earlier version's escaping) is no edit.
+        if e.sha == seen.decided_now or report.unescape(pe.line) == report.unescape(last):
             continue
         if pe.auto_rule is not None and (pe.disposition, pe.reason) == (e.disposition, e.reason):
             continue  # only the escaping or the auto tag's text differs: nothing was decided

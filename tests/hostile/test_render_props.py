@@ -223,3 +223,18 @@ def test_gate_lines_of_hostile_records(rows: list[tuple[str, str, str, str, str]
     assert len(text.splitlines()) == len(results) and angles_safe(text)
     assert all(line.startswith("- `") and not bare(prose(line), "|[]")
                for line in text.splitlines())
+
+
+@budget(60)
+@given(saying)
+def test_a_line_an_earlier_escaping_wrote_still_reads_back(subject: str) -> None:
+    """Reports written before `<` became an entity escaped it `\\<`: such a line is still its
+    commit's entry (not an unparsed line), and reads back as the same line."""
+    e = Entry(_sha(1), 1, subject, "PORT-NOW", "r", "ported-path", True, (), ())
+    line = report.entry_line(e)
+    earlier = line.replace("&lt;", "\\<")
+    back = report.read_back(f"## PORT-NOW\n\n{earlier}\n", {short(e.sha): report.entry_prefix(e)})
+    assert back.unparsed == ()
+    assert [(p.disposition, p.reason, p.line) for p in back.entries] == [
+        ("PORT-NOW", "r", earlier)]
+    assert unescape(earlier) == unescape(line)
