@@ -187,7 +187,7 @@ PAIRS = ("rocm_b", "lora", "docs", "tests_only", "add_model", "no_pr", "fix_c", 
 
 def test_parallel_decides_lose_nothing(fx: Fixture) -> None:
     outcomes: list[str] = []
-    for t in range(trials(10)):
+    for t in range(trials(6)):
         hand_edit(fx, "change_a", f"hand {t}")  # pending: both runs read it back
         a, b = PAIRS[(2 * t) % len(PAIRS)], PAIRS[(2 * t + 1) % len(PAIRS)]
         ra, rb = f"trial {t} a", f"trial {t} b"
@@ -205,7 +205,7 @@ def test_parallel_decides_lose_nothing(fx: Fixture) -> None:
 
 def test_parallel_sync_and_decide_lose_nothing(fx: Fixture) -> None:
     outcomes: list[str] = []
-    for t in range(trials(6)):
+    for t in range(trials(4)):
         name = PAIRS[t % len(PAIRS)]
         hand_edit(fx, "change_a", f"hand {t}")
         reason = f"trial {t}"

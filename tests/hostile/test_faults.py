@@ -85,9 +85,9 @@ def _child(k: int, log: Path, *argv: str) -> int:
                           capture_output=True, check=False, timeout=120).returncode
 
 
-def _points(n: int, step: int = 4) -> list[int]:
+def _points(n: int, step: int = 6) -> list[int]:
     """Which write points to kill at: every one from depth 2; at depth 1 every `step`-th and
-    the last (a write has 5 points, so a step of 4 hits each kind of point in turn)."""
+    the last (a write has 5 points, so a step of 6 hits each kind of point in turn)."""
     every = list(range(1, n + 1))
     return every if DEPTH > 1 else sorted({*every[::step], n})
 
@@ -204,7 +204,7 @@ def test_kills_inside_a_transaction(tmp_path: Path) -> None:
     n = len(log.read_text().splitlines())
     # 5 atomic writes (the intent, 3 staged files, the journal), 3 staged, journal, 3 replaced
     assert n == 5 * 5 + 3 + 1 + 3
-    for k in _points(n, step=2):
+    for k in _points(n, step=3):
         root = fresh(tmp_path / f"k{k}")
         assert _child(k, tmp_path / f"k{k}.log", *argv(root)) == -signal.SIGKILL
         txn.recover(root / "sync", root)
