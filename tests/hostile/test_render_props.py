@@ -11,10 +11,14 @@ from __future__ import annotations
 
 import hashlib
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from portfixture import Fixture, build
 
-from sync.records import gates, inventory, ledger, spans
+from sync import port as port_mod
+from sync.infra.errors import SyncError, UsageError
+from sync.records import events, gates, inventory, ledger, paragraph, spans
 from sync.records.decisions import ALL
 from sync.records.deviations import Deviation, touched
 from sync.records.mdtext import cell, code, escape, flat, unescape
@@ -238,3 +242,54 @@ def test_a_line_an_earlier_escaping_wrote_still_reads_back(subject: str) -> None
     assert [(p.disposition, p.reason, p.line) for p in back.entries] == [
         ("PORT-NOW", "r", earlier)]
     assert unescape(earlier) == unescape(line)
+
+
+# -- records stored as TOML/JSON: what is written reads back exactly -------------------------
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory: pytest.TempPathFactory) -> Fixture:
+    return build(tmp_path_factory.mktemp("records"))
+
+
+@budget(80)
+@given(hostile_text, hostile_text)
+def test_a_state_event_of_hostile_text_reads_back_exactly(synthetic: Fixture, detail: str,
+                                                         report_path: str) -> None:
+    p = port_mod.locate(str(synthetic.port))
+    try:
+        path, data = events.staged(p, "stall", detail=detail, report=report_path)
+    except SyncError:
+        return  # refused (a report path that is no port-relative path): written nothing
+    back = events._from_bytes(data, path, "e.toml")
+    assert (back.detail, back.report) == (detail, report_path)
+    assert b"\n[" not in data  # no value opened a table of its own
+
+
+@budget(80)
+@given(st.lists(st.tuples(st.from_regex(gates.NAME, fullmatch=True), hostile_text,
+                          hostile_text), max_size=3, unique_by=lambda t: t[0]))
+def test_a_gate_record_of_hostile_text_reads_back_exactly(
+        rows: list[tuple[str, str, str]]) -> None:
+    results = [gates.GateResult(name, "PENDING", command, None, "h", "t", handoff=command or "x",
+                                detail=detail) for name, command, detail in rows]
+    again = gates.parse(gates.render_doc("b" * 40, results), "b" * 40, rel="g.json")
+    assert again == sorted(results, key=lambda r: r.name)
+
+
+PARAGRAPH = ("# Protocol\n\nActive pin (advanced 2026-01-01): current parity pin abcdef123 "
+             "(vLLM 0.1.0) and the narrative after it.\n")
+
+
+@budget(120)
+@given(hostile_text)
+def test_the_parity_pin_paragraph_takes_only_a_bare_version(label: str) -> None:
+    para = paragraph.find(PARAGRAPH, path="p.md")
+    try:
+        text = paragraph.render(PARAGRAPH, para, date="2026-02-02", sha="abcdef1234",
+                                release_label=label)
+    except UsageError:
+        return  # refused: nothing written
+    again = paragraph.find(text, path="p.md")
+    assert again.release_label == label and len(text.splitlines()) == len(PARAGRAPH.splitlines())
+    assert angles_safe(text) and not bare(text, "|[]`*")
