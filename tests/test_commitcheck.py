@@ -38,7 +38,13 @@ def test_mixed_commit_fails_naming_both_sides(fx: Fixture) -> None:
                             "work")
     j = run(fx.port, "check-commit", "--json", sha)
     assert j.rc == 7
-    assert json.loads(j.out) == {"ok": False, "commits": [
+    doc = json.loads(j.out)
+    assert doc.pop("error") == {
+        "kind": "CheckFailed", "message": "1 commit(s) mix a sync cycle with feature work",
+        "fix": "split each into a sync commit and a feature commit", "exit_code": 7,
+        "text": "1 commit(s) mix a sync cycle with feature work — split each into a sync "
+                "commit and a feature commit"}
+    assert doc == {"ok": False, "exit_code": 7, "commits": [
         {"sha": sha, "subject": "Sync and a feature at once",
          "sync_paths": [".agents/upstream-sync.md"], "feature_paths": ["src/x.cpp"]}]}
 

@@ -217,7 +217,8 @@ def test_parity_one_suite_and_json(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     rc, out, err = run_cli(["--port", str(root), "parity", "--suite", "op", "--json"])
     assert rc == 0, err
     doc = json.loads(out)
-    assert [d["name"] for d in doc] == ["parity:op"] and doc[0]["status"] == "PASS"
+    assert [d["name"] for d in doc["gates"]] == ["parity:op"]
+    assert doc["gates"][0]["status"] == "PASS"
     assert [r.name for r in gates.load(port_at(root), PIN)] == ["parity:op"]
 
 

@@ -79,12 +79,11 @@ def _as_json(target: str, check: bool, written: int,
 def _say(ctx: Context, plans: list[bump.FilePlan], target: str, verb: str) -> None:
     for p in plans:
         if p.refusal is not None:
-            print(f"refused: {p.refusal}", file=ctx.out)
+            ctx.say(f"refused: {p.refusal}")
         elif not p.changes:
-            print(f"{p.rel}: already at {target[:10]}", file=ctx.out)
+            ctx.say(f"{p.rel}: already at {target[:10]}")
         for c in p.changes:
-            print(f"{p.rel}:{c.line}: {verb} {c.path} {c.old} → {c.new} (was {c.was})",
-                  file=ctx.out)
+            ctx.say(f"{p.rel}:{c.line}: {verb} {c.path} {c.old} → {c.new} (was {c.was})")
 
 
 def _refusal(refusals: list[SyncError], files: int) -> SyncError:

@@ -70,6 +70,5 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         ctx.emit_json({"sha": commit.sha, "disposition": args.disposition, "reason": reason,
                        "by": by, "report": port.rel(result.path)})
     else:
-        print(f"{short(commit.sha)} {args.disposition}: {reason} (report {result.path})",
-              file=ctx.out)
+        ctx.say(f"{short(commit.sha)} {args.disposition}: {reason} (report {result.path})")
     return 0

@@ -40,11 +40,10 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         ctx.note(f"{prefs.remote}/{prefs.branch} moved to {frozen.moved[:10]}; the open cycle "
                  f"keeps its target {c.target[:10]} (pass --retarget to move it)")
     if c.target == pin.commit:
-        print(f"nothing to sync: the target {c.target[:10]} is the pin", file=ctx.out)
+        ctx.say(f"nothing to sync: the target {c.target[:10]} is the pin")
         return 0
     if gitio.is_dirty(ref):
         ctx.note(f"note: {ref.path} has uncommitted changes; the fetch did not touch them")
-    print(f"target {c.target} ({c.target_ref}) frozen for this cycle; "
-          f"{behind if behind is not None else '?'} commits after the pin {pin.commit[:10]}",
-          file=ctx.out)
+    ctx.say(f"target {c.target} ({c.target_ref}) frozen for this cycle; "
+          f"{behind if behind is not None else '?'} commits after the pin {pin.commit[:10]}")
     return 0

@@ -87,12 +87,10 @@ def _say(ctx: Context, args: argparse.Namespace, rel: str, title: str | None,
         ctx.emit_json({"inventory": rel, "pr": args.pr, "tier": args.tier,
                        "where": result.where, "line": result.line, "row": result.row})
     elif result.where == "already":
-        print(f"{rel}:{result.line}: vllm#{args.pr} is already recorded: {result.row.strip()}",
-              file=ctx.out)
+        ctx.say(f"{rel}:{result.line}: vllm#{args.pr} is already recorded: {result.row.strip()}")
     else:
         where = "on the existing row" if result.where == "row" else f"in section '{title}'"
-        print(f"{rel}:{result.line}: recorded vllm#{args.pr} {where}: {result.row.strip()}",
-              file=ctx.out)
+        ctx.say(f"{rel}:{result.line}: recorded vllm#{args.pr} {where}: {result.row.strip()}")
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:

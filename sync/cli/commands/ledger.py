@@ -94,5 +94,5 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     if ctx.json:
         ctx.emit_json({"ledger": rel, "row": row, "cells": list(cells)})
     else:
-        print(f"{rel}: appended {row}", file=ctx.out)
+        ctx.say(f"{rel}: appended {row}")
     return 0

@@ -38,7 +38,7 @@ def _print(doc: dict[str, Any], ctx: Context) -> None:
     lines += [f"span: {s}" for s in doc["spans"]]
     lines += _cycle_lines(doc["cycle"])
     for line in lines:
-        print(line, file=ctx.out)
+        ctx.say(line)
 
 
 def _pin_lines(doc: dict[str, Any]) -> list[str]:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from sync.infra import proc
-from sync.infra.errors import BlockedCycle, CheckFailed, UsageError
+from sync.infra.errors import BlockedCycle, CheckFailed, SyncError, UsageError
 from sync.port import Port
 from sync.records import gates
 from sync.records.config import Suite
@@ -92,7 +92,8 @@ def run_suite(port: Port, suite: Suite, target: str) -> SuiteRun:
 
 def run(port: Port, prefs: Preferences, *, suite: str | None = None, strict: bool = False,
         target: str | None = None, say: Note = lambda _: None) -> list[gates.GateResult]:
-    """Run (or mark PENDING) each chosen suite; FAIL raises CheckFailed after recording all."""
+    """Run (or mark PENDING) each chosen suite and record each; `refusal` says what the
+    results refuse (a FAIL, a PENDING under `strict`)."""
     suites = chosen(port, suite)
     tgt = gates.check_target(port, target)
     results: list[gates.GateResult] = []
@@ -106,7 +107,6 @@ def run(port: Port, prefs: Preferences, *, suite: str | None = None, strict: boo
         gates.record(port, tgt, done.result)
         _tell(done, why, say)
         results.append(done.result)
-    _refuse(results, strict=strict)
     return results
 
 
@@ -126,14 +126,15 @@ def _tell(done: SuiteRun, why: str, say: Note) -> None:
     say(f"{r.name} {r.status} ({r.duration_s:.1f} s)")
 
 
-def _refuse(results: list[gates.GateResult], *, strict: bool) -> None:
+def refusal(results: list[gates.GateResult], *, strict: bool) -> SyncError | None:
     """CheckFailed when a suite failed; BlockedCycle when one is PENDING under --strict."""
     failed = [r.name for r in results if r.status == "FAIL"]
     if failed:
-        raise CheckFailed(f"{len(failed)} parity suite(s) failed: {', '.join(failed)}",
-                          "see the output above; fix the port and run parity again")
+        return CheckFailed(f"{len(failed)} parity suite(s) failed: {', '.join(failed)}",
+                           "see the output above; fix the port and run parity again")
     pending = [r for r in results if r.status == "PENDING"]
     if pending and strict:
-        raise BlockedCycle(f"{len(pending)} parity suite(s) PENDING under --strict: "
-                           + ", ".join(r.name for r in pending),
-                           f"run on a gate host: {pending[0].handoff}")
+        return BlockedCycle(f"{len(pending)} parity suite(s) PENDING under --strict: "
+                            + ", ".join(r.name for r in pending),
+                            f"run on a gate host: {pending[0].handoff}")
+    return None
