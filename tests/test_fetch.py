@@ -96,7 +96,14 @@ def test_fetch_target_options(fx: Fixture) -> None:
     assert r.rc == 0, r.err
     c = frozen(fx)
     assert (c.target, c.target_ref) == (fx.marks["rename"], fx.marks["rename"][:10])
-    same = run(fx.port, "fetch", "--target", fx.pin)
+    # Another target for the open cycle is refused without --retarget (nothing changes).
+    other = run(fx.port, "fetch", "--target", fx.pin)
+    assert other.rc == 2 and frozen(fx) == c
+    assert other.err.splitlines()[-1] == (
+        f"upstream-sync: error: the open cycle is frozen at {fx.marks['rename'][:10]} "
+        f"({fx.marks['rename'][:10]}); {fx.pin} is {fx.pin[:10]} — pass --retarget to move "
+        "the cycle to it, or leave --target out to keep the frozen target")
+    same = run(fx.port, "fetch", "--target", fx.pin, "--retarget")
     assert same.rc == 0 and same.out == f"nothing to sync: the target {fx.pin[:10]} is the pin\n"
     bad = run(fx.port, "fetch", "--target", "v9.9.9")
     assert bad.rc == 2

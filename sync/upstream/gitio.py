@@ -229,6 +229,17 @@ def fetch(ref: Reference, remote: str, branch: str,
         ) from None
 
 
+def refs_containing(ref: Reference, sha: str, *prefixes: str) -> list[str]:
+    """The short names of the refs under `prefixes` whose history holds `sha` (one process)."""
+    check_rev(sha)
+    out = run(ref.path, ["for-each-ref", "--format=%(refname:short)", f"--contains={sha}",
+                         "--end-of-options", *prefixes], check=False)
+    if out.returncode != 0:
+        return []
+    return [line for line in out.stdout.decode("utf-8", "replace").splitlines()
+            if line and not line.endswith("/HEAD")]
+
+
 def count_range(ref: Reference, base: str, target: str) -> int:
     check_rev(base)
     check_rev(target)
