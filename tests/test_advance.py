@@ -370,7 +370,7 @@ def _unclassified(c: Copy, p: Prepared, mp: pytest.MonkeyPatch) -> None:
 def _port_now_open(c: Copy, p: Prepared, mp: pytest.MonkeyPatch) -> None:
     rep = read_text(report_path(c.port))
     sha = next(s for s in re.findall(r"`([0-9a-f]{10})`.*PORT-NOW", rep) if s != p.ported)
-    ok("decide", sha, "PORT-NOW", "port it this cycle")
+    ok("decide", sha, "PORT-NOW", "port it this cycle", "--force")
 
 
 def _gates_pending(c: Copy, p: Prepared, mp: pytest.MonkeyPatch) -> None:

@@ -42,10 +42,14 @@ class Context:
         """Progress and notices go to stderr so stdout stays parseable."""
         print(message, file=self.err, flush=True)
 
+    def on_terminal(self) -> bool:
+        """stderr is a terminal (progress may then redraw; a log gets bounded progress)."""
+        isatty = getattr(self.err, "isatty", None)
+        return bool(isatty is not None and isatty())
+
     def progress(self, message: str) -> None:
         """Progress of a slow step: on a terminal only, so logs and pipes keep one-line errors."""
-        isatty = getattr(self.err, "isatty", None)
-        if isatty is not None and isatty():
+        if self.on_terminal():
             self.note(message)
 
     @property

@@ -258,7 +258,7 @@ def annotate(inv: Inventory, req: Request) -> Annotation:
     if done is not None:
         return Annotation("already", done.line, inv.text, _line_text(inv.text, done.start))
     row = _row_at(inv, rows, req.row_line) if req.row_line is not None else (
-        _row_citing(rows, req))
+        _row_citing(rows, req) or _row_naming(inv, rows, req))
     if row is not None:
         return _on_row(inv, row, req)
     if req.section_title is None:
@@ -287,6 +287,39 @@ def _row_citing(rows: Sequence[Item], req: Request) -> Item | None:
                 + ", ".join(str(r.line) for r in chosen) + ")", "pick one with --row LINE")
         chosen = same
     return chosen[0] if chosen else None
+
+
+_GENERIC = frozenset((
+    "add", "adds", "added", "support", "supports", "fix", "fixes", "fixed", "the", "and", "for",
+    "with", "from", "into", "via", "per", "use", "uses", "when", "every", "all", "new",
+    "update", "updates", "bump", "model", "models", "layer", "layers", "misc", "core",
+    "kernel", "perf", "bugfix", "doc", "docs", "test", "tests", "refactor", "chore", "feature",
+    "features", "not", "only", "also", "its", "this", "that", "are", "was"))
+
+
+def _words(text: str) -> set[str]:
+    """The distinctive words of a subject or a row: lowercase, 3+ characters, not generic."""
+    return {w for w in re.findall(r"[a-z0-9]+", text.lower())
+            if len(w) >= 3 and not w.isdigit() and w not in _GENERIC}
+
+
+def _row_naming(inv: Inventory, rows: Sequence[Item], req: Request) -> Item | None:
+    """The one row of the asked tier that names the feature: it shares the most distinctive
+    words with the upstream subject (`EAGLE-3 drafts` → `EAGLE speculative decoding`)."""
+    if not req.subject:
+        return None
+    wanted = _words(_PR_SUFFIX.sub("", req.subject))
+    scored = [(len(wanted & _words(PR_REF.sub("", r.text))), r) for r in rows
+              if r.tier == req.tier]
+    best = max((s for s, _ in scored), default=0)
+    if best == 0:
+        return None
+    top = [r for s, r in scored if s == best]
+    if len(top) > 1:
+        raise UsageError(f"{len(top)} {req.tier} rows of {inv.path} name this feature equally "
+                         "(lines " + ", ".join(str(r.line) for r in top) + ")",
+                         "pick one with --row LINE")
+    return top[0]
 
 
 def _on_row(inv: Inventory, r: Item, req: Request) -> Annotation:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any
 
 from sync.port import Port
 from sync.records import carryover, cycle, gates
@@ -206,25 +206,6 @@ def lines(port: Port, c: cycle.Cycle, entries: list[Entry], recorded: list[gates
     carried items outside its range."""
     return (own_lines(port, entries, recorded, carried)
             + [carried_line(i, c.target) for i in carried if not i.in_range])
-
-
-Kind = Literal["PORT-NOW open", "INVENTORY unannotated", "UNCLASSIFIED", "gate", "unmet",
-               "carried"]
-_KINDS: tuple[tuple[str, Kind], ...] = (
-    ("- PORT-NOW open: ", "PORT-NOW open"), ("- INVENTORY unannotated: ", "INVENTORY unannotated"),
-    ("- UNCLASSIFIED: ", "UNCLASSIFIED"), ("- gate ", "gate"), ("- unmet: ", "unmet"),
-    ("- carried ", "carried"),
-)
-
-
-def counts(carry_lines: Iterable[str]) -> dict[str, int]:
-    """How many carry-over lines of each kind (for a short `status`)."""
-    out: dict[str, int] = {}
-    for line in carry_lines:
-        kind = next((k for prefix, k in _KINDS if line.startswith(prefix)), None)
-        if kind is not None:
-            out[kind] = out.get(kind, 0) + 1
-    return out
 
 
 def _carries(e: Entry, by: carryover.By) -> bool:

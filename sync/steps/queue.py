@@ -2,7 +2,9 @@
 
 The work queue is the sync report (protocol step 4), so the entries come from the
 report's JSON companion for the cycle's frozen target, refused when it is missing
-or was written for another pin or target. Per item: the port files, their current
+or was written for another pin or target: its PORT-NOW entries, then the PORT-NOW
+items earlier cycles carried into it (`carried`, outside the range), whose diffs run
+to this cycle's target like every other item's. Per item: the port files, their current
 per-file pins read from the headers now, and per upstream path the diff to read
 (`git diff <file-pin>..TARGET -- <path>`) with its diffstat. Git work is grouped
 by base commit, so the number of git processes depends on how many distinct
@@ -62,6 +64,7 @@ class Item:
     diffs: tuple[Diff, ...]
     ledgered: bool  # a ledger row names its PR or SHA already
     patch: str | None  # the patch file written for it, if any
+    carried_since: str | None = None  # the report that first carried it over, if one did
 
 
 @dataclass(frozen=True)
@@ -88,15 +91,19 @@ def _refused(message: str, path: str) -> MalformedRecord:
     return MalformedRecord(message, "run 'upstream-sync sync' to rewrite it", path=path)
 
 
-def entries_from_json(text: str, *, path: str) -> tuple[str, str, list[Entry]]:
-    """(pin, target, entries) from a report's JSON companion; malformed shapes are refused."""
+def entries_from_json(text: str, *, path: str, key: str = "entries"
+                      ) -> tuple[str, str, list[Entry]]:
+    """(pin, target, entries) from a report's JSON companion; malformed shapes are refused.
+
+    `key` "carried" reads the carried-over items instead (none in an older report)."""
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise _refused(f"not valid JSON ({exc.msg} at line {exc.lineno})", path) from None
     if not isinstance(doc, dict):
         raise _refused("not a report JSON object", path)
-    pin, target, raw = doc.get("pin"), doc.get("target"), doc.get("entries")
+    pin, target, raw = doc.get("pin"), doc.get("target"), doc.get(key, [] if key != "entries"
+                                                                   else None)
     if not isinstance(pin, str) or not isinstance(target, str) or not isinstance(raw, list):
         raise _refused("missing pin, target or entries", path)
     out: list[Entry] = []
@@ -202,8 +209,10 @@ def build(port: Port, ref: gitio.Reference, upstream_ref: str, *,
     c = port.open_cycle()
     pin = port.pin_record().pin.commit
     jpath = report_json(port, c)
-    work = [e for e in _report_entries(port, jpath, pin, c.target)
-            if e.disposition == "PORT-NOW"]
+    entries, carried, since = _report_entries(port, jpath, pin, c.target)
+    work = [e for e in entries if e.disposition == "PORT-NOW"]
+    in_range = {e.sha for e in entries}
+    work += [e for e in carried if e.disposition == "PORT-NOW" and e.sha not in in_range]
     notes: list[str] = []
     cited = _cited(port, ref, work, upstream_ref)
     plans = [_plan(e, cited, notes) for e in work]
@@ -219,13 +228,15 @@ def build(port: Port, ref: gitio.Reference, upstream_ref: str, *,
         if patch_dir is not None:
             patch = _write_patch(patch_dir, index, p.entry, diffs, sections, c.target)
         items.append(Item(index, p.entry, p.pins, tuple(diffs), carry.ported(p.entry, led),
-                          patch))
+                          patch, since.get(p.entry.sha)))
     return Queue(pin, c.target, port.rel(jpath.with_suffix(".md")), str(ref.path), tuple(items),
                  tuple(dict.fromkeys(notes)))
 
 
-def _report_entries(port: Port, jpath: Path, pin: str, target: str) -> list[Entry]:
-    """The entries of the cycle's report JSON, refused unless it was written for pin..target."""
+def _report_entries(port: Port, jpath: Path, pin: str, target: str
+                    ) -> tuple[list[Entry], list[Entry], dict[str, str]]:
+    """(the entries, the carried items, since when each is carried) of the cycle's report
+    JSON, refused unless it was written for pin..target."""
     rel = port.rel(jpath)
     if not jpath.exists():
         raise UsageError(f"the cycle's report {rel} does not exist",
@@ -238,7 +249,14 @@ def _report_entries(port: Port, jpath: Path, pin: str, target: str) -> list[Entr
     if rpin != pin or rtarget != target:
         raise UsageError(f"{rel} was written for {short(rpin)}..{short(rtarget)}, but the cycle "
                          f"is {short(pin)}..{short(target)}", "run 'upstream-sync sync' again")
-    return entries
+    return entries, entries_from_json(text, path=rel, key="carried")[2], _carried_since(text)
+
+
+def _carried_since(text: str) -> dict[str, str]:
+    """SHA -> the report that first carried it, for every carried item the report lists."""
+    doc = json.loads(text)
+    return {c["sha"]: str(c.get("since", "")).rsplit("/", 1)[-1]
+            for c in doc.get("carried") or [] if isinstance(c, dict) and "sha" in c}
 
 
 @dataclass(frozen=True)
@@ -376,7 +394,7 @@ def to_json(q: Queue) -> dict[str, Any]:
                        "base_from": d.base_from, "insertions": d.insertions,
                        "deletions": d.deletions, "binary": d.binary, "command": d.command}
                       for d in it.diffs],
-            "patch": it.patch,
+            "patch": it.patch, "carried_since": it.carried_since,
         } for it in q.items],
         "notes": list(q.notes),
     }
@@ -389,6 +407,8 @@ def render(q: Queue) -> list[str]:
         e = it.entry
         pr = f"vllm#{e.pr}" if e.pr is not None else "(no PR)"
         state = "ledgered" if it.ledgered else "open"
+        if it.carried_since:
+            state += f"; carried since {it.carried_since}"
         lines.append(f"{it.index}. `{short(e.sha)}` {pr} {' '.join(e.subject.split())} [{state}]")
         for p in it.pins:
             pin = f" @ {p.sha}" if p.sha else ""

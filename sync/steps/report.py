@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast, get_args
 
@@ -266,6 +266,26 @@ def _moves_doc(m: Model) -> dict[str, Any]:
                       for mv in m.moves]}
 
 
+CarryKind = Literal["PORT-NOW open", "INVENTORY unannotated", "UNCLASSIFIED", "gate", "unmet",
+                    "carried"]
+
+_KINDS: tuple[tuple[str, CarryKind], ...] = (
+    ("- PORT-NOW open: ", "PORT-NOW open"), ("- INVENTORY unannotated: ", "INVENTORY unannotated"),
+    ("- UNCLASSIFIED: ", "UNCLASSIFIED"), ("- gate ", "gate"), ("- unmet: ", "unmet"),
+    ("- carried ", "carried"),
+)
+
+
+def carry_counts(carry_lines: Iterable[str]) -> dict[str, int]:
+    """How many carry-over lines of each kind (for a short `status`)."""
+    out: dict[str, int] = {}
+    for line in carry_lines:
+        kind = next((k for prefix, k in _KINDS if line.startswith(prefix)), None)
+        if kind is not None:
+            out[kind] = out.get(kind, 0) + 1
+    return out
+
+
 def _read_unmet(r: _Reading, raw: str) -> None:
     if raw.startswith("- unmet: "):
         r.unmet.append(raw.removeprefix("- unmet: "))
@@ -305,7 +325,9 @@ LAYOUT: tuple[Section, ...] = (
                                      "lines": list(m.file_pins)}}),
     _titled("Gates", lambda m: m.gates, lambda m: {"gates": list(m.gate_docs)}),
     _titled("Carry-over", lambda m: m.carry_over,
-            lambda m: {"carry_over": list(m.carry_over), "carried": list(m.carried)},
+            lambda m: {"carry_over": list(m.carry_over),
+                       "carry_over_counts": carry_counts(m.carry_over),
+                       "carried": list(m.carried)},
             _read_unmet),
     Section(("Mechanical checks",), _checks,
             lambda m: {"checks": [{"ok": ok, "text": t} for ok, t in checks(m)]}),

@@ -26,7 +26,8 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     ref = port.reference()
     pin = port.pin_record().pin
     ctx.note(f"fetching {prefs.remote} {prefs.branch} in {ref.path}")
-    gitio.fetch(ref, prefs.remote, prefs.branch, progress=ctx.note)
+    gitio.fetch(ref, prefs.remote, prefs.branch, progress=ctx.note, live=ctx.on_terminal(),
+                tag=args.target)
     frozen = freeze(port, ref, Wanted(pin.commit, args.target, args.retarget))
     c = frozen.cycle
     behind = gitio.count_range(ref, pin.commit, c.target) if gitio.has_commit(
