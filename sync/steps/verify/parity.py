@@ -68,8 +68,11 @@ class SuiteRun:
     output_tail: tuple[str, ...] = ()
 
 
-def argv_of(port: Port, suite: Suite, target: str) -> list[str]:
-    values = {"port": str(port.root), "target": target, "target7": target[:7]}
+def argv_of(port: Port, suite: Suite, target: str, *, recorded: bool = False) -> list[str]:
+    """The suite's command line. `recorded`: as the gate record keeps it, `{port}` as `.`
+    (suites run from the port root): a record names no path of this machine."""
+    values = {"port": "." if recorded else str(port.root), "target": target,
+              "target7": target[:7]}
     return [expand(a, values) for a in suite.command]
 
 
@@ -85,7 +88,8 @@ def run_suite(port: Port, suite: Suite, target: str) -> SuiteRun:
     duration = round(time.monotonic() - started, 3)
     status: gates.Status = "PASS" if rc == 0 else "FAIL"
     detail = None if rc == 0 else (f"exit {rc}" if rc is not None else text[0])
-    return SuiteRun(gates.GateResult(gate_name(suite), status, shlex.join(argv), duration,
+    shown = shlex.join(argv_of(port, suite, target, recorded=True))
+    return SuiteRun(gates.GateResult(gate_name(suite), status, shown, duration,
                                      gates.hostname(), gates.now(), None, detail),
                     tuple(text[-proc.TAIL:]) if rc != 0 else ())
 
@@ -111,7 +115,8 @@ def run(port: Port, prefs: Preferences, *, suite: str | None = None, strict: boo
 
 
 def _pending(port: Port, s: Suite, target: str, why: str) -> gates.GateResult:
-    return gates.GateResult(gate_name(s), "PENDING", shlex.join(argv_of(port, s, target)), None,
+    return gates.GateResult(gate_name(s), "PENDING",
+                            shlex.join(argv_of(port, s, target, recorded=True)), None,
                             gates.hostname(), gates.now(), command(s.name, target, strict=True),
                             why)
 
