@@ -152,6 +152,9 @@ def _owed_line(e: Entry, owed: Owed, since: str | None) -> str | None:
     """The carry-over line of an entry of this range that still needs work, if it does."""
     if not owed.open(e):
         return None
+    if e.disposition == "PORT-NOW" and is_carry_over(e):
+        return (f"- PORT-NOW carried over: `{short(e.sha)}` {_pr(e)} "
+                f"({escape(e.reason, reason=True)}{_since(since)})")
     if e.disposition == "PORT-NOW":
         return f"- PORT-NOW open: `{short(e.sha)}` {_pr(e)} (no ledger row yet{_since(since)})"
     if e.disposition == "INVENTORY":

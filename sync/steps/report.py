@@ -266,13 +266,13 @@ def _moves_doc(m: Model) -> dict[str, Any]:
                       for mv in m.moves]}
 
 
-CarryKind = Literal["PORT-NOW open", "INVENTORY unannotated", "UNCLASSIFIED", "gate", "unmet",
-                    "carried"]
+CarryKind = Literal["PORT-NOW open", "PORT-NOW carried over", "INVENTORY unannotated",
+                    "UNCLASSIFIED", "gate", "unmet", "carried in"]
 
 _KINDS: tuple[tuple[str, CarryKind], ...] = (
-    ("- PORT-NOW open: ", "PORT-NOW open"), ("- INVENTORY unannotated: ", "INVENTORY unannotated"),
-    ("- UNCLASSIFIED: ", "UNCLASSIFIED"), ("- gate ", "gate"), ("- unmet: ", "unmet"),
-    ("- carried ", "carried"),
+    ("- PORT-NOW open: ", "PORT-NOW open"), ("- PORT-NOW carried over: ", "PORT-NOW carried over"),
+    ("- INVENTORY unannotated: ", "INVENTORY unannotated"), ("- UNCLASSIFIED: ", "UNCLASSIFIED"),
+    ("- gate ", "gate"), ("- unmet: ", "unmet"), ("- carried ", "carried in"),
 )
 
 

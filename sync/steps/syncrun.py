@@ -135,7 +135,8 @@ def _frame(port: Port, notes: Notes | None, req: CycleRequest) -> _Frame:
         raise EnvironmentUnresolved(
             f"the pin {short(pin.commit)} is not in the reference checkout {ref.path}",
             "run 'upstream-sync fetch' (or fetch the pin's branch) first")
-    frozen = freeze(port, ref, Wanted(pin.commit, req.target, req.retarget))
+    frozen = freeze(port, ref, Wanted(pin.commit, req.target, req.retarget,
+                                      req.allow_divergent))
     c = frozen.cycle
     if frozen.moved and notes is not None:
         notes.note(f"the remote moved to {short(frozen.moved)}; this cycle keeps its target "
@@ -147,7 +148,7 @@ def _enumerate(port: Port, frame: _Frame, notes: Notes | None, req: CycleRequest
     """The range's commits and stats, and the ported surface they are classified against."""
     ref, base, target = frame.ref, frame.pin.commit, frame.cycle.target
     divergent = not gitio.is_ancestor(ref, base, target)
-    if divergent and not req.allow_divergent:
+    if divergent and not (req.allow_divergent or frame.cycle.divergent_ok):
         raise UsageError(f"target {short(target)} does not descend from the pin {short(base)}",
                          "pick a target on the pin's line, or pass --allow-divergent")
     if notes is not None:

@@ -13,7 +13,7 @@ line, a detached checkout otherwise; never a reset).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
@@ -33,6 +33,7 @@ class Wanted:
     pin: str
     target: str | None = None  # commit, tag or ref; None: the open cycle's, else upstream's
     retarget: bool = False  # move an open cycle's target to upstream's
+    allow_divergent: bool = False  # accept, for the whole cycle, a target off the pin's line
 
 
 @dataclass(frozen=True)
@@ -55,6 +56,9 @@ def freeze(port: Port, ref: gitio.Reference, wanted: Wanted) -> Frozen:
     current = port.cycle()
     kept = _kept(current, wanted, sha)
     if kept is not None:
+        if wanted.allow_divergent and not kept.cycle.divergent_ok:
+            kept = Frozen(cycle.store(port, replace(kept.cycle, divergent_ok=True)), kept.moved)
+            port.keep("cycle", kept.cycle)
         return kept
     if current is not None and current.pin == wanted.pin and not wanted.retarget:
         raise UsageError(
@@ -64,7 +68,8 @@ def freeze(port: Port, ref: gitio.Reference, wanted: Wanted) -> Frozen:
     previous = ""
     if current is not None and (port.sync_dir / cycle.report_name(current)).exists():
         previous = cycle.report_name(current)
-    saved = cycle.save(port, wanted.pin, sha, want, previous)
+    saved = cycle.save(port, wanted.pin, sha, want, previous,
+                       divergent_ok=wanted.allow_divergent)
     port.keep("cycle", saved)
     if previous and previous != cycle.report_name(saved):
         _retire(port, port.sync_dir / previous)
