@@ -297,6 +297,49 @@ def test_full_cycle_advances_every_surface_commits_and_rolls_back(
     assert rc == 2 and "there is no advance to roll back" in err
 
 
+def test_rollback_dry_run_shows_the_diff_and_writes_nothing(
+        prepared: Prepared, copy: Callable[[str], Copy]) -> None:
+    c = copy("ready")
+    ok("advance")
+    carried = the_port(c.port).carried()
+    assert carried and all(x.by == "advance" for x in carried.values())
+    before = files(c.port)
+    out = ok("rollback", "--dry-run")
+    assert f"\n-vllm_commit = {prepared.target}\n" in out
+    assert f"\n+vllm_commit = {prepared.pin}\n" in out
+    assert "+kind = \"rollback\"\n" in out and "--- a/.agents/sync/carry-over.toml" in out
+    assert out.endswith(f"dry run: would roll back the parity pin {prepared.target[:10]} → "
+                        f"{prepared.pin[:10]}; nothing written\n")
+    rc, out, _ = cmd("rollback", "--dry-run", "--json")
+    doc = json.loads(out)
+    assert rc == 0 and doc["dry_run"] is True and doc["rolled_back"] is False
+    assert doc["pin_after"] == prepared.pin and "+vllm_commit" in doc["diff"]
+    assert files(c.port) == before
+    ok("rollback")
+    # The rolled-back cycle is open again and owes its items itself: nothing stays carried.
+    assert the_port(c.port).carried() == {}
+    ok("check")
+
+
+def test_stall_commit_commits_the_stall_records(prepared: Prepared,
+                                                 copy: Callable[[str], Copy]) -> None:
+    c = copy("fresh")
+    rc, out, err = cmd("advance", "--stall", "--commit", "--json")
+    assert rc == 0, err
+    doc = json.loads(out)
+    rep = report_path(c.port)
+    assert doc["stalled"] is True and doc["report"] == f".agents/sync/{rep.name}"
+    assert doc["event"] == ".agents/sync/events/0001-stall.toml" and doc["carried"] > 3
+    touched = set(git(c.port, "show", "--format=", "--name-only", "HEAD").split())
+    assert {f".agents/sync/{rep.name}", ".agents/sync/carry-over.toml",
+            ".agents/sync/events/0001-stall.toml"} <= touched
+    assert all(t.startswith(".agents/") for t in touched)
+    assert git(c.port, "log", "-1", "--format=%s").startswith("sync(upstream): stall the cycle")
+    rc, out, _ = cmd("advance", "--stall", "--json")
+    assert rc == 0 and json.loads(out)["event"] is None  # recorded once
+    assert [e.kind for e in events.load_all(the_port(c.port))] == ["stall"]
+
+
 def test_an_advance_killed_before_the_fast_forward_is_finished_by_the_next_run(
         prepared: Prepared, copy: Callable[[str], Copy]) -> None:
     c = copy("ready")

@@ -111,7 +111,7 @@ def run_cycle(port: Port, notes: Notes | None = None,
     if frame.cycle.target == frame.pin.commit:
         return Result(_empty_model(frame), frame.path, frame.path.with_suffix(".json"),
                       nothing=True)
-    rng = _enumerate(port, frame, notes, req)
+    rng = _enumerate(port, frame, notes)
     if notes is not None:
         notes.progress(f"classifying {len(rng.commits)} commits against the ported surface")
     earlier = _read_back(port, frame, rng, req.decided_now)
@@ -135,8 +135,12 @@ def _frame(port: Port, notes: Notes | None, req: CycleRequest) -> _Frame:
         raise EnvironmentUnresolved(
             f"the pin {short(pin.commit)} is not in the reference checkout {ref.path}",
             "run 'upstream-sync fetch' (or fetch the pin's branch) first")
-    frozen = freeze(port, ref, Wanted(pin.commit, req.target, req.retarget,
-                                      req.allow_divergent))
+    wanted = Wanted(pin.commit, req.target, req.retarget, req.allow_divergent)
+    sha, accepted = target_step.peek(port, ref, wanted)
+    if not (req.allow_divergent or accepted) and not gitio.is_ancestor(ref, pin.commit, sha):
+        raise UsageError(f"target {short(sha)} does not descend from the pin {short(pin.commit)}",
+                         "pick a target on the pin's line, or pass --allow-divergent")
+    frozen = freeze(port, ref, wanted)
     c = frozen.cycle
     if frozen.moved and notes is not None:
         notes.note(f"the remote moved to {short(frozen.moved)}; this cycle keeps its target "
@@ -144,13 +148,10 @@ def _frame(port: Port, notes: Notes | None, req: CycleRequest) -> _Frame:
     return _Frame(ref, pin, c, report_path(port, c))
 
 
-def _enumerate(port: Port, frame: _Frame, notes: Notes | None, req: CycleRequest) -> _Range:
+def _enumerate(port: Port, frame: _Frame, notes: Notes | None) -> _Range:
     """The range's commits and stats, and the ported surface they are classified against."""
     ref, base, target = frame.ref, frame.pin.commit, frame.cycle.target
-    divergent = not gitio.is_ancestor(ref, base, target)
-    if divergent and not (req.allow_divergent or frame.cycle.divergent_ok):
-        raise UsageError(f"target {short(target)} does not descend from the pin {short(base)}",
-                         "pick a target on the pin's line, or pass --allow-divergent")
+    divergent = not gitio.is_ancestor(ref, base, target)  # accepted by `_frame` already
     if notes is not None:
         notes.progress(f"enumerating {short(base)}..{short(target)} in {ref.path}")
     # git enumerates while Python reads the port's headers: the two overlap on 2 cores.

@@ -42,6 +42,18 @@ class Frozen:
     moved: str | None  # the remote's new SHA when it moved past the frozen target
 
 
+def peek(port: Port, ref: gitio.Reference, wanted: Wanted) -> tuple[str, bool]:
+    """(the SHA `freeze` would freeze, whether the cycle accepted divergence already), with
+    nothing written: a target refused for its ancestry must not replace the open one."""
+    want = wanted.target or port.upstream_ref
+    sha = gitio.resolve(ref, want)
+    if sha is None:
+        raise UsageError(f"target {want!r} does not name a commit in {ref.path}",
+                         "give a SHA, tag or branch that exists (run fetch first)")
+    kept = _kept(port.cycle(), wanted, sha)
+    return (kept.cycle.target, kept.cycle.divergent_ok) if kept else (sha, False)
+
+
 def freeze(port: Port, ref: gitio.Reference, wanted: Wanted) -> Frozen:
     """Resolve and freeze the target; an open cycle keeps its target unless told otherwise.
 

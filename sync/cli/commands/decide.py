@@ -43,10 +43,10 @@ def _find(commits: list[history.Commit], key: str) -> history.Commit:
         if not re.fullmatch(r"#\d+", key):
             raise UsageError(f"{key!r} is neither a SHA nor #N", "give a SHA prefix or #PR")
         return _one([c for c in commits if c.pr == int(key[1:])], f"PR {key}")
-    if not re.fullmatch(r"[0-9a-fA-F]{4,40}", key):
-        raise UsageError(f"{key!r} is neither a SHA nor #N", "give a SHA prefix or #PR")
-    hits = [c for c in commits if c.sha.startswith(key.lower())]
     by_pr = [c for c in commits if key.isdigit() and c.pr == int(key)]
+    if not re.fullmatch(r"[0-9a-fA-F]{4,40}", key) and not by_pr:
+        raise UsageError(f"{key!r} is neither a SHA nor #N", "give a SHA prefix or #PR")
+    hits = [c for c in commits if len(key) >= 4 and c.sha.startswith(key.lower())]
     if by_pr and not hits:
         raise UsageError(f"{key} is not a SHA prefix of a commit in the cycle's range, but "
                          f"#{key} is a PR of it (`{short(by_pr[0].sha)}`)",
