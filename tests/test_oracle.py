@@ -716,6 +716,13 @@ def test_advance_omni_with_isolation_proof(env: World, port_copy: Path) -> None:
                           "vllm-omni"])
     assert rc == 0, err
     before = (port_copy / ".agents/upstream-sync.md").read_bytes()
+    omni = (port_copy / ".agents/oracles/vllm-omni.md").read_bytes()
+    rc, out, err = run_cli(["--port", str(port_copy), "advance-omni", env.omni_up.pin,
+                            "--dry-run", "--json"])
+    assert rc == 0, err
+    doc = json.loads(out)  # the machine contract: one document, even for a dry run
+    assert doc["dry_run"] is True and doc["pin_after"] == env.omni_up.pin
+    assert (port_copy / ".agents/oracles/vllm-omni.md").read_bytes() == omni
     rc, out, err = run_cli(["--port", str(port_copy), "advance-omni", env.omni_up.pin])
     assert rc == 0, err + out
     assert "isolation proven (build, verify)" in out

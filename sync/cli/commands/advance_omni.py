@@ -31,6 +31,8 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
                          "use 'upstream-sync advance' for the core pin")
     m = omni.measure(port, args.oracle, args.commit)
     if not m.verification.ok:
+        ctx.emit_json({"advanced": False, "oracle": args.oracle, "commit": m.commit,
+                       "mismatches": [str(x) for x in m.verification.mismatches]})
         for mismatch in m.verification.mismatches:
             ctx.say(f"mismatch: {mismatch}")
         raise IdentityMismatch(f"oracle {args.oracle} at {m.commit[:10]} fails verification",
@@ -38,6 +40,9 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     a = omni.plan(port, m)
     before, commit = a.before, a.commit
     if args.dry_run:
+        ctx.emit_json({"advanced": False, "dry_run": True, "oracle": args.oracle,
+                       "pin_before": before.pin, "pin_after": commit, "pin_label": a.label,
+                       **a.labels, "file": port.rel(before.path)})
         ctx.say(f"dry run: would move {port.rel(before.path)} {before.pin[:10]} → {commit[:10]} "
               f"({a.label}); ran against vLLM {a.labels['vllm_commit']}")
         return 0
