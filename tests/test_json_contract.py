@@ -9,6 +9,7 @@ tests/test_oracle.py, checked the same way).
 
 from __future__ import annotations
 
+import argparse
 import io
 import json
 import shutil
@@ -92,10 +93,11 @@ def _stale_sentence_out(port: Path) -> None:
         "traces bit-identical).", ""))
 
 
-def _advanced(port: Path) -> None:
+def _advanced(port: Path) -> list[str]:
     _carry_everything(port)
     _stale_sentence_out(port)
     assert call("advance")[0] == 0
+    return ["rollback", "--dry-run"]
 
 
 def _carry_everything(port: Path) -> None:
@@ -113,17 +115,30 @@ def _fresh_port(port: Path) -> list[str]:
     return ["init", str(fresh)]
 
 
-def _behind_is_an_error(port: Path) -> None:
+def _behind_is_an_error(port: Path) -> list[str]:
     """`audit` refuses a file behind the pin without a ledger note only when told to."""
     cfg = port / ".agents/upstream-sync.toml"
     cfg.write_text(cfg.read_text() + '\n[check]\nbehind_without_note = "error"\n')
+    return ["audit"]
 
 
-def _feature_commit(port: Path) -> None:
+def _a_wrong_span(port: Path) -> list[str]:
+    (port / "docs/BENCHMARKS.md").write_text("At <!--pin:commit-->0123456789<!--/pin-->.\n")
+    return ["check"]
+
+
+def _ready_to_advance(port: Path) -> list[str]:
+    _carry_everything(port)
+    _stale_sentence_out(port)
+    return ["advance", "--dry-run"]
+
+
+def _feature_commit(port: Path) -> list[str]:
     (port / "src/feature.cpp").write_text("int feature;\n")
     git(port, "add", "src/feature.cpp")
     git(port, "-c", "user.name=D", "-c", "user.email=d@example.invalid", "commit", "-qm",
         "Feature only")
+    return ["check-commit", "HEAD"]
 
 
 def _gate_file(port: Path) -> list[str]:
@@ -132,7 +147,7 @@ def _gate_file(port: Path) -> list[str]:
     return ["gates", "merge", str(port.parent / "shard.json")]
 
 
-Setup = Callable[[Path], list[str] | None]
+Setup = Callable[[Path], list[str]]
 # command -> (success argv, refusal argv, refusal exit code); a callable builds argv on the
 # port copy first (and may prepare it).
 CASES: dict[str, tuple[list[str] | Setup, list[str] | Setup, int]] = {
@@ -150,7 +165,7 @@ CASES: dict[str, tuple[list[str] | Setup, list[str] | Setup, int]] = {
                     "--status", "s"], 2),
     "inventory annotate": (["inventory", "annotate", "--pr", "38122", "--tier", "T2"],
                            ["inventory", "annotate", "--pr", "0", "--tier", "T2"], 2),
-    "audit": (["audit"], lambda p: (_behind_is_an_error(p), ["audit"])[-1], 7),
+    "audit": (["audit"], _behind_is_an_error, 7),
     "oracle build": (["oracle", "build", "--commit", "target", "--if-missing"],
                      ["oracle", "build", "--oracle", "../x"], 2),
     "oracle probe": (["oracle", "probe", "--commit", "target"], ["oracle", "probe"], 3),
@@ -158,34 +173,27 @@ CASES: dict[str, tuple[list[str] | Setup, list[str] | Setup, int]] = {
     "golden": (["golden"], ["golden", "--target", "0000000"], 6),
     "parity": (["parity"], ["parity", "--suite", "nope"], 2),
     "gates merge": (_gate_file, ["gates", "merge", "/nonexistent.json"], 4),
-    "advance": (lambda p: (_carry_everything(p), _stale_sentence_out(p),
-                           ["advance", "--dry-run"])[-1], ["advance"], 6),
-    "rollback": (lambda p: (_advanced(p), ["rollback", "--dry-run"])[-1], ["rollback"], 2),
+    "advance": (_ready_to_advance, ["advance"], 6),
+    "rollback": (_advanced, ["rollback"], 2),
     "advance-omni": ([], ["advance-omni", "0" * 40, "--oracle", "vllm"], 2),
-    "check": (["check"], lambda p: ((p / "docs/BENCHMARKS.md").write_text(
-        "Measured at <!--pin:commit-->0123456789<!--/pin-->.\n"), ["check"])[-1], 7),
-    "check-commit": (lambda p: (_feature_commit(p), ["check-commit", "HEAD"])[-1],
-                     ["check-commit", "no..such"], 2),
+    "check": (["check"], _a_wrong_span, 7),
+    "check-commit": (_feature_commit, ["check-commit", "no..such"], 2),
 }
 
 
 def _argv(spec: list[str] | Setup, port: Path) -> list[str]:
-    got = spec(port) if callable(spec) else spec
-    assert got is not None
-    return got
+    return spec(port) if callable(spec) else spec
 
 
 def test_every_command_has_a_case() -> None:
     names = set()
     for module in cli.COMMAND_MODULES:
-        parser = cli.build_parser([cli.command_name(module)])
-        sub = next(a for a in parser._actions if a.__class__.__name__ == "_SubParsersAction")
-        chosen = sub.choices[cli.command_name(module)]
-        actions = [a for a in chosen._actions if a.__class__.__name__ == "_SubParsersAction"]
-        if actions:
-            names |= {f"{chosen.prog.split()[-1]} {a}" for a in actions[0].choices}
-        else:
-            names.add(cli.command_name(module))
+        name = cli.command_name(module)
+        parser = cli.build_parser([name])
+        sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        chosen = sub.choices[name]
+        actions = [a for a in chosen._actions if isinstance(a, argparse._SubParsersAction)]
+        names |= {f"{name} {a}" for a in actions[0].choices} if actions else {name}
     assert names == set(CASES)
 
 

@@ -50,8 +50,20 @@ def peek(port: Port, ref: gitio.Reference, wanted: Wanted) -> tuple[str, bool]:
     if sha is None:
         raise UsageError(f"target {want!r} does not name a commit in {ref.path}",
                          "give a SHA, tag or branch that exists (run fetch first)")
-    kept = _kept(port.cycle(), wanted, sha)
+    current = port.cycle()
+    kept = _kept(current, wanted, sha, want)
+    if kept is None:
+        _needs_retarget(current, wanted, want, sha)
     return (kept.cycle.target, kept.cycle.divergent_ok) if kept else (sha, False)
+
+
+def _needs_retarget(current: cycle.Cycle | None, wanted: Wanted, want: str, sha: str) -> None:
+    """Another target for the open cycle is refused unless `retarget` says so."""
+    if current is not None and current.pin == wanted.pin and not wanted.retarget:
+        raise UsageError(
+            f"the open cycle is frozen at {short(current.target)} ({current.target_ref}); "
+            f"{want} is {short(sha)}", "pass --retarget to move the cycle to it, or leave "
+            "--target out to keep the frozen target")
 
 
 def freeze(port: Port, ref: gitio.Reference, wanted: Wanted) -> Frozen:
@@ -66,17 +78,13 @@ def freeze(port: Port, ref: gitio.Reference, wanted: Wanted) -> Frozen:
         raise UsageError(f"target {want!r} does not name a commit in {ref.path}",
                          "give a SHA, tag or branch that exists (run fetch first)")
     current = port.cycle()
-    kept = _kept(current, wanted, sha)
+    kept = _kept(current, wanted, sha, want)
     if kept is not None:
         if wanted.allow_divergent and not kept.cycle.divergent_ok:
             kept = Frozen(cycle.store(port, replace(kept.cycle, divergent_ok=True)), kept.moved)
             port.keep("cycle", kept.cycle)
         return kept
-    if current is not None and current.pin == wanted.pin and not wanted.retarget:
-        raise UsageError(
-            f"the open cycle is frozen at {short(current.target)} ({current.target_ref}); "
-            f"{want} is {short(sha)}", "pass --retarget to move the cycle to it, or leave "
-            "--target out to keep the frozen target")
+    _needs_retarget(current, wanted, want, sha)
     previous = ""
     if current is not None and (port.sync_dir / cycle.report_name(current)).exists():
         previous = cycle.report_name(current)
@@ -99,12 +107,14 @@ def _retire(port: Port, path: Path) -> None:
             port.wrote(file, new)
 
 
-def _kept(current: cycle.Cycle | None, wanted: Wanted, sha: str) -> Frozen | None:
+def _kept(current: cycle.Cycle | None, wanted: Wanted, sha: str, want: str) -> Frozen | None:
     """The open cycle, when what is wanted leaves it as it is."""
     if current is None or current.pin != wanted.pin:
         return None
     if wanted.target is None and not wanted.retarget:
-        return Frozen(current, sha if sha != current.target else None)
+        # "The remote moved" only of a cycle that follows the remote, not of a chosen tag.
+        follows = current.target_ref == want
+        return Frozen(current, sha if follows and sha != current.target else None)
     if sha == current.target:
         # Naming the frozen target again is the same cycle: re-saving would restamp its date
         # and start a second report for it instead of updating the one it has.
