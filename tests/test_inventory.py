@@ -125,6 +125,34 @@ def test_annotate_two_rows_naming_the_feature_equally_need_row() -> None:
         annotate(text, tier="T2", subject="[Perf] Sampler speedup (#42)", paths=["vllm/x.py"])
 
 
+TIER_CELLS = (
+    "# Inventory\n"
+    "\n"
+    "## 5. Model architectures\n"
+    "\n"
+    "| family | models | needs | tier |\n"
+    "|---|---|---|---|\n"
+    "| Dense decoders | Llama 3.x, Qwen2/3, Gemma 2/3 | GQA + RoPE | T1 |\n"
+    "| MLA family | DeepSeek V3/V3.2, Kimi K2.5 | latent KV | T2 |\n"
+    "| Spec decode | EAGLE3, MTP | drafts | **T2 (later)** |\n"
+    "\n"
+    "## 9. Deviations\n"
+)
+
+
+def test_table_rows_outside_tier_headings_carry_their_tier_cell() -> None:
+    """The real inventory's shape: sections by area, the tier in a cell of each row."""
+    inv = inventory.parse(TIER_CELLS, path="inv.md")
+    assert [(r.line, r.tier) for r in inv.rows()] == [(7, "T1"), (8, "T2"), (9, "T2")]
+    a = annotate(TIER_CELLS, pr=41000, tier="T2", subject="[Model] DeepSeek V4 (#41000)",
+                 paths=["vllm/model_executor/models/deepseek_v4.py"])
+    assert a.where == "row" and a.line == 8
+    assert a.row == "| MLA family | DeepSeek V3/V3.2, Kimi K2.5 (vllm#41000) | latent KV | T2 |"
+    b = annotate(TIER_CELLS, pr=41001, tier="T1", subject="[Model] Gemma 4 (#41001)",
+                 paths=["vllm/gemma4.py"])
+    assert b.where == "row" and "Gemma 2/3 (vllm#41001) |" in b.row
+
+
 def test_annotate_table_row_in_the_citing_cell() -> None:
     a = annotate(LIST_STYLE, paths=["vllm/rope.py"], tier="T1")
     assert a.text == LIST_STYLE.replace("| `vllm/rope.py` |", "| `vllm/rope.py` (vllm#42) |")
