@@ -3,7 +3,8 @@
 The fake package is built by an in-tree PEP 517 backend with no requirements, so pip
 and uv install it hermetically (`PIP_NO_INDEX`, `UV_OFFLINE`). Its `upstream-sync`
 records each call (arguments, `SYNC_INVOKED_FROM`, the installed code's version) in
-`calls.jsonl`, prints `$FAKE_STDOUT` and exits with `$FAKE_EXIT`; each build appends to `builds.log`. Tests
+`calls.jsonl`, prints `$FAKE_STDOUT` and exits with `$FAKE_EXIT`; each build appends to
+`builds.log`. Tests
 run the real `nox` on it as a person or a CI job would.
 """
 

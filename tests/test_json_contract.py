@@ -156,6 +156,7 @@ CASES: dict[str, tuple[list[str] | Setup, list[str] | Setup, int]] = {
     "fetch": (["fetch"], ["fetch", "--target", "v9.9.9"], 2),
     "sync": (["sync"], ["sync", "--target", "no-such-ref"], 2),
     "decide": (["decide", "#37314", "IGNORE", "docs only"], ["decide", "37314", "IGNORE", "x"], 2),
+    "explain": (["explain", "#37215"], ["explain", "#1"], 2),
     "queue": (["queue"], ["queue", "--patch", "README.md"], 2),
     "bump-headers": (["bump-headers", "--check", "src/vllm/config/cache.h"],
                      ["bump-headers", "src/missing.cpp"], 2),

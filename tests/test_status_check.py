@@ -52,17 +52,17 @@ def test_status_json_keys(tmp_path: Path) -> None:
     assert doc["cycle"] is None
     assert run(fx.port, "sync").rc == 0
     after = json.loads(run(fx.port, "status", "--json").out)
-    assert after["cycle"]["counts"] == {"PORT-NOW": 7, "INVENTORY": 2, "IGNORE": 4,
+    assert after["cycle"]["counts"] == {"PORT-NOW": 5, "INVENTORY": 3, "IGNORE": 5,
                                         "UNCLASSIFIED": 0}
     text = run(fx.port, "status")
     assert text.rc == 0 and "behind origin/main: 13 commits" in text.out
     # The carry-over folds to counts and a pointer however many items there are.
     owed = after["cycle"]["carry_over"]
-    assert len(owed) == 9 and after["cycle"]["carry_over_counts"] == {
-        "PORT-NOW open": 7, "INVENTORY unannotated": 2}
+    assert len(owed) == 8 and after["cycle"]["carry_over_counts"] == {
+        "PORT-NOW open": 5, "INVENTORY unannotated": 3}
     report = after["cycle"]["report"]
     assert [line for line in text.out.splitlines() if "carry-over" in line] == [
-        f"  carry-over: 7 PORT-NOW open, 2 INVENTORY unannotated — each item in {report} "
+        f"  carry-over: 5 PORT-NOW open, 3 INVENTORY unannotated — each item in {report} "
         "(## Carry-over); the PORT-NOW diffs in 'upstream-sync queue'"]
     assert len(text.out.splitlines()) < 15
 

@@ -25,7 +25,7 @@ from sync.records import carryover, cycle, gates
 from sync.records.carryover import Carried
 from sync.records.decisions import Decision
 from sync.records.mdtext import escape, short_subject
-from sync.steps.classify import Entry, classify_one
+from sync.steps.classify import Entry, Inputs, classify_one
 from sync.steps.surface import Surface
 from sync.upstream import gitio, history
 from sync.upstream.gitio import short
@@ -84,8 +84,8 @@ class Owed:
         """The item still needs work: unported, unannotated or undecided."""
         if e.disposition == "PORT-NOW":
             return not ported(e, self.ledger)
-        if e.disposition == "INVENTORY":
-            return not annotated(e, set(self.inventory))
+        if e.disposition == "INVENTORY":  # annotated, or ported after all
+            return not (annotated(e, set(self.inventory)) or ported(e, self.ledger))
         return e.disposition == "UNCLASSIFIED"
 
 
@@ -122,9 +122,8 @@ def imported(port: Port, ref: gitio.Reference, surf: Surface,
     outside = [sha for sha in record if sha not in by_sha]
     as_recorded = {sha: Decision(sha, record[sha].disposition, record[sha].reason)
                    for sha in outside if sha not in decided}
-    rules: tuple[()] = ()
-    now = {c.sha: classify_one(c, surf, rules, {**as_recorded, **decided})
-           for c in history.log_commits(ref, outside)}
+    inputs = Inputs(surf, (), {**as_recorded, **decided})
+    now = {c.sha: classify_one(c, inputs) for c in history.log_commits(ref, outside)}
     owed = Owed.of(port)
     out = []
     for sha, rec in sorted(record.items(), key=lambda kv: (kv[1].since, kv[1].pr, kv[0])):
