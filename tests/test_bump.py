@@ -236,3 +236,19 @@ def test_header_reading_never_crashes(text: str) -> None:
             for c in draft.header.citations:
                 assert c.sha is not None and c.sha_start is not None and c.sha_end is not None
                 assert draft.text[c.sha_start:c.sha_end] == c.sha
+
+
+def test_bump_says_where_each_sha_stood_in_audits_words(world: World) -> None:
+    """`was` is the audit's status of the cited SHA (against the parity pin), not a word of
+    its own: a header at the pin was at-pin, not "behind the target"."""
+    world.freeze()
+    files = ["src/a.cpp", "src/b.cpp", "src/c.cpp", "src/pr.cpp"]
+    audit = json.loads(run(world.root, "audit", "--json").out)
+    words = {c["sha"]: c["status"] for f in audit["files"] for c in f["citations"]}
+    r = run(world.root, "bump-headers", "--check", "--json", *files)
+    assert r.rc == 0, r.err
+    changes = [c for f in json.loads(r.out)["files"] for c in f["changes"]]
+    assert {c["was"] for c in changes} == {"behind", "at-pin", "not-upstream"}
+    assert all(c["was"] == words[c["old"]] for c in changes)
+    text = run(world.root, "bump-headers", "--check", "src/b.cpp").out
+    assert text.endswith("(was at-pin)\n")
