@@ -573,3 +573,45 @@ def test_decide_a_number_that_is_both_a_sha_prefix_and_a_pr_is_refused() -> None
         decide._find([prefix, pr], "38375")
     assert decide._find([prefix, pr], "#38375") == pr
     assert decide._find([prefix], "38375") == prefix
+
+
+def test_a_carried_item_stays_until_a_decision_closes_it(fx: Fixture) -> None:
+    """An item carried from an earlier cycle, outside this range: shown every run, decidable
+    like one of the range, gone once decided otherwise (and the record not rewritten)."""
+    base = fx.marks["base"]  # behind the pin: in no later range
+    record = write(fx.port, ".agents/sync/carry-over.toml", (
+        "schema = 1\n\n"
+        f"[carried.{base}]\n"
+        'disposition = "PORT-NOW"\n'
+        'subject = "Initial import (#1)"\n'
+        'reason = "carry-over: the import itself"\n'
+        'since = ".agents/sync/2026-01-01-0000000.md"\n'
+        f'since_target = "{fx.pin}"\n'
+        'by = "advance"\n'
+        "pr = 1\n"))
+    before = record.read_bytes()
+    for _ in range(2):
+        doc = synced(fx)
+        (line,) = [x for x in doc["carry_over"] if f"`{base[:10]}`" in x]
+        assert line.startswith("- carried PORT-NOW: ") and f"up to `{fx.tip[:10]}`" in line
+        assert [c["sha"] for c in doc["carried"]] == [base]
+    q = json.loads(run(fx.port, "queue", "--json").out)
+    assert q["items"][-1]["sha"] == base
+    assert q["items"][-1]["carried_since"] == "2026-01-01-0000000.md"
+    assert run(fx.port, "decide", base[:10], "IGNORE", "nothing to port after all").rc == 0
+    doc = synced(fx)
+    assert doc["carried"] == [] and not any(base[:10] in x for x in doc["carry_over"])
+    assert record.read_bytes() == before  # closed by the decision, not by an edit
+
+
+@pytest.mark.parametrize(("text", "why"), [
+    ("schema = 1\n[carried.abc]\n", "is not a full lowercase SHA"),
+    ("schema = 2\n", "expected schema = 1"),
+    ("[carried\n", "not valid TOML"),
+    (f"schema = 1\n[carried.{'a' * 40}]\ndisposition = \"MAYBE\"\n", "unknown or missing key"),
+])
+def test_a_malformed_carry_over_record_is_refused_typed(fx: Fixture, text: str, why: str) -> None:
+    write(fx.port, ".agents/sync/carry-over.toml", text)
+    r = run(fx.port, "sync")
+    assert r.rc == 4 and why in r.err and len(r.err.strip().splitlines()) == 1
+    assert r.err.startswith("upstream-sync: error: .agents/sync/carry-over.toml: ")
