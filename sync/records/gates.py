@@ -11,11 +11,12 @@ that a gate host runs instead (the handoff).
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 import socket
 from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -148,8 +149,31 @@ def locked(port: Layout, wait_s: float = 60.0) -> AbstractContextManager[None]:
     return port.lock(wait_s=wait_s)
 
 
+def portable(port: Layout, result: GateResult) -> GateResult:
+    """`result` naming no path of this machine: the port root as `.`, the home as `~`.
+
+    A gate record is committed with the cycle and read on other hosts; a command line or
+    a failure's last line that names `/home/me/port/...` would be true only here.
+    """
+    roots = [(str(port.root.resolve()), "."), (str(port.root), ".")]
+    home = os.environ.get("HOME")
+    if home and len(home) > 1:
+        roots.append((home.rstrip("/"), "~"))
+
+    def clean(text: str | None) -> str | None:
+        if text is None:
+            return None
+        for root, alias in roots:
+            text = text.replace(root + "/", alias + "/").replace(root, alias)
+        return text
+
+    return replace(result, command=clean(result.command) or "", handoff=clean(result.handoff),
+                   detail=clean(result.detail))
+
+
 def record(port: Layout, target: str, result: GateResult) -> None:
     """Replace `result.name`'s entry for `target`, atomically and under the port lock."""
+    result = portable(port, result)
     with locked(port):
         kept = [r for r in load(port, target) if r.name != result.name]
         write_text(path(port, target), render_doc(target, [*kept, result]))
