@@ -191,8 +191,8 @@ def test_parallel_decides_lose_nothing(fx: Fixture) -> None:
         hand_edit(fx, "change_a", f"hand {t}")  # pending: both runs read it back
         a, b = PAIRS[(2 * t) % len(PAIRS)], PAIRS[(2 * t + 1) % len(PAIRS)]
         ra, rb = f"trial {t} a", f"trial {t} b"
-        procs = [_spawn(fx, "decide", fx.marks[a][:10], "IGNORE", ra),
-                 _spawn(fx, "decide", fx.marks[b][:10], "INVENTORY", rb)]
+        procs = [_spawn(fx, "decide", "--force", fx.marks[a][:10], "IGNORE", ra),
+                 _spawn(fx, "decide", "--force", fx.marks[b][:10], "INVENTORY", rb)]
         done = [_finish(p) for p in procs]
         table = recorded(fx)
         got = [_outcome(done[0], table, fx.marks[a], ra),
@@ -209,7 +209,8 @@ def test_parallel_sync_and_decide_lose_nothing(fx: Fixture) -> None:
         name = PAIRS[t % len(PAIRS)]
         hand_edit(fx, "change_a", f"hand {t}")
         reason = f"trial {t}"
-        procs = [_spawn(fx, "sync"), _spawn(fx, "decide", fx.marks[name][:10], "IGNORE", reason)]
+        procs = [_spawn(fx, "sync"),
+                 _spawn(fx, "decide", "--force", fx.marks[name][:10], "IGNORE", reason)]
         synced, decided = (_finish(p) for p in procs)
         table = recorded(fx)
         outcomes.append(_outcome(decided, table, fx.marks[name], reason))
