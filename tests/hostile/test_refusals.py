@@ -111,7 +111,7 @@ RECORDS: dict[str, tuple[str, tuple[tuple[str, ...], ...]]] = {
     "preferences": (".agents/developer-preferences.md", (("sync",), ("check",))),
     "event": (".agents/sync/events/0001-stall.toml", (("check", "--no-audit"), ("rollback",))),
     "gates": ("GATES", (("sync",),)),
-    "report json": ("JSON", (("sync",), ("queue",),
+    "report json": ("JSON", (("sync",), ("queue",), ("status",),
                              ("inventory", "annotate", "--pr", "103", "--tier", "T2"))),
     "oracle file": (".agents/oracles/vllm.md", (("check", "--no-audit"),)),
 }
