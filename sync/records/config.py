@@ -299,8 +299,13 @@ def _rule(r: object, seen: set[str]) -> Rule:
 
 
 def _oracles(value: object, where: str) -> tuple[OracleConfig, ...]:
+    named = list(_named_tables(value, where))
+    for oid, _at, _table in named:
+        if not _RULE_ID.fullmatch(oid):
+            # It names the oracle's environment and its isolation record: a name, not a path.
+            raise _bad(f"oracle id {oid[:40]!r} is not a name (letters, digits, '.', '_', '-')")
     return tuple(replace(_default_oracle(oid), **_fields(OracleConfig, table, at))
-                 for oid, at, table in _named_tables(value, where))
+                 for oid, at, table in named)
 
 
 def _suites(value: object, where: str) -> tuple[Suite, ...]:

@@ -333,3 +333,15 @@ def test_check_flags_an_inventory_that_is_not_utf8_and_leftover_temps(port: Path
     assert "src/.a.cpp.ab12cd34.tmp: temp file" in r.out
     assert f"{dead.name}: temp file" in r.out
     os.unlink(dead)
+
+
+@pytest.mark.parametrize("name", ['"../../x"', '"a/b"', '"x\\n## y"'])
+def test_names_that_become_paths_are_refused_in_the_configuration(port: Path,
+                                                                  name: str) -> None:
+    config = port / ".agents/upstream-sync.toml"
+    base = config.read_text()
+    for table in (f"[oracles.{name}]\nbuild_mode = \"source\"\n",
+                  f"[parity.suites.{name}]\ncommand = [\"true\"]\n"):
+        config.write_text(base + "\n" + table)
+        r = run(port, "status")
+        assert r.rc == 2 and "is not a name" in r.err, r.err
