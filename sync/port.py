@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from sync.infra.atomic import port_lock, read_text
-from sync.infra.errors import SyncError, UsageError
+from sync.infra.errors import UsageError
 from sync.infra.notes import Notes
 from sync.records import config as config_mod
 from sync.records import decisions as decisions_mod
@@ -104,15 +104,16 @@ class Port:
     def oracle_files(self) -> list[Path]:
         return self._once("oracle_files", lambda: sorted(self.root.glob(self.config.oracles)))
 
+    def ledger_read(self) -> ledger_mod.Read:
+        """The parity ledger as read: its table (malformed rows read as well as they can
+        be), or why it could not be read at all. Never treat an unreadable one as empty."""
+        return self._once("ledger", lambda: ledger_mod.read(self.root / self.config.ledger,
+                                                            rel=self.config.ledger))
+
     def ledger(self) -> ledger_mod.Table | None:
-        """The parity ledger's table; None when it is missing or does not parse (`check`
+        """The parity ledger's table; None when it cannot be read (`ledger_read().problem`
         says why)."""
-        def load() -> ledger_mod.Table | None:
-            try:
-                return ledger_mod.load(self.root / self.config.ledger, rel=self.config.ledger)
-            except SyncError:
-                return None
-        return self._once("ledger", load)
+        return self.ledger_read().table
 
     def inventory(self) -> Inventory | None:
         """The porting inventory, or None when the port has none."""

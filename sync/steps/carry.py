@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sync.port import Port
-from sync.records import cycle, gates
+from sync.records import cycle, gates, ledger
 from sync.steps.classify import Entry
 from sync.upstream.gitio import short
 
@@ -27,23 +27,38 @@ def pr_refs(text: str) -> set[int]:
 
 @dataclass(frozen=True)
 class LedgerRefs:
-    prs: frozenset[int]
-    text: str
+    """What the ledger's rows name, and why nothing can be said when it cannot be read."""
+
+    refs: ledger.Refs
+    read: ledger.Read
 
     @classmethod
-    def of(cls, ledger_text: str) -> LedgerRefs:
-        return cls(frozenset(pr_refs(ledger_text)), ledger_text)
+    def of(cls, read: ledger.Read) -> LedgerRefs:
+        return cls(ledger.Refs.of(read.rows), read)
+
+    @property
+    def prs(self) -> frozenset[int]:
+        return self.refs.prs
+
+    @property
+    def text(self) -> str:
+        return self.refs.text
+
+    def unreadable(self, affects: str) -> str | None:
+        return self.read.unreadable(affects)
 
 
 def ledger_refs(port: Port) -> LedgerRefs:
-    """What the port's ledger rows name ("" when the ledger is missing or does not parse)."""
-    table = port.ledger()
-    return LedgerRefs.of("\n".join(r.text for r in table.rows) if table is not None else "")
+    """What the port's ledger rows name (malformed rows included)."""
+    return LedgerRefs.of(port.ledger_read())
 
 
 def ported(entry: Entry, refs: LedgerRefs) -> bool:
-    """A ledger row names the entry's PR or its SHA."""
-    return (entry.pr is not None and entry.pr in refs.prs) or short(entry.sha) in refs.text
+    """A ledger row names the entry's PR, or its commit by a 7+ character SHA prefix."""
+    return refs.refs.names(entry.sha, entry.pr)
+
+
+UNREADABLE_PORT_NOW = "every PORT-NOW commit below shows as open because no row can be checked"
 
 
 def annotated(entry: Entry, prs: set[int]) -> bool:
@@ -54,7 +69,8 @@ def _owed(e: Entry, led: LedgerRefs, inv: set[int]) -> str | None:
     """The carry-over line of an entry this cycle still owes work on, if it does."""
     pr = f"vllm#{e.pr}" if e.pr is not None else "(no PR)"
     if e.disposition == "PORT-NOW" and not ported(e, led):
-        return f"- PORT-NOW open: `{short(e.sha)}` {pr} (no ledger row yet)"
+        why = "ledger unreadable" if led.read.problem is not None else "no ledger row yet"
+        return f"- PORT-NOW open: `{short(e.sha)}` {pr} ({why})"
     if e.disposition == "INVENTORY" and not annotated(e, inv):
         return f"- INVENTORY unannotated: `{short(e.sha)}` {pr} (not in the inventory)"
     if e.disposition == "UNCLASSIFIED":
@@ -74,6 +90,9 @@ def own_lines(port: Port, entries: Iterable[Entry],
         if line is not None:
             groups[e.disposition].append(line)
     out = [line for group in groups.values() for line in group]
+    problem = led.unreadable(UNREADABLE_PORT_NOW)
+    if problem is not None:
+        out.insert(0, f"- {problem}")
     for g in recorded:
         if g.status != "PASS":
             out.append(f"- gate {g.name} {g.status}" + (f": run `{g.handoff}`" if g.handoff

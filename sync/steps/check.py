@@ -99,11 +99,24 @@ def _records(port: Port) -> list[Finding]:
     out: list[Finding] = []
     ledger_path = port.root / port.config.ledger
     if ledger_path.exists():
-        out += _loads(lambda: ledger.load(ledger_path, rel=port.rel(ledger_path)))
+        out += _ledger(port, ledger_path)
     dec = port.sync_dir / decisions.FILE
     out += _loads(lambda: decisions.load(dec, rel=port.rel(dec)))
     out += _loads(lambda: cycle.load(port))
     return out
+
+
+def _ledger(port: Port, path: Path) -> list[Finding]:
+    """The ledger reads, and every malformed row in it (all of them, each with its line)."""
+    rel = port.rel(path)
+    read = port.ledger_read()
+    if read.table is None:
+        try:
+            ledger.load(path, rel=rel)
+        except SyncError as exc:
+            return [Finding(str(exc))]
+        return []
+    return [Finding(x) for x in ledger.malformed_findings(read.table, rel=rel)]
 
 
 def _events(port: Port) -> list[Finding]:

@@ -212,6 +212,9 @@ def build(port: Port, ref: gitio.Reference, upstream_ref: str, *,
     sections = ({b: patches(ref, b, c.target, ps) for b, ps in by_base.items()}
                 if patch_dir is not None else {})
     led = carry.ledger_refs(port)
+    unread = led.unreadable("every item shows as open because no row can be checked")
+    if unread is not None:
+        notes.insert(0, unread)
     items: list[Item] = []
     for index, p in enumerate(plans, start=1):
         diffs = _diffs(p.bases, stats, c.target)

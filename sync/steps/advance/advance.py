@@ -92,7 +92,8 @@ def _unclassified(result: syncrun.Result) -> list[str]:
 def _unported(port: Port, result: syncrun.Result) -> list[str]:
     """PORT-NOW commits with neither a ledger row nor a carry-over decision."""
     led = carry.ledger_refs(port)
-    out = []
+    unread = led.unreadable("no PORT-NOW commit can be checked for its ledger row")
+    out = [unread] if unread is not None else []
     for e in result.model.entries:
         if e.disposition == "PORT-NOW" and not carry.ported(e, led) and not (
                 e.reason.lower().startswith("carry-over")):
