@@ -20,8 +20,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from sync.headers import citations as citations_mod
+from sync.headers import oracles as oracles_mod
 from sync.infra.atomic import port_lock, read_text
-from sync.infra.errors import UsageError
+from sync.infra.errors import SyncError, UsageError
 from sync.infra.notes import Notes
 from sync.records import config as config_mod
 from sync.records import decisions as decisions_mod
@@ -102,7 +104,57 @@ class Port:
         return f"{prefs.remote}/{prefs.branch}"
 
     def oracle_files(self) -> list[Path]:
-        return self._once("oracle_files", lambda: sorted(self.root.glob(self.config.oracles)))
+        """The oracle files the glob finds; the registry's own README is not one."""
+        return self._once("oracle_files", lambda: sorted(
+            p for p in self.root.glob(self.config.oracles)
+            if p.is_file() and p.name.lower() != "readme.md"))
+
+    def upstreams(self) -> oracles_mod.Upstreams:
+        """The oracles citations are attributed to: the oracle files (a file that does not
+        parse still names its id: `check` says what is wrong with it) and the configured
+        names and path prefixes; and how to tell the port's own paths."""
+        return self._once("upstreams", self._upstreams)
+
+    def _upstreams(self) -> oracles_mod.Upstreams:
+        from sync.records import oraclefile
+
+        found: dict[str, oracles_mod.Oracle] = {}
+        for path in self.oracle_files():
+            try:
+                of = oraclefile.load(path, self.root)
+            except SyncError:
+                found[path.stem] = oracles_mod.Oracle(path.stem, oracles_mod.names_of(path.stem))
+                continue
+            pin = of.pin if len(of.pin) == 40 else None
+            found[of.id] = oracles_mod.Oracle(of.id, oracles_mod.names_of(of.id, of.upstream),
+                                              pin=pin)
+        for oc in self.config.oracle_configs:
+            base = found.get(oc.id) or oracles_mod.Oracle(oc.id, oracles_mod.names_of(oc.id))
+            found[oc.id] = oracles_mod.Oracle(
+                oc.id, base.names | {n.lower() for n in oc.names}, oc.paths, base.pin)
+        records = Path(self.config.protocol).parent.as_posix().strip(".") or ".agents"
+        return oracles_mod.Upstreams(tuple(found.values()), self.config.rewrite_prefixes,
+                                     self._local, records.rstrip("/") + "/")
+
+    def _local(self, path: str) -> bool:
+        """Whether the port itself holds `path` (at its root, under a ported root, or among
+        its records): such a "citation" names the port's own file."""
+        cache: dict[str, bool] = self._cache.setdefault("local", {})
+        if path not in cache:
+            records = Path(self.config.protocol).parent
+            bases = (self.root, self.root / records,
+                     *(self.root / r for r in self.config.port_roots))
+            try:
+                cache[path] = any((b / path).exists() for b in bases)
+            except (OSError, ValueError):
+                cache[path] = False
+        return cache[path]
+
+    def header(self, rel: str, text: str) -> citations_mod.Header:
+        """The per-file pin header of port file `rel`, its citations attributed to their
+        oracles and the port's own paths moved to its mentions."""
+        return oracles_mod.attribute(citations_mod.parse_header(text, rel), self.upstreams(),
+                                     rel)
 
     def ledger_read(self) -> ledger_mod.Read:
         """The parity ledger as read: its table (malformed rows read as well as they can

@@ -66,12 +66,14 @@ def test_bump_is_byte_exact_except_sha_tokens(world: World) -> None:
         assert got == expected(text, tokens, target).encode(), rel
     crlf = (world.root / "src/crlf.cpp").read_bytes()
     assert crlf.count(b"\r\n") == 4 and crlf.count(b"\n") == 4
-    assert f"src/multi.cpp:3: bumped vllm/c.py {world.up.older[:7]} → {target[:8]} (was behind)" \
-        in r.out
+    assert (f"src/multi.cpp:3: bumped vllm/c.py {world.up.older[:7]} → {target[:8]} (was behind;"
+            " the upstream file changed since)") in r.out
     # A second run has nothing left to do.
     again = run(world.root, "bump-headers", *(str(world.root / rel) for rel in cases))
     assert again.rc == 0
-    assert all(line.endswith(f"already at {target[:10]}") for line in again.out.splitlines())
+    *files, total = again.out.splitlines()
+    assert all(line.endswith(f"already at {target[:10]}") for line in files)
+    assert total.startswith(f"{len(cases)} file(s): 0 to bump")
 
 
 def test_check_lists_and_writes_nothing(world: World) -> None:
@@ -85,7 +87,7 @@ def test_check_lists_and_writes_nothing(world: World) -> None:
                                                                ("src/c.cpp", "bump")]
     change = doc["files"][0]["changes"][0]
     assert change == {"line": 1, "path": "vllm/a.py", "old": world.up.older[:10],
-                      "new": world.up.target[:10], "was": "behind"}
+                      "new": world.up.target[:10], "was": "behind", "content": "changed"}
     assert doc["files"][1]["changes"][0]["old"] == world.up.pin[:8]
     assert (world.root / "src/a.cpp").read_bytes() == before
 
@@ -170,10 +172,11 @@ def test_refuses_files_outside_the_port_or_missing(world: World, tmp_path: Path)
     assert r.rc == 2 and "no such file" in r.err
 
 
-def test_not_upstream_citation_is_bumped_and_said(world: World) -> None:
+def test_a_sha_that_is_no_upstream_commit_is_refused_never_rewritten(world: World) -> None:
+    before = (world.root / "src/pr.cpp").read_bytes()
     r = run(world.root, "bump-headers", "src/pr.cpp", "--to", world.up.target)
-    assert r.rc == 0, r.err
-    assert "(was not-upstream)" in r.out
+    assert r.rc == 6 and "which is not a commit of the upstream line" in r.err
+    assert (world.root / "src/pr.cpp").read_bytes() == before
 
 
 def test_new_token_lengths() -> None:

@@ -132,32 +132,49 @@ def attribute(header: Header, ups: Upstreams, rel: str) -> Header:
                    verb=header.verb if kind == "PORTED" else None)
 
 
-def learn_shas(headers: Iterable[Header], ups: Upstreams) -> dict[str, str]:
-    """SHA -> oracle, from the citations whose statements name another oracle: an unnamed
-    citation of the same SHA elsewhere belongs to that oracle too."""
-    out: dict[str, str] = {}
+@dataclass(frozen=True)
+class Learned:
+    """What the port's named citations teach about its unnamed ones: the SHAs and the first
+    path segments (`flashinfer/`, `lmcache/`) another oracle's citations use."""
+
+    shas: dict[str, str]  # SHA as written -> oracle
+    roots: dict[str, str]  # first path segment + "/" -> oracle
+
+    def oracle_of(self, c: Citation) -> str | None:
+        if c.sha:
+            for known, oracle in self.shas.items():
+                if known.startswith(c.sha) or c.sha.startswith(known):
+                    return oracle
+        head = c.path.split("/", 1)[0] + "/"
+        return self.roots.get(head) if "/" in c.path else None
+
+
+def learn(headers: Iterable[Header], ups: Upstreams) -> Learned:
+    """SHAs and path roots of the citations whose statements name another oracle (a root
+    only when it is the oracle's own name: `flashinfer/` for FlashInfer)."""
+    shas: dict[str, str] = {}
+    roots: dict[str, str] = {}
     for h in headers:
         for c in h.citations:
-            if c.sha and c.oracle != ups.core and len(c.sha) >= 7:
-                out.setdefault(c.sha, c.oracle)
-    return out
+            if c.oracle == ups.core:
+                continue
+            if c.sha and len(c.sha) >= 7:
+                shas.setdefault(c.sha, c.oracle)
+            head = c.path.split("/", 1)[0]
+            if "/" in c.path and head.lower() in (c.oracle.lower(),
+                                                  c.oracle.lower().rsplit("/", 1)[-1]):
+                roots.setdefault(head + "/", c.oracle)
+    return Learned(shas, roots)
 
 
-def reattribute(header: Header, learned: dict[str, str], ups: Upstreams) -> Header:
-    """Core citations whose SHA another oracle's named citations use belong to that oracle."""
-    if not learned or not any(c.oracle == ups.core and c.sha for c in header.citations):
+def reattribute(header: Header, learned: Learned, ups: Upstreams) -> Header:
+    """Core citations whose SHA or path root another oracle's named citations use belong to
+    that oracle (a file citing `flashinfer/decode.py` without naming FlashInfer)."""
+    if not (learned.shas or learned.roots) or not any(c.oracle == ups.core
+                                                      for c in header.citations):
         return header
     cites = []
     for c in header.citations:
-        other = _learned(c.sha, learned) if c.oracle == ups.core and c.sha else None
+        other = learned.oracle_of(c) if c.oracle == ups.core and c.project is None else None
         cites.append(c if other is None else replace(c, oracle=other, upstream=None))
     return replace(header, citations=tuple(cites))
-
-
-def _learned(sha: str | None, learned: dict[str, str]) -> str | None:
-    if sha is None:
-        return None
-    for known, oracle in learned.items():
-        if known.startswith(sha) or sha.startswith(known):
-            return oracle
-    return None

@@ -26,6 +26,9 @@ KEYS: dict[str, tuple[str, str]] = {
     "gate_hosts": ("SYNC_GATE_HOSTS", "comma-separated host names eligible to run gates"),
     "oracle_home": ("SYNC_ORACLE_HOME", "directory holding oracle virtualenvs (outside checkouts)"),
     "omni_source": ("VLLM_OMNI_SOURCE", "clone of vllm-omni, for the omni oracle"),
+    "oracle_checkouts": ("SYNC_ORACLE_CHECKOUTS", "comma-separated <oracle id>=<path> clones of "
+                         "other oracles' upstreams (llama.cpp=~/src/llama.cpp), to verify the "
+                         "SHAs the port cites them at"),
 }
 
 
@@ -66,6 +69,16 @@ class Preferences:
     def gate_hosts(self) -> tuple[str, ...]:
         raw = self.get("gate_hosts") or ""
         return tuple(h.strip() for h in raw.split(",") if h.strip())
+
+    @property
+    def oracle_checkouts(self) -> dict[str, Path]:
+        """Other oracles' checkouts by oracle id (`oracle_checkouts = llama.cpp=~/src/l`)."""
+        out: dict[str, Path] = {}
+        for item in (self.get("oracle_checkouts") or "").split(","):
+            oid, eq, path = item.partition("=")
+            if eq and oid.strip() and path.strip():
+                out[oid.strip()] = Path(path.strip()).expanduser()
+        return out
 
     def reference(self) -> gitio.Reference:
         """The reference checkout, refused when unset, missing, not git, or shallow."""
@@ -129,7 +142,8 @@ def example_text() -> str:
         f"```{INFO}",
     ]
     samples = {"reference_checkout": "~/src/vllm", "fetch_remote": "origin", "branch": "main",
-               "gate_hosts": "dgx", "oracle_home": "~/venvs", "omni_source": "~/src/vllm-omni"}
+               "gate_hosts": "dgx", "oracle_home": "~/venvs", "omni_source": "~/src/vllm-omni",
+               "oracle_checkouts": "llama.cpp=~/src/llama.cpp"}
     lines += [f"{k} = {samples[k]}" for k in KEYS]
     lines += ["```", ""]
     return "\n".join(lines)

@@ -153,10 +153,9 @@ def _audit(port: Port, pin: pins.Pin, notes: list[str]) -> list[Finding]:
     if not result.control_ok:
         out.append(Finding("per-file pin audit: the positive control failed (a header citing the "
                            "pin was not counted at-pin) — the header probe is broken"))
+    if result.ledger_problem is not None:
+        notes.append(result.ledger_problem)
     severity = port.config.behind_without_note
     for f in result.findings:
-        cited = ", ".join(f"{c.path} @ {c.sha}" for c in f.citations if c.sha)
-        out.append(Finding(f"{f.path}:1: per-file pin behind the parity pin ({cited}) with no "
-                           "ledger note — bump the header or add a ledger row naming the file",
-                           severity))
+        out.append(Finding(audit.finding_text(f), severity))
     return out

@@ -91,12 +91,12 @@ def moves(commits: list[history.Commit], surf: surface.Surface) -> tuple[report.
     out = []
     for c in commits:
         for ch in c.changes:
-            if ch.status == "D" and ch.path in surf.by_upstream:
+            if ch.status == "D" and surf.citing(ch.path):
                 out.append(report.Move(ch.path, "deleted", None, c.sha, c.pr,
-                                       surf.by_upstream[ch.path]))
-            elif ch.status == "R" and ch.old_path in surf.by_upstream and ch.old_path:
+                                       surf.citing(ch.path)))
+            elif ch.status == "R" and ch.old_path and surf.citing(ch.old_path):
                 out.append(report.Move(ch.old_path, "renamed", ch.path, c.sha, c.pr,
-                                       surf.by_upstream[ch.old_path]))
+                                       surf.citing(ch.old_path)))
     return tuple(out)
 
 

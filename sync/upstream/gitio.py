@@ -266,3 +266,22 @@ def batch_check(ref: Reference, names: list[str]) -> list[tuple[str, str] | None
         ok = len(parts) == 3 and _OBJECT_ID.fullmatch(parts[0]) is not None
         out.append((parts[0], parts[1]) if ok else None)
     return out
+
+
+def tree_paths(ref: Reference, rev: str) -> list[str]:
+    """Every file path in `rev`'s tree (one `git ls-tree -r -z`)."""
+    check_rev(rev)
+    out = ref.git("-c", "core.quotePath=false", "ls-tree", "-r", "-z", "--name-only",
+                  "--end-of-options", rev)
+    return [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
+
+
+def merge_base(ref: Reference, shas: list[str]) -> str | None:
+    """The best common ancestor of every commit in `shas` (one `git merge-base --octopus`)."""
+    for s in shas:
+        check_rev(s)
+    if len(shas) == 1:
+        return shas[0]
+    proc = run(ref.path, ["merge-base", "--octopus", "--end-of-options", *shas], check=False)
+    out = proc.stdout.decode().strip()
+    return out or None
