@@ -53,7 +53,8 @@ def build_upstream(repo: Path) -> dict[str, str]:
 def headers(c1: str) -> dict[str, str]:
     s = c1[:10]
     return {
-        "src/p1.cpp": f"// Ported from: vllm/p1.py @ {s}\n// See include/p1.h for the scope.\nint a;\n",
+        "src/p1.cpp": (f"// Ported from: vllm/p1.py @ {s}\n"
+                       "// See include/p1.h for the scope.\nint a;\n"),
         "src/p2.cpp": f"// Ported from: vllm/p2.py @ {s}\nint b;\n",
         "src/p3.cpp": f"// Ported from: vllm/p3.py @ {s}\nint c;\n",
         "src/p4.cpp": f"// Ported from: vllm/p4.py @ {s}\nint d;\n",
@@ -122,8 +123,8 @@ def test_behind_splits_by_content(case: tuple[Path, dict[str, str]]) -> None:
         f"vllm/p3.py was renamed to vllm/p3_new.py in `{up['p3'][:10]}`"]
     assert detail["src/p4.cpp"] == [f"vllm/p4.py was deleted in `{up['p4'][:10]}`"]
     assert detail["src/p5.cpp"] == [
-        f"vllm/v1/p5.py is not in upstream at {up['c1'][:10]} nor at the pin (a wrong or "
-        "relative path)"]
+        f"vllm/v1/p5.py is not in upstream at {up['c1'][:10]} nor at the pin: a wrong or "
+        "relative path"]
     assert detail["src/ggml.cpp"] == [f"cites llama.cpp at {LLAMA[:9]} (not verified here)"]
     assert detail["src/lm.h"] == ["cites LMCache at 8570aad (not verified here)"]
     assert detail["src/fa.cu"] == [f"cites vllm-project/flash-attention at {FA} (not verified "

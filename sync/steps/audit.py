@@ -193,8 +193,7 @@ def gone_detail(sha: str, got: verify.Content, against: str = "the pin") -> str:
     if got.kind == "deleted":
         where = f" in `{short(got.gone_in)}`" if got.gone_in else ""
         return f"{got.path} was deleted{where}"
-    return (f"{got.path} is not in upstream at {sha} nor at {against} (a wrong or relative "
-            "path)")
+    return f"{got.path} is not in upstream at {sha} nor at {against}: a wrong or relative path"
 
 
 def _other_detail(c: headers.Citation, facts: _Facts) -> str:
@@ -273,9 +272,9 @@ def finding_text(f: FileStatus) -> str:
     first = f.cites[0].citation.line if f.cites else 1
     if f.status == "path-gone":
         said = "; ".join(c.detail for c in f.cites if c.status == "path-gone")
-        return (f"{f.path}:{first}: the header cites a path the parity pin does not have "
-                f"({said}) — follow the move in the header by hand")
+        return (f"{f.path}:{first}: the header cites a path the parity pin does not have: "
+                f"{said} — follow the move (or fix the path) in the header by hand")
     said = "; ".join(c.detail for c in f.cites if c.status == "behind-changed")
-    return (f"{f.path}:{first}: per-file pin behind the parity pin and the upstream file "
-            f"changed ({said}), with no ledger note — port the change and bump the header, "
-            "or add a ledger row naming the file")
+    return (f"{f.path}:{first}: per-file pin behind the parity pin, and the upstream file "
+            f"changed with no ledger note: {said} — port the change and bump the header, or "
+            "add a ledger row naming the file")

@@ -46,7 +46,7 @@ def findings(port: Port, *, with_audit: bool = True) -> tuple[list[Finding], lis
     notes: list[str] = []
     pin, out = _pin(port)
     out += _paragraph(port, pin)
-    out += _oracle_files(port, pin)
+    out += _oracle_files(port, pin, notes)
     if pin is not None:
         out += [Finding(x) for x in spans.check(port.root, port.config.span_globs, pin)]
     out += _records(port)
@@ -79,12 +79,27 @@ def _paragraph(port: Port, pin: pins.Pin | None) -> list[Finding]:
     return _guarded(agree)
 
 
-def _oracle_files(port: Port, pin: pins.Pin | None) -> list[Finding]:
+def _oracle_files(port: Port, pin: pins.Pin | None,
+                  notes: list[str]) -> list[Finding]:
+    """Every oracle file against the port's record rules (all problems of each); the core
+    oracle's file agrees with the pin block. A port with no registry yet is told so."""
     files = port.oracle_files()
     if not files:
-        return [Finding(f"{port.config.oracles}: no oracle files found (expected at least "
-                        "the core oracle vllm.md)")]
-    return [f for path in files for f in _guarded(partial(_oracle_file, path, port.root, pin))]
+        registry = port.root / port.config.oracles.rsplit("/", 1)[0]
+        if not registry.is_dir():
+            notes.append(f"no oracle registry ({port.config.oracles}): the oracle-file checks "
+                         "were skipped; create it with the core oracle's file vllm.md when "
+                         "the port records its oracles")
+            return []
+        return [Finding(f"{port.config.oracles}: the oracle registry has no oracle file — "
+                        "add the core oracle's file vllm.md")]
+    out: list[Finding] = []
+    for path in files:
+        found = oraclefile.lint(path, port.root)
+        out += [Finding(str(x)) for x in found]
+        if not found:
+            out += _guarded(partial(_oracle_file, path, port.root, pin))
+    return out
 
 
 def _oracle_file(path: Path, root: Path, pin: pins.Pin | None) -> list[Finding]:
