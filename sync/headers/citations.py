@@ -525,6 +525,7 @@ class _Group:
     drafts: list[_Draft] = field(default_factory=list)
     pending: list[_Draft] = field(default_factory=list)  # paths still waiting for a SHA
     stmt_text: str = ""
+    names: frozenset[str] = frozenset()  # bare names a later statement may still cite
     lead: _Event | None = None
     last: _Event | None = None
     prev_end: int = 0  # where the last path or SHA of the statement ended
@@ -540,6 +541,8 @@ class _Group:
             return
         if ev.bare and not self.drafts and not _adjacent_after_verb(ev, self.stmt):
             return
+        if ev.bare and ev.path not in self.names:
+            return  # `(mirrors core.py:497)` deep in a header that cites no such file
         if ev.bare and self.drafts and not _listed(self.stmt_text, self.prev_end_before,
                                                     ev.pos):
             return  # a bare name in the statement's prose is no citation
@@ -607,10 +610,16 @@ def _lead_sha(norm: _Norm, events: list[_Event], stmt: _Statement) -> _Event | N
 
 
 def _grouped(norm: _Norm, events: list[_Event], stmts: list[_Statement]) -> list[_Draft]:
+    """Each statement's citations. A bare `name.py` cites a file only in the header's first
+    citing statement, or when it names a file the header cites in full elsewhere."""
+    full = frozenset(ev.path.rsplit("/", 1)[-1] for ev in events
+                     if ev.path is not None and not ev.bare)
     drafts: list[_Draft] = []
     k = 0
     for stmt in stmts:
-        group = _Group(stmt, stmt_text=norm.text, prev_end=stmt.body)
+        first = not drafts
+        names = frozenset(ev.path for ev in events if ev.bare and ev.path) if first else full
+        group = _Group(stmt, stmt_text=norm.text, names=names, prev_end=stmt.body)
         lead = _lead_sha(norm, events, stmt)
         if lead is not None:
             group.sha(lead)

@@ -11,7 +11,7 @@ upstream path) is kept apart as a reference: listed, never a reason for PORT-NOW
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -92,6 +92,24 @@ def mapped_upstream(rel: str, mapping: Mapping) -> str | None:
 
 def _sorted(m: dict[str, set[str]]) -> dict[str, tuple[str, ...]]:
     return {k: tuple(sorted(v)) for k, v in sorted(m.items())}
+
+
+def header_reader(port: Port, found: dict[str, headers.Header] | None = None
+                  ) -> Callable[[str, str], headers.Header]:
+    """Read one port file's header as `build` reads it: attributed, and with what the port's
+    named citations teach about unnamed ones (`found`: the scanned files' headers, read now
+    when not given)."""
+    if found is None:
+        found, _ = read_headers(port)
+    ups = port.upstreams()
+    learned = oracles.learn(found.values(), ups)
+
+    def read(rel: str, text: str) -> headers.Header:
+        known = found.get(rel)
+        return known if known is not None else oracles.reattribute(
+            port.header(rel, text), learned, ups)
+
+    return read
 
 
 def read_headers(port: Port) -> tuple[dict[str, headers.Header], dict[str, str]]:

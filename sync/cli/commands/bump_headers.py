@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from sync.cli.context import Context, add_json
+from sync.headers.citations import Header
 from sync.infra.errors import SyncError, UsageError
 from sync.port import Port
 from sync.records import cycle
@@ -111,10 +112,10 @@ def _refusal(refusals: list[SyncError], files: int) -> SyncError:
                        "fix those headers by hand or leave the files out")
 
 
-def _all_ported(port: Port) -> list[tuple[Path, str]]:
+def _all_ported(port: Port, found: dict[str, Header]) -> list[tuple[Path, str]]:
     """Every scanned file whose header is a ported-from header."""
-    file_headers, _ = surface.read_headers(port)
-    return [(port.root / rel, rel) for rel, h in file_headers.items() if h.kind == "PORTED"]
+    return [(port.root / rel, rel) for rel, h in found.items() if h.kind == "PORTED"]
+
 
 
 def _target_rev(port: Port, args: argparse.Namespace) -> str:
@@ -129,14 +130,15 @@ def _target_rev(port: Port, args: argparse.Namespace) -> str:
 def run(args: argparse.Namespace, ctx: Context) -> int:
     port = ctx.port
     ref, upstream = port.reference(), port.upstream_ref
+    found, _ = surface.read_headers(port)
     files = ([_file_arg(port, a) for a in dict.fromkeys(args.files)] if args.files
-             else _all_ported(port))
+             else _all_ported(port, found))
     rev = _target_rev(port, args)
     gitio.check_rev(rev)
     target = bump.resolve_target(ref, rev, upstream)
+    read = surface.header_reader(port, found)
     plans, written = _plans(port, lambda: bump.plan(
-        ref, target, upstream, files, read=port.header, unchanged_only=args.unchanged),
-        args.check)
+        ref, target, upstream, files, read=read, unchanged_only=args.unchanged), args.check)
     refusals = [p.refusal for p in plans if p.status == "refused" and p.refusal is not None]
     if ctx.json:
         ctx.emit_json(_as_json(target, bool(args.check), written, plans))
