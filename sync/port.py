@@ -90,8 +90,8 @@ class Port:
         return self._once("pin", lambda: pins.load(self.protocol, rel=self.config.protocol))
 
     def preferences(self) -> prefs_mod.Preferences:
-        return self._once("preferences",
-                          lambda: prefs_mod.load(self.root / self.config.preferences))
+        return self._once("preferences", lambda: prefs_mod.load(
+            self.root / self.config.preferences, variables=self.config.preference_variables))
 
     def reference(self) -> gitio.Reference:
         """The reference checkout the preferences name (refused when unset or shallow)."""

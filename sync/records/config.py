@@ -339,6 +339,10 @@ class Config:
                           table="paths")
     preferences: str = _key(".agents/developer-preferences.md", _path,
                             "the untracked preferences file", table="paths")
+    preference_variables: tuple[tuple[str, str], ...] = _key(
+        (), _env, "the port's own environment variable for a preference, read as well as "
+        "upstream-sync's (`init` maps them), e.g. `{ gate_hosts = \"GATE_HOST\" }`",
+        table="preferences", name="variables", shown="`{}`")
     port_roots: tuple[str, ...] = _key(("src",), _paths, "where ported files live",
                                        table="surface")
     mirrored: tuple[str, ...] = _key(("vllm/",), _paths,

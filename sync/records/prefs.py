@@ -111,7 +111,10 @@ def parse(text: str, *, path: str) -> dict[str, str]:
     return values
 
 
-def load(file: Path, environ: dict[str, str] | None = None) -> Preferences:
+def load(file: Path, environ: dict[str, str] | None = None,
+         variables: tuple[tuple[str, str], ...] = ()) -> Preferences:
+    """The preferences: the file, then the environment (`variables` adds the port's own
+    variable names, `gate_hosts = GATE_HOST`; upstream-sync's own names win)."""
     env = os.environ if environ is None else environ
     values: dict[str, str] = {}
     sources: dict[str, str] = {}
@@ -126,6 +129,9 @@ def load(file: Path, environ: dict[str, str] | None = None) -> Preferences:
         for k, v in parse(text, path=str(file)).items():
             if v:
                 values[k], sources[k] = v, str(file)
+    for key, var in variables:
+        if key in KEYS and env.get(var):
+            values[key], sources[key] = env[var], f"env {var}"
     for key, (var, _) in KEYS.items():
         if env.get(var):
             values[key], sources[key] = env[var], f"env {var}"

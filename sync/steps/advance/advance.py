@@ -18,7 +18,7 @@ from pathlib import Path
 from sync.infra.errors import BlockedCycle, SyncError, UsageError
 from sync.infra.notes import Notes
 from sync.port import Port
-from sync.records import cycle, events, gates, oraclefile, paragraph, pins, spans
+from sync.records import config, cycle, events, gates, oraclefile, paragraph, pins, spans
 from sync.steps import carry, report, syncrun
 from sync.steps.verify import identity as oracle_verify
 from sync.steps.verify.probe import Probe
@@ -64,7 +64,8 @@ def preconditions(port: Port, ctx: Notes | None) -> tuple[list[str], Measured]:
     if unmet:
         return unmet, Measured(c)
     result = syncrun.run_cycle(port, ctx, syncrun.CycleRequest(write_report=False))
-    unmet = _unclassified(result) + _unported(port, result) + _gates_unmet(port, c.target)
+    unmet = (_unclassified(result) + _unported(port, result) + _gates_declared(port)
+             + _gates_unmet(port, c.target))
     oracle_unmet, verification = _oracle_unmet(port, c.target)
     unmet += oracle_unmet + _reference_unmet(port, c.target)
     return unmet, Measured(c, result, verification)
@@ -102,6 +103,16 @@ def _unported(port: Port, result: syncrun.Result) -> list[str]:
                        "'upstream-sync ledger add', or carry it over with 'upstream-sync "
                        f"decide {e.sha[:10]} PORT-NOW \"carry-over: <why>\"'")
     return out
+
+
+def _gates_declared(port: Port) -> list[str]:
+    """Gates are configured, or the port declares it has none: an advance never passes only
+    because nothing was configured."""
+    if _required_gates(port) or port.config.gates_none:
+        return []
+    return [f"no gates are configured — configure [golden] scripts or [parity.suites.<name>] "
+            f"in {config.CONFIG_PATH}, or declare that the "
+            "port has none with [gates] none = true"]
 
 
 def _gates_unmet(port: Port, target: str) -> list[str]:
