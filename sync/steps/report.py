@@ -78,6 +78,7 @@ class Model:
     notes: str = ""
     enumerated: int = 0
     divergent: bool = False
+    reference_state: str = ""  # "clean", or what is wrong with the checkout (health.summary)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
@@ -181,8 +182,7 @@ def _head(m: Model) -> list[str]:
         f"- Target: `{m.target}` from `{escape(m.target_ref)}`"
         + (" (divergent: does not descend from the pin)" if m.divergent else ""),
         # No machine path: the same report must come out of every developer's checkout and CI.
-        f"- Reference checkout: at `{short(m.reference_head)}`, "
-        f"{'dirty' if m.reference_dirty else 'clean'}, full clone",
+        f"- Reference checkout: at `{short(m.reference_head)}`, {_state(m)}, full clone",
         f"- Range: {s.commits} non-merge commits, {s.files_changed} files changed, "
         f"{s.insertions} insertions(+), {s.deletions} deletions(-)",
         f"- Cycle state: {m.state}",
@@ -190,12 +190,19 @@ def _head(m: Model) -> list[str]:
     ]
 
 
+def _state(m: Model) -> str:
+    if m.reference_state:
+        return m.reference_state  # the tool's own words and a validated ref name
+    return "dirty" if m.reference_dirty else "clean"
+
+
 def _head_doc(m: Model) -> dict[str, Any]:
     s = m.stats
     return {
         "date": m.date, "pin": m.pin, "pin_runtime": m.pin_runtime, "target": m.target,
         "target_ref": m.target_ref, "divergent": m.divergent,
-        "reference": {"head": m.reference_head, "dirty": m.reference_dirty},
+        "reference": {"head": m.reference_head, "dirty": m.reference_dirty,
+                      "state": m.reference_state or ("dirty" if m.reference_dirty else "clean")},
         "range": {"commits": s.commits, "files_changed": s.files_changed,
                   "insertions": s.insertions, "deletions": s.deletions},
         "state": m.state,

@@ -23,7 +23,7 @@ from sync.port import Port
 from sync.records import cycle, decisions, deviations, gates, pins
 from sync.steps import audit, carry, classify, report, surface
 from sync.steps.target import Wanted, freeze
-from sync.upstream import gitio, history
+from sync.upstream import gitio, health, history
 from sync.upstream.gitio import short
 
 
@@ -130,12 +130,35 @@ def _frame(port: Port, notes: Notes | None, req: CycleRequest) -> _Frame:
         raise EnvironmentUnresolved(
             f"the pin {short(pin.commit)} is not in the reference checkout {ref.path}",
             "run 'upstream-sync fetch' (or fetch the pin's branch) first")
+    _readable(port, ref, pin.commit, req)
     frozen = freeze(port, ref, Wanted(pin.commit, req.target, req.retarget))
     c = frozen.cycle
     if frozen.moved and notes is not None:
         notes.note(f"the remote moved to {short(frozen.moved)}; this cycle keeps its target "
                    f"{short(c.target)} (pass --retarget to move it)")
     return _Frame(ref, pin, c, report_path(port, c))
+
+
+def _readable(port: Port, ref: gitio.Reference, pin: str, req: CycleRequest) -> None:
+    """Refuse, before a target is frozen (and cycle.toml written), a target off the pin's
+    line and a checkout that cannot read the objects of pin..target."""
+    current = port.cycle()
+    if req.target is not None:
+        want = req.target
+    elif current is not None and current.pin == pin and not req.retarget:
+        want = current.target
+    else:
+        want = port.upstream_ref
+    gitio.check_rev(want)
+    target = gitio.resolve(ref, want)
+    if target is None or target == pin:
+        return  # freeze says what is wrong with it, or there is nothing to sync
+    if not req.allow_divergent and not gitio.is_ancestor(ref, pin, target):
+        raise UsageError(f"target {short(target)} does not descend from the pin {short(pin)}",
+                         "pick a target on the pin's line, or pass --allow-divergent")
+    error = health.objects_error(health.objects(ref, pin, target), ref.path, pin, target)
+    if error is not None:
+        raise error
 
 
 def _enumerate(port: Port, frame: _Frame, notes: Notes | None, req: CycleRequest) -> _Range:
@@ -231,7 +254,9 @@ def _assemble(port: Port, frame: _Frame, rng: _Range, earlier: _Earlier,
     return report.Model(
         date=c.frozen_at[:10], pin=frame.pin.commit, pin_runtime=frame.pin.runtime_version,
         target=c.target, target_ref=c.target_ref,
-        reference_head=gitio.head_sha(frame.ref) or "", reference_dirty=gitio.is_dirty(frame.ref),
+        reference_head=gitio.head_sha(frame.ref) or "",
+        reference_dirty=not (state := _reference_state(port, frame)).startswith("clean"),
+        reference_state=state,
         stats=rng.stats, state=req.state or (back.state if back and back.state else "ACTIVE"),
         entries=tuple(entries),
         reverts=tuple(sorted(history.find_reverts(rng.commits).items())),
@@ -245,6 +270,19 @@ def _assemble(port: Port, frame: _Frame, rng: _Range, earlier: _Earlier,
         unparsed=back.unparsed if back else (), notes=back.notes if back else "",
         enumerated=len(rng.commits), divergent=rng.divergent,
     )
+
+
+def _reference_state(port: Port, frame: _Frame) -> str:
+    """The checkout's work tree and its upstream branch against the pin (its objects were
+    checked before the target was frozen)."""
+    t = health.tree(frame.ref)
+    u = health.upstream(frame.ref, frame.pin.commit, port.upstream_ref)
+    state = t.describe()
+    if u.relation == "behind":
+        state += f"; {u.ref} is {u.commits} commit(s) older than the pin"
+    elif u.relation == "diverged":
+        state += f"; {u.ref} does not descend from the pin"
+    return state
 
 
 def _unmet_lines(back: report.ReadBack | None, req: CycleRequest) -> list[str]:
