@@ -175,8 +175,11 @@ def test_mentions_and_watched_paths_never_make_port_now(
         case: tuple[Path, dict[str, str]]) -> None:
     root, _ = case
     surf = surface.build(port_mod.locate(str(root)))
-    assert surf.by_upstream.get("vllm/p2.py") == ("src/p2.cpp",)  # fa.cu only mentions it
+    # fa.cu only mentions p2.py: a reference, and for the symbol pass an inline (whole-file)
+    # cite it judges a mention, never PORT-NOW on its own; p2.cpp's header cites it.
     assert surf.references["vllm/p2.py"] == ("src/fa.cu",)
+    assert {(c.port_file, c.source) for c in surf.cites["vllm/p2.py"]} == {
+        ("src/p2.cpp", "header"), ("src/fa.cu", "inline")}
     assert "include/p1.h" not in surf.by_upstream
     assert "csrc/flash_attn/flash_api.cpp" not in surf.by_upstream  # not vLLM's csrc/
     assert surf.watched["vllm/p1.py"] == ("src/orig.cpp",)

@@ -6,6 +6,10 @@ inline citation statements of upstream `*.py` paths anywhere in the ported roots
 configured mapping rules (`src/vllm/**/*.cpp` <- `vllm/{stem}.py`). What is only named
 (a mention, in a header or inline) or watched (an original file whose semantics mirror an
 upstream path) is kept apart as a reference: listed, never a reason for PORT-NOW.
+
+Each citation is also kept as a `Cite`, with its anchors (`::Sym`, `(A, B)`, `:A-B`)
+and where it is in the port file, for the symbol pass; and each port file's DEFERRED
+/ "not ported" paragraphs (`headers.deferred`) for the deferred-feature signal.
 """
 
 from __future__ import annotations
@@ -14,8 +18,10 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from sync.headers import citations as headers
+from sync.headers import deferred as deferred_mod
 from sync.headers import oracles
 from sync.infra import globs
 from sync.port import Port
@@ -24,11 +30,42 @@ from sync.records.config import Config, Mapping
 _SKIP_DIRS = {".git", ".nox", "node_modules", "__pycache__", "build", ".venv"}
 
 
+CiteSource = Literal["header", "inline", "mapping"]
+
+
+@dataclass(frozen=True)
+class Cite:
+    """One port file citing one upstream path, with the anchors it gives."""
+
+    port_file: str
+    path: str  # the upstream path
+    line: int  # 1-based line in the port file; 0 when a mapping rule implies the citation
+    symbols: tuple[str, ...] = ()  # `path::Sym`, `path (A, B)`: () when none
+    lines: str | None = None  # `path:A-B`, `path:N` (comma lists allowed)
+    sha: str | None = None  # the cited SHA as written; None: read at the pin
+    source: CiteSource = "header"
+
+    @property
+    def whole_file(self) -> bool:
+        return not self.symbols and not self.lines
+
+    def where(self) -> str:
+        return f"{self.port_file}:{self.line}" if self.line else self.port_file
+
+    def anchor(self) -> str:
+        parts = [f"::{s}" for s in self.symbols] + ([f":{self.lines}"] if self.lines else [])
+        at = f" @ {self.sha}" if self.sha else ""
+        return f"{self.path}{''.join(parts) or ' (whole file)'}{at}"
+
+
 @dataclass(frozen=True)
 class Surface:
     by_upstream: dict[str, tuple[str, ...]]  # upstream path -> port files (sorted)
     file_headers: dict[str, headers.Header]  # port file -> its parsed, attributed header
     mirrored: tuple[str, ...]
+    cites: dict[str, tuple[Cite, ...]] = field(default_factory=dict)  # upstream path -> cites
+    deferred: dict[str, tuple[deferred_mod.Deferred, ...]] = field(default_factory=dict)
+    model_globs: tuple[str, ...] = ()
     watched: dict[str, tuple[str, ...]] = field(default_factory=dict)  # original files
     references: dict[str, tuple[str, ...]] = field(default_factory=dict)  # mentions
 
@@ -129,34 +166,78 @@ def read_headers(port: Port) -> tuple[dict[str, headers.Header], dict[str, str]]
     return {rel: oracles.reattribute(h, learned, ups) for rel, h in found.items()}, texts
 
 
+def _resolved(citation: headers.Citation, header: headers.Header) -> str:
+    """The full upstream path a citation names: a bare `name.py` (`basename::Sym`) is the
+    header's full path with that name, when there is exactly one."""
+    if "/" in citation.path:
+        return citation.upstream_path
+    full = {c.upstream_path for c in header.citations
+            if "/" in c.path and c.path.rsplit("/", 1)[1] == citation.path}
+    return full.pop() if len(full) == 1 else citation.upstream_path
+
+
+def _line_of(text: str, needle: str) -> int:
+    at = text.find(needle)
+    return 0 if at < 0 else text.count("\n", 0, at) + 1
+
+
+@dataclass
+class _Refs:
+    """What a file names without porting it: mentions, and what an original file watches."""
+
+    watched: dict[str, set[str]] = field(default_factory=dict)
+    mentioned: dict[str, set[str]] = field(default_factory=dict)
+
+    def add(self, kind: dict[str, set[str]], up: str, rel: str) -> None:
+        kind.setdefault(up, set()).add(rel)
+
+
+def _file_cites(rel: str, text: str, header: headers.Header, cfg: Config,
+                refs: _Refs) -> list[Cite]:
+    cites: list[Cite] = []
+    core = [c for c in header.citations if c.oracle == headers.CORE]
+    if header.kind == "PORTED":
+        cites += [Cite(rel, _resolved(c, header), c.line, c.symbols, c.lines, c.sha)
+                  for c in core]
+    elif header.kind == "ORIGINAL":
+        for c in core:
+            refs.add(refs.watched, _resolved(c, header), rel)
+    for mention in header.mentions:
+        if mention.why == "prose":
+            refs.add(refs.mentioned, mention.path, rel)
+    if header.kind != "ORIGINAL":
+        named = {c.path for c in cites}
+        # Every path named in the body is kept for the symbol pass, which judges a whole-file
+        # one a mention (never PORT-NOW on its own); those no verb cites are references too.
+        inline = headers.inline_paths(text, cfg.mirrored)
+        cites += [Cite(rel, up, _line_of(text, up), source="inline")
+                  for up in sorted((inline.cited | inline.mentioned) - named)]
+        for up in inline.mentioned:
+            refs.add(refs.mentioned, up, rel)
+    for m in cfg.mappings:
+        mapped = mapped_upstream(rel, m)
+        if mapped is not None and all(c.path != mapped for c in cites):
+            cites.append(Cite(rel, mapped, 0, source="mapping"))
+    return cites
+
+
 def build(port: Port) -> Surface:
     cfg: Config = port.config
-    core = port.upstreams().core
     by_upstream: dict[str, set[str]] = {}
-    watched: dict[str, set[str]] = {}
-    refs: dict[str, set[str]] = {}
+    cites: dict[str, list[Cite]] = {}
+    deferred: dict[str, tuple[deferred_mod.Deferred, ...]] = {}
+    refs = _Refs()
     file_headers, texts = read_headers(port)
     for rel, header in file_headers.items():
-        cited: set[str] = set()
-        mine = [c.upstream_path for c in header.citations if c.oracle == core]
-        if header.kind == "PORTED":
-            cited.update(mine)
-        elif header.kind == "ORIGINAL":
-            for up in mine:
-                watched.setdefault(up, set()).add(rel)
-        if header.kind != "ORIGINAL":
-            inline = headers.inline_paths(texts[rel], cfg.mirrored)
-            cited.update(inline.cited)
-            for up in inline.mentioned:
-                refs.setdefault(up, set()).add(rel)
-        for m in header.mentions:
-            if m.why == "prose":
-                refs.setdefault(m.path, set()).add(rel)
-        for mapping in cfg.mappings:
-            mapped = mapped_upstream(rel, mapping)
-            if mapped is not None:
-                cited.add(mapped)
-        for up in cited:
-            by_upstream.setdefault(up, set()).add(rel)
-    return Surface(_sorted(by_upstream), file_headers, cfg.mirrored, _sorted(watched),
-                   _sorted(refs))
+        text = texts[rel]
+        found = _file_cites(rel, text, header, cfg, refs)
+        for cite in found:
+            by_upstream.setdefault(cite.path, set()).add(rel)
+            cites.setdefault(cite.path, []).append(cite)
+        if found:
+            paras = deferred_mod.deferred(text, rel)
+            if paras:
+                deferred[rel] = paras
+    return Surface(_sorted(by_upstream), file_headers, cfg.mirrored,
+                   {k: tuple(v) for k, v in sorted(cites.items())}, deferred,
+                   cfg.model_globs, _sorted(refs.watched), _sorted(refs.mentioned))

@@ -18,7 +18,7 @@ import tomli_w
 from sync.cli.context import Context, add_json
 from sync.infra.atomic import read_text, write_text
 from sync.infra.errors import UsageError
-from sync.records import config, prefs
+from sync.records import config, prefs, starter
 from sync.steps import discover
 
 
@@ -75,7 +75,7 @@ def _config(found: _Found) -> dict[str, Any]:
                                      if g.out == outs[0]]}
     if found.conventions.mapped:
         doc["preferences"] = {"variables": dict(sorted(found.conventions.mapped.items()))}
-    config.parse(tomli_w.dumps(doc))  # what we write must load
+    config.parse(tomli_w.dumps(doc) + starter.RULES)  # what we write must load
     return doc
 
 
@@ -177,7 +177,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     found = _discover(root)
     doc = _config(found)
     write_text(cfg_path, "# upstream-sync configuration (keys: docs/adopting.md in upstream-sync)\n"
-               + tomli_w.dumps(doc))
+               + tomli_w.dumps(doc) + starter.RULES)
     found.written.append(str(cfg_path))
     notes = _prefs(root, found)
     added = _ignore(root)
