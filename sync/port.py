@@ -132,7 +132,8 @@ class Port:
             base = found.get(oc.id) or oracles_mod.Oracle(oc.id, oracles_mod.names_of(oc.id))
             found[oc.id] = oracles_mod.Oracle(
                 oc.id, base.names | {n.lower() for n in oc.names}, oc.paths, base.pin)
-        records = Path(self.config.protocol).parent.as_posix().strip(".") or ".agents"
+        parent = Path(self.config.protocol).parent.as_posix()
+        records = ".agents" if parent in ("", ".") else parent
         return oracles_mod.Upstreams(tuple(found.values()), self.config.rewrite_prefixes,
                                      self._local, records.rstrip("/") + "/")
 

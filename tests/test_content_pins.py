@@ -155,9 +155,9 @@ def test_audit_json_lists_references_and_no_vllm_not_upstream(
     by = {f["path"]: f for f in doc["files"]}
     assert [c["path"] for c in by["src/p1.cpp"]["citations"]] == ["vllm/p1.py"]
     assert by["src/p1.cpp"]["references"] == [
-        {"path": "include/p1.h", "line": 2, "kind": "mention", "why": "prose"}]
+        {"path": "include/p1.h", "line": 2, "kind": "mention", "why": "port-local"}]
     assert by["src/orig.cpp"]["references"] == [
-        {"path": ".agents/specs/x.md", "line": 2, "kind": "mention", "why": "prose"},
+        {"path": ".agents/specs/x.md", "line": 2, "kind": "mention", "why": "record"},
         {"path": "vllm/p1.py", "line": 2, "kind": "watched", "why": "original",
          "oracle": "vllm"}]
     assert by["src/fa.cu"]["references"] == [

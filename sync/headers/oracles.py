@@ -110,14 +110,23 @@ def _local_why(c: Citation, ups: Upstreams, rel: str) -> str | None:
     return None
 
 
+def _mention_why(m: Mention, ups: Upstreams, rel: str) -> Mention:
+    """A mention of the port's own file or record says so (it is no upstream reference)."""
+    if m.why != "prose":
+        return m
+    why = _local_why(Citation(m.path, None, None, None, None, None, m.line), ups, rel)
+    return m if why is None else Mention(m.path, m.line, "record" if why == "record" else
+                                         "port-local")
+
+
 def attribute(header: Header, ups: Upstreams, rel: str) -> Header:
     """`header` with each citation attributed to its oracle (core paths rewritten) and the
     port's own paths moved to its mentions. A PORTED header left with no citation cites
     only the port itself: it is no per-file pin header."""
-    if not header.citations:
+    if not header.citations and not header.mentions:
         return header
     kept: list[Citation] = []
-    mentions = list(header.mentions)
+    mentions = [_mention_why(m, ups, rel) for m in header.mentions]
     for c in header.citations:
         why = _local_why(c, ups, rel)
         if why is not None:
