@@ -259,7 +259,8 @@ def summary_lines(a: Audit) -> Summary:
 def file_line(f: FileStatus) -> str:
     """One file's line in the report and in `audit`: what each of its notable pins says."""
     shown = [c for c in f.cites if c.status == f.status] or list(f.cites)
-    said = "; ".join(c.detail or f"{c.citation.path} @ {c.citation.sha}" for c in shown)
+    said = "; ".join(dict.fromkeys(c.detail or f"{c.citation.path} @ {c.citation.sha}"
+                                   for c in shown))
     note = ""
     if f.status == "behind-changed":
         note = ("; ledger note: unknown (ledger unreadable)" if f.noted is None else
