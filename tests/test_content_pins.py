@@ -241,3 +241,54 @@ def test_git_processes_stay_constant(case: tuple[Path, dict[str, str]]) -> None:
         write(root, f"src/more{i}.cpp", f"// Ported from: vllm/p{1 + i % 5}.py @ "
               f"{up['c1'][:10]}\nint m;\n")
     assert processes() == few
+
+
+def test_other_oracle_shas_are_verified_against_its_checkout(
+        case: tuple[Path, dict[str, str]], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    root, up = case
+    h = History()
+    h.modify("ggml/src/ggml-cpu.c", "int x;\n")
+    first = h.commit("llama.cpp (#1)")
+    marks = h.write(tmp_path / "llama.cpp")
+    sha = marks[first]
+    write(root, "src/ggml.cpp", f"// Ported from llama.cpp (local fork) ggml/src/ggml-cpu.c @ "
+          f"{sha[:9]}\nint g;\n")
+    monkeypatch.setenv("SYNC_ORACLE_CHECKOUTS", f"llama.cpp={tmp_path / 'llama.cpp'}")
+    by = {f.path: f for f in audited(root, up["pin"]).files}
+    assert [c.detail for c in by["src/ggml.cpp"].cites] == [
+        f"cites llama.cpp at {sha[:9]} (a commit of its checkout)"]
+    assert [c.detail for c in by["src/lm.h"].cites] == [
+        "cites LMCache at 8570aad (not verified here)"]
+    write(root, "src/ggml.cpp", "// Ported from llama.cpp (local fork) ggml/src/ggml-cpu.c @ "
+          "1234567ab\nint g;\n")
+    by = {f.path: f for f in audited(root, up["pin"]).files}
+    assert [c.detail for c in by["src/ggml.cpp"].cites] == [
+        "cites llama.cpp at 1234567ab, which is NOT a commit of its checkout"]
+
+
+def test_an_unreadable_ledger_leaves_ledger_notes_unknown(
+        case: tuple[Path, dict[str, str]]) -> None:
+    root, up = case
+    (root / ".agents/parity-ledger.md").write_text("# Ledger\n\nthe table was lost\n")
+    a = audited(root, up["pin"])
+    by = {f.path: f for f in a.files}
+    assert by["src/p2.cpp"].noted is None and by["src/p2.cpp"].finding
+    lines = audit.summary_lines(a).lines
+    assert lines[1].startswith("- the parity ledger .agents/parity-ledger.md cannot be read "
+                               "(no ledger table with columns")
+    assert lines[1].endswith("ledger notes were not checked — fix the ledger (upstream-sync "
+                             "check names the problem)")
+    assert any(ln.endswith("; ledger note: unknown (ledger unreadable)") for ln in lines)
+
+
+def test_watched_paths_changed_in_the_range_are_listed() -> None:
+    from sync.steps import syncrun
+    from sync.upstream.history import Change, Commit
+
+    surf = surface.Surface({}, {}, ("vllm/",), watched={"vllm/p1.py": ("src/orig.cpp",)})
+    commits = [Commit("a" * 40, (), "x", "d", "s", "", (Change("M", "vllm/p1.py"),)),
+               Commit("b" * 40, (), "x", "d", "s", "", (Change("M", "vllm/p9.py"),))]
+    assert syncrun.watched_lines(commits, surf) == (
+        f"- watched `vllm/p1.py` changed in `{'a' * 10}`; the original file(s) src/orig.cpp "
+        "mirror its semantics",)

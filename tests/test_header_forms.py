@@ -157,6 +157,9 @@ def test_see_before_a_records_path_on_the_next_line_does_not_join() -> None:
      ("handle_single_tool", "get_parameter_value", "make_valid_python"), None),
     (f"// Ported from: vllm/model_executor/layers/fused_moe/layer.py @ {S}\n"
      "// (NVFP4 W4A16 dequant)\n", (), None),
+    (f"// Ported from: vllm/v1/engine/async_llm.py @ {S}\n"
+     "// (AsyncLLM :70-745: add_request :280-410, generate :524-635)\n",
+     ("AsyncLLM", "add_request", "generate"), "70-745,280-410,524-635"),
     (f"// Ported from: vllm/entrypoints/openai/api_server.py @ {S} (the route shapes)\n", (),
      None),
     (f"// Ported from: vllm/v1/attention/backends/flash_attn.py @ {S}\n"

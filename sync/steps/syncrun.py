@@ -287,13 +287,27 @@ def _assemble(port: Port, frame: _Frame, rng: _Range, earlier: _Earlier,
         duplicates=tuple(history.find_duplicates(frame.ref, rng.commits)),
         moves=moves(rng.commits, rng.surf, entries),
         deviations=tuple(touched),
-        file_pins=pins_summary.lines, file_pin_counts=pins_summary.counts,
+        file_pins=pins_summary.lines + watched_lines(rng.commits, rng.surf),
+        file_pin_counts=pins_summary.counts,
         gates=tuple(gates.render_section(recorded).splitlines()),
         gate_docs=tuple(g.as_doc() for g in recorded),
         carry_over=tuple(_unmet_lines(back, req) + carry.lines(port, c, entries, recorded)),
         unparsed=back.unparsed if back else (), notes=back.notes if back else "",
         enumerated=len(rng.commits), divergent=rng.divergent,
     )
+
+
+def watched_lines(commits: list[history.Commit], surf: surface.Surface) -> tuple[str, ...]:
+    """Upstream paths that original files say their semantics mirror, changed in the range:
+    references to re-read, never PORT-NOW on their own."""
+    changed: dict[str, list[str]] = {}
+    for c in commits:
+        for path in c.paths:
+            if path in surf.watched:
+                changed.setdefault(path, []).append(short(c.sha))
+    return tuple(f"- watched `{path}` changed in {', '.join(f'`{s}`' for s in shas)}; the "
+                 f"original file(s) {', '.join(surf.watched[path])} mirror its semantics"
+                 for path, shas in sorted(changed.items()))
 
 
 def _reference_state(port: Port, frame: _Frame) -> str:
