@@ -70,9 +70,25 @@ def discover(root: Path) -> dict[str, Any]:
     dirs = sorted({str(Path(p).parent.as_posix()) for p in found["oracles"]})
     if len(dirs) == 1:
         paths["oracles"] = f"{dirs[0]}/*.md"
-    roots, projects = _port_roots(root)
+    registry = _registry(root, found["oracles"])
+    roots, projects = _port_roots(root, registry)
     return {"paths": paths, "found": found, "port_roots": roots,
-            "cited_projects": dict(projects.most_common())}
+            "cited_projects": dict(projects.most_common()),
+            "registered": sorted(p for p in projects if registry.registered(p))}
+
+
+def _registry(root: Path, files: list[str]) -> oracles.Upstreams:
+    """The oracles the found oracle files name (their id and upstream), for attribution."""
+    known = []
+    for rel in files:
+        try:
+            block = blocks.find(_text(root / rel), "oracle-pin", path=rel)[0]
+        except (MalformedRecord, IndexError):
+            continue
+        values = block.as_dict()
+        oid = values.get("id") or Path(rel).stem
+        known.append(oracles.Oracle(oid, oracles.names_of(oid, values.get("upstream", ""))))
+    return oracles.Upstreams(tuple(known))
 
 
 def _candidates(root: Path) -> dict[str, list[str]]:
@@ -99,12 +115,11 @@ def _has_ledger_header(text: str) -> bool:
                for line in text.splitlines())
 
 
-def _port_roots(root: Path) -> tuple[list[str], Counter[str]]:
-    """The top-level directories holding files with a ported-from header, and the projects
+def _port_roots(root: Path, ups: oracles.Upstreams) -> tuple[list[str], Counter[str]]:
+    """The top-level directories holding files with a ported-from header, and the oracles
     other than vLLM their citation statements name (with citation counts)."""
     roots: dict[str, int] = {}
     projects: Counter[str] = Counter()
-    ups = oracles.Upstreams()
     for path in _files(root, _SOURCE_EXT):
         rel = path.relative_to(root).as_posix()
         header = headers.parse_header(_text(path)[:16384], rel)
@@ -248,3 +263,4 @@ def _pref_vars() -> dict[str, tuple[str, str]]:
     from sync.records import prefs
 
     return prefs.KEYS
+

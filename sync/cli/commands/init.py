@@ -45,6 +45,7 @@ class _Found:
     gates: discover.Gates
     conventions: discover.Conventions
     projects: dict[str, int]
+    registered: list[str]  # the projects an oracle file names
     written: list[str] = field(default_factory=list)  # what init wrote or edited, said so
 
 
@@ -58,7 +59,7 @@ def _discover(root: Path) -> _Found:
                          "and rerun")
     return _Found(records, discover.build_mode(root, records["paths"]["protocol"]),
                   discover.gates(root), discover.conventions(root),
-                  records.pop("cited_projects"))
+                  records.pop("cited_projects"), records.pop("registered"))
 
 
 def _config(found: _Found) -> dict[str, Any]:
@@ -134,13 +135,21 @@ def _gate_lines(found: _Found) -> list[str]:
 
 
 def _other_lines(found: _Found) -> list[str]:
-    if not found.projects:
-        return []
-    listed = ", ".join(f"{name} ({n} citation{'s' if n != 1 else ''})"
-                       for name, n in found.projects.items())
-    return [f"  other upstreams the headers cite by name: {listed} — attributed to them, not "
-            "to vLLM; add .agents/oracles/<id>.md (and a checkout in oracle_checkouts) to "
-            "verify their SHAs"]
+    def listed(names: list[str]) -> str:
+        return ", ".join(f"{name} ({found.projects[name]} citation"
+                         f"{'s' if found.projects[name] != 1 else ''})" for name in names)
+
+    mine = [n for n in found.projects if n in found.registered]
+    other = [n for n in found.projects if n not in found.registered]
+    lines = []
+    if mine:
+        lines.append(f"  other oracles the headers cite, with oracle files: {listed(mine)} — "
+                     "attributed to them, never bumped to a vLLM commit")
+    if other:
+        lines.append(f"  other upstreams the headers cite by name: {listed(other)} — "
+                     "attributed to them, not to vLLM; add .agents/oracles/<id>.md (and a "
+                     "checkout in oracle_checkouts) to verify their SHAs")
+    return lines
 
 
 def _prefs(root: Path, found: _Found) -> list[str]:
