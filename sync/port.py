@@ -142,11 +142,11 @@ class Port:
         its records): such a "citation" names the port's own file."""
         cache: dict[str, bool] = self._cache.setdefault("local", {})
         if path not in cache:
-            records = Path(self.config.protocol).parent
-            bases = (self.root, self.root / records,
-                     *(self.root / r for r in self.config.port_roots))
+            bases: list[str] = self._cache.setdefault("local_bases", [
+                str(self.root), str(self.root / Path(self.config.protocol).parent),
+                *(str(self.root / r) for r in self.config.port_roots)])
             try:
-                cache[path] = any((b / path).exists() for b in bases)
+                cache[path] = any(os.path.exists(os.path.join(b, path)) for b in bases)
             except (OSError, ValueError):
                 cache[path] = False
         return cache[path]

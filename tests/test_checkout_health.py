@@ -59,16 +59,18 @@ def test_a_healthy_checkout_reads_clean(fx: Fixture) -> None:
 
 def test_missing_objects_are_reported_and_sync_refuses(fx: Fixture) -> None:
     dropped = drop_blobs(fx)
-    assert dropped
+    in_tip = {ln.split()[2] for ln in git(fx.reference, "ls-tree", "-r", fx.tip).splitlines()}
+    n = len(set(dropped) & in_tip)
+    assert n
     r = run(fx.port, "status")
     assert r.rc == 3
     line = next(ln for ln in r.out.splitlines() if ln.startswith("reference checkout:"))
-    assert line.endswith(f"clean, OBJECTS MISSING ({len(dropped)}); pin present")
-    assert f"cannot read {len(dropped)} object(s) of {fx.pin[:10]}..{fx.tip[:10]}" in r.err
+    assert line.endswith(f"clean, OBJECTS MISSING ({n}); pin present")
+    assert f"cannot read {n} object(s) of {fx.pin[:10]}..{fx.tip[:10]}" in r.err
     s = run(fx.port, "sync")
     assert s.rc == 3
     assert s.err.startswith(f"upstream-sync: error: the reference checkout {fx.reference} "
-                            f"cannot read {len(dropped)} object(s)")
+                            f"cannot read {n} object(s)")
     assert "fetch --refetch origin" in s.err
     assert not (fx.port / ".agents/sync/cycle.toml").exists()  # nothing frozen
 
@@ -131,3 +133,14 @@ def test_fetch_says_so_when_the_remote_is_older_than_the_pin(fx: Fixture) -> Non
     assert f"origin/main ({fx.marks['base'][:10]}) is 1 commit(s) older than the pin" in r.err
     assert "does not move past the pin after the fetch" in r.err
     assert not (fx.port / ".agents/sync/cycle.toml").exists()
+
+
+def test_a_git_command_that_hits_a_missing_object_names_the_fix(fx: Fixture) -> None:
+    from sync.infra.errors import EnvironmentUnresolved
+    from sync.upstream import gitio
+
+    drop_blobs(fx)
+    with pytest.raises(EnvironmentUnresolved) as info:
+        gitio.run(fx.reference, ["diff", fx.pin, fx.tip])  # reads the blobs it lost
+    assert f"re-fetch them with 'git -C {fx.reference} fetch --refetch origin'" in str(
+        info.value)

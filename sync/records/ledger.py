@@ -14,6 +14,7 @@ unreadable, and then no command treats it as empty (`Read.problem` says why).
 
 from __future__ import annotations
 
+import functools
 import re
 from bisect import bisect_left
 from dataclasses import dataclass
@@ -54,6 +55,11 @@ class Table:
     @property
     def malformed(self) -> tuple[Row, ...]:
         return tuple(r for r in self.rows if r.problem is not None)
+
+    @functools.cached_property
+    def joined(self) -> str:
+        """Every row's text, one row per line (a needle never spans two rows)."""
+        return "\n".join(r.text for r in self.rows)
 
 
 def split_row(line: str) -> list[str]:
@@ -275,7 +281,8 @@ def append(path: Path, cells: tuple[str, str, str, str], *, rel: str) -> str:
 
 
 def mentions(table: Table, needle: str) -> bool:
-    return any(needle in r.text for r in table.rows)
+    """Whether a row names `needle` (one search over every row's text, joined once)."""
+    return needle in table.joined
 
 
 @dataclass(frozen=True)

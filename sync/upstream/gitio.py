@@ -77,12 +77,18 @@ def run(
     return proc
 
 
+_MISSING_OBJECT = re.compile(r"unable to read|bad object|missing (?:blob|tree|commit)|"
+                             r"did not receive expected object|could not parse object")
+
+
 def _fail(repo: Path, args: Sequence[str], stderr: bytes) -> None:
     msg = stderr.decode("utf-8", "replace").strip().splitlines()
-    raise EnvironmentUnresolved(
-        f"git {args[0]} failed in {repo}: {msg[-1] if msg else 'no message'}",
-        "check the repository and the revisions given",
-    )
+    last = msg[-1] if msg else "no message"
+    fix = "check the repository and the revisions given"
+    if any(_MISSING_OBJECT.search(line) for line in msg):
+        fix = (f"the checkout is missing objects: re-fetch them with 'git -C {repo} fetch "
+               "--refetch origin' (or re-clone it), then run the command again")
+    raise EnvironmentUnresolved(f"git {args[0]} failed in {repo}: {last}", fix)
 
 
 class Started:

@@ -3,9 +3,11 @@
 A checkout that lost objects reads "clean" to a work-tree check, and one whose checkout
 failed (or whose index is gone: every file a staged deletion) reads "clean" to GitPython,
 which skips the index when the file is missing. So health is measured, cheaply (`status`
-is a hot command; no fsck): one `git status --porcelain -z`, one `git rev-list --objects
---missing=print` over the range the cycle reads, and the relation of the upstream branch
-to the pin (`origin/main` older than the pin is "behind the pin", not "0 commits behind").
+is a hot command; no fsck): one `git status --porcelain -z`, two `git rev-list
+--missing=print` (the range's commits, the target's tree), and the relation of the
+upstream branch to the pin (`origin/main` older than the pin is "behind the pin", not "0
+commits behind"). A git command that later fails on a missing object says how to fix it
+(`gitio`).
 """
 
 from __future__ import annotations
@@ -97,15 +99,20 @@ class Objects:
 
 
 def objects(ref: gitio.Reference, base: str, target: str) -> Objects:
-    """The objects `base..target` reaches that this checkout lacks (one `git rev-list`)."""
+    """The objects a cycle to `target` needs that this checkout lacks: every commit of
+    `base..target`, and the target's whole tree (what its diffs end at and what the advance
+    checks out). Two `git rev-list` processes, whatever the range: not an fsck (a blob only
+    an intermediate commit has is named by the git command that fails to read it)."""
     gitio.check_rev(base)
     gitio.check_rev(target)
-    proc = gitio.run(ref.path, ["rev-list", "--objects", "--missing=print", "--end-of-options",
-                                f"{base}..{target}"], check=False)
-    if proc.returncode != 0:
-        return Objects(0, None, walk_failed=True)
-    missing = [line[1:].split()[0] for line in proc.stdout.decode().splitlines()
-               if line.startswith("?")]
+    missing: list[str] = []
+    for args in (["--missing=print", "--end-of-options", f"{base}..{target}"],
+                 ["--objects", "--missing=print", "--no-walk", "--end-of-options", target]):
+        proc = gitio.run(ref.path, ["rev-list", *args], check=False)
+        if proc.returncode != 0:
+            return Objects(0, None, walk_failed=True)
+        missing += [line[1:].split()[0] for line in proc.stdout.decode().splitlines()
+                    if line.startswith("?")]
     return Objects(len(missing), missing[0] if missing else None)
 
 
