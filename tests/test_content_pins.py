@@ -225,7 +225,7 @@ def test_bump_never_rewrites_another_oracles_sha(case: tuple[Path, dict[str, str
     assert LLAMA[:9] in (root / "src/ggml.cpp").read_text()
     assert FA in (root / "src/fa.cu").read_text()
     r = run(root, "bump-headers", "src/p3.cpp", "--to", up["pin"])
-    assert r.rc == 6 and f"upstream renamed it to vllm/p3_new.py in {up['p3'][:10]}" in r.err
+    assert r.rc == 6 and f"upstream renamed it to vllm/p3_new.py in {up['p3'][:10]}" in r.out
 
 
 def test_git_processes_stay_constant(case: tuple[Path, dict[str, str]]) -> None:

@@ -55,7 +55,7 @@ class Change:
     new: str
     start: int
     end: int
-    was: sha_verify.ShaStatus  # where the old SHA stood against the target
+    was: str  # where the old SHA stood, in audit's words (against the parity pin)
     content: str = "unchanged"  # what became of the cited file up to the target
 
 
@@ -95,18 +95,28 @@ def unique_length(ref: gitio.Reference, target: str) -> int:
     return len(short)
 
 
-def resolve_target(ref: gitio.Reference, rev: str, upstream_ref: str) -> str:
-    """The full SHA `rev` names; refused unless it is a commit on the upstream line."""
+def resolve_target(ref: gitio.Reference, rev: str, upstream_ref: str,
+                   chosen: str | None = None) -> str:
+    """The full SHA `rev` names; refused unless it is an upstream commit.
+
+    An upstream commit is the cycle's target (`chosen`: a tag or commit the user picked,
+    on whatever branch), or one that `upstream_ref`, another remote-tracking branch or a
+    tag holds (a release tag on a release branch is one).
+    """
     sha = gitio.resolve(ref, rev)
     if sha is None:
         raise UsageError(f"{rev} is not a commit in the reference checkout {ref.path}",
                          "fetch it, or bump to the cycle's target (the default)")
+    if sha == chosen:
+        return sha
     if gitio.resolve(ref, upstream_ref) is None:
         raise EnvironmentUnresolved(f"{upstream_ref} does not resolve in {ref.path}",
                                     "run 'upstream-sync fetch' first")
-    if not gitio.is_ancestor(ref, sha, upstream_ref):
-        raise UsageError(f"{rev} ({short(sha)}) is not an upstream commit (not on {upstream_ref})",
-                         "bump headers only to a commit of the upstream line")
+    if not gitio.is_ancestor(ref, sha, upstream_ref) and not gitio.refs_containing(
+            ref, sha, "refs/remotes", "refs/tags"):
+        raise UsageError(f"{rev} ({short(sha)}) is not an upstream commit (on no remote branch "
+                         f"or tag, nor the cycle's target)",
+                         "bump headers to the cycle's target or another upstream commit")
     return sha
 
 
@@ -181,6 +191,11 @@ class _Against:
     probe: sha_verify.Probe
     content: dict[sha_verify.Cited, sha_verify.Content]
     unique: int  # the target's shortest unambiguous abbreviation
+    audit: dict[tuple[str, str, str | None], str]  # (sha, path, near) -> audit's word (pin)
+
+    def word(self, c: headers.Citation) -> str:
+        """Where the citation's SHA stood against the parity pin, in audit's words."""
+        return self.audit.get((c.sha or "", c.upstream_path, c.near), "not-upstream")
 
     def of(self, c: headers.Citation) -> sha_verify.Content | None:
         full = self.probe.full.get(c.sha or "")
@@ -190,25 +205,37 @@ class _Against:
 
 
 @dataclass(frozen=True)
+class How:
+    """How a bump reads headers and which it takes."""
+
+    read: HeaderReader = _plain
+    unchanged_only: bool = False  # bump only headers whose cited files are unchanged
+
+
+@dataclass(frozen=True)
 class Request:
     """What a bump is asked: the target, the files, how their headers are read."""
 
     target: str
     upstream_ref: str
     files: list[tuple[Path, str]]
+    pin: str | None = None  # the parity pin: each change says where its SHA stood against it
     read: HeaderReader = _plain
-    unchanged_only: bool = False  # bump only headers whose cited files are unchanged
+    unchanged_only: bool = False
 
 
 def plan(ref: gitio.Reference, target: str, upstream_ref: str,
-         files: list[tuple[Path, str]], *, read: HeaderReader = _plain,
-         unchanged_only: bool = False) -> list[FilePlan]:
+         files: list[tuple[Path, str]], pin: str | None = None, *,
+         how: How | None = None) -> list[FilePlan]:
     """What bumping each (file, rel) to the full SHA `target` would change; writes nothing.
 
-    A constant number of git processes whatever the number of files: three for the SHA
-    statuses, at most five for the cited files' content, one for the abbreviation length.
+    Each change says where its old SHA stood in audit's words, against `pin` (the parity
+    pin; the target when none is given). A constant number of git processes whatever the
+    number of files: three (six with `pin`) for the SHA statuses, at most five for the
+    cited files' content, one for the abbreviation length.
     """
-    req = Request(target, upstream_ref, files, read, unchanged_only)
+    h = how or How()
+    req = Request(target, upstream_ref, files, pin, h.read, h.unchanged_only)
     drafts = [_read(f, rel, req.read) for f, rel in req.files]
     against = _against(ref, req, [d for d in drafts if d.refusal is None])
     plans = [_plan_file(d, against, req.unchanged_only) for d in drafts]
@@ -225,7 +252,38 @@ def _against(ref: gitio.Reference, req: Request, live: list[_Draft]) -> _Against
               for d in live for c in d.moving
               if c.sha and probe.status.get(c.sha) == "behind"]
     content = sha_verify.content(ref, probe.pin, moving) if moving else {}
-    return _Against(req.target, probe, content, unique_length(ref, req.target))
+    if req.pin is None or req.pin == req.target or not shas:
+        words = _words(live, probe, content)
+    else:
+        at_pin = sha_verify.probe(ref, req.pin, shas, req.upstream_ref)
+        behind = [sha_verify.Cited(at_pin.full[c.sha], c.upstream_path, c.near)
+                  for d in live for c in d.moving
+                  if c.sha and at_pin.status.get(c.sha) == "behind"]
+        words = _words(live, at_pin, sha_verify.content(ref, at_pin.pin, behind)
+                       if behind else {})
+    return _Against(req.target, probe, content, unique_length(ref, req.target), words)
+
+
+_CONTENT_WORD = {"unchanged": "behind-unchanged", "changed": "behind-changed"}
+
+
+def _words(live: list[_Draft], probe: sha_verify.Probe,
+           content: dict[sha_verify.Cited, sha_verify.Content]
+           ) -> dict[tuple[str, str, str | None], str]:
+    """Each citation's status as `audit` words it: at-pin, behind-unchanged, behind-changed,
+    path-gone, ahead, not-upstream."""
+    out: dict[tuple[str, str, str | None], str] = {}
+    for d in live:
+        for c in d.moving:
+            if not c.sha:
+                continue
+            cited = sha_verify.Cited(probe.full.get(c.sha, c.sha), c.upstream_path, c.near)
+            status = probe.status.get(c.sha, "not-upstream")
+            got = content.get(cited)
+            word = (_CONTENT_WORD.get(got.kind, "path-gone") if got is not None else
+                    "behind-unchanged") if status == "behind" else status
+            out[(c.sha, c.upstream_path, c.near)] = word
+    return out
 
 
 def _plan_file(d: _Draft, a: _Against, unchanged_only: bool) -> FilePlan:
@@ -247,7 +305,8 @@ def _plan_file(d: _Draft, a: _Against, unchanged_only: bool) -> FilePlan:
             return FilePlan(d.file, d.rel, (), refusal, d.text, d.text)
         changes[(c.sha_start, c.sha_end)] = Change(
             _line_of(d.text, c.sha_start), c.path, c.sha, new_token(c.sha, a.target, a.unique),
-            c.sha_start, c.sha_end, was, got.kind if got is not None else "unchanged")
+            c.sha_start, c.sha_end, a.word(c),
+            got.kind if got is not None else "unchanged")
     ordered = sorted(changes.values(), key=lambda ch: ch.start)
     new = d.text
     for ch in reversed(ordered):

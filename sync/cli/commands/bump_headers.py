@@ -87,28 +87,29 @@ def _as_json(target: str, check: bool, written: int,
 def _say(ctx: Context, plans: list[bump.FilePlan], target: str, verb: str) -> None:
     for p in plans:
         if p.status == "skipped":
-            print(f"skipped: {p.refusal}", file=ctx.out)
+            ctx.say(f"skipped: {p.refusal}")
         elif p.refusal is not None:
-            print(f"refused: {p.refusal}", file=ctx.out)
+            ctx.say(f"refused: {p.refusal}")
         elif not p.changes:
-            print(f"{p.rel}: already at {target[:10]}", file=ctx.out)
+            ctx.say(f"{p.rel}: already at {target[:10]}")
         for c in p.changes:
             changed = "" if c.content == "unchanged" else "; the upstream file changed since"
-            print(f"{p.rel}:{c.line}: {verb} {c.path} {c.old} → {c.new} (was {c.was}"
-                  f"{changed})", file=ctx.out)
+            ctx.say(f"{p.rel}:{c.line}: {verb} {c.path} {c.old} → {c.new} (was {c.was}"
+                    f"{changed})")
     counts = {s: sum(1 for p in plans if p.status == s)
               for s in ("bump", "unchanged", "skipped", "refused")}
-    print(f"{len(plans)} file(s): {counts['bump']} to bump ({verb}), {counts['unchanged']} "
-          f"already at {target[:10]} or citing no vLLM SHA to move, {counts['skipped']} "
-          f"skipped, {counts['refused']} refused", file=ctx.out)
+    ctx.say(f"{len(plans)} file(s): {counts['bump']} to bump ({verb}), {counts['unchanged']} "
+            f"already at {target[:10]} or citing no vLLM SHA to move, {counts['skipped']} "
+            f"skipped, {counts['refused']} refused")
 
 
 def _refusal(refusals: list[SyncError], files: int) -> SyncError:
+    """The one error line: how many were refused (each reason was said once, above)."""
     first = refusals[0]
-    if len(refusals) == 1:
-        return type(first)(f"{first.message}; nothing was written", first.fix)
-    return type(first)(f"{len(refusals)} of {files} files cannot be bumped safely "
-                       "(reasons above); nothing was written",
+    why = "the reason above" if len(refusals) == 1 else "reasons above"
+    return type(first)(f"{len(refusals)} of {files} file(s) cannot be bumped safely ({why}); "
+                       "nothing was written",
+                       first.fix if len(refusals) == 1 else
                        "fix those headers by hand or leave the files out")
 
 
@@ -133,12 +134,14 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     found, _ = surface.read_headers(port)
     files = ([_file_arg(port, a) for a in dict.fromkeys(args.files)] if args.files
              else _all_ported(port, found))
+    c = port.cycle()
     rev = _target_rev(port, args)
     gitio.check_rev(rev)
-    target = bump.resolve_target(ref, rev, upstream)
-    read = surface.header_reader(port, found)
-    plans, written = _plans(port, lambda: bump.plan(
-        ref, target, upstream, files, read=read, unchanged_only=args.unchanged), args.check)
+    target = bump.resolve_target(ref, rev, upstream, c.target if c else None)
+    pin = port.pin_record().pin.commit
+    how = bump.How(surface.header_reader(port, found), args.unchanged)
+    plans, written = _plans(port, lambda: bump.plan(ref, target, upstream, files, pin, how=how),
+                            args.check)
     refusals = [p.refusal for p in plans if p.status == "refused" and p.refusal is not None]
     if ctx.json:
         ctx.emit_json(_as_json(target, bool(args.check), written, plans))

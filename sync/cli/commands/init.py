@@ -171,9 +171,9 @@ def _prefs(root: Path, found: _Found) -> list[str]:
 
 
 def _say(ctx: Context, cfg_path: Path, found: _Found, notes: list[str]) -> None:
-    print(f"wrote {cfg_path}", file=ctx.out)
+    ctx.say(f"wrote {cfg_path}")
     for line in _records_lines(found) + _gate_lines(found) + _other_lines(found) + notes:
-        print(line, file=ctx.out)
+        ctx.say(line)
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
