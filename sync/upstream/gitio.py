@@ -45,6 +45,7 @@ from sync.infra.errors import EnvironmentUnresolved, UsageError
 
 # Counted so the benchmark can prove the number of git processes is constant.
 PROCESS_COUNT = 0
+FILTER_PROBES = 0  # the `git config` reads of each repository's filter drivers (`_filters`)
 
 _REV_OK = re.compile(r"^[A-Za-z0-9_./@{}^~:+-]+$")
 
@@ -126,8 +127,10 @@ def _filters(repo: Path) -> tuple[tuple[str, str], ...]:
     a clean or smudge filter runs a command whenever git compares or checks out a file."""
     key = repo.resolve() if repo.exists() else repo
     if key not in _FILTERS:
-        global PROCESS_COUNT
-        PROCESS_COUNT += 1
+        # Counted apart: one per repository and process, whatever the run does, so what
+        # PROCESS_COUNT measures (the work's processes) reads the same on a warm or cold run.
+        global FILTER_PROBES
+        FILTER_PROBES += 1
         proc = subprocess.run(["git", "-C", str(repo), "config", "-z", "--name-only",
                                "--get-regexp", r"^filter\."], capture_output=True,
                               env=environ(), check=False)
