@@ -15,15 +15,17 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from sync.headers import citations as citations_mod
 from sync.headers import oracles as oracles_mod
-from sync.infra.atomic import port_lock, read_text
-from sync.infra.errors import SyncError, UsageError
+from sync.infra import atomic, paths
+from sync.infra.atomic import port_lock, read_record
+from sync.infra.errors import BlockedCycle, SyncError, UsageError
 from sync.infra.notes import Notes
 from sync.records import carryover as carryover_mod
 from sync.records import config as config_mod
@@ -52,8 +54,31 @@ class Port:
     _lock_depth: list[int] = field(default_factory=lambda: [0], init=False, repr=False,
                                    compare=False)
 
+    def __post_init__(self) -> None:
+        # Every record the port keeps is reached without a symbolic link, and nothing under
+        # the tool's own folder is one: a write can never land outside the port.
+        c = self.config
+        for rel in (c.protocol, c.ledger, c.inventory, c.preferences, _fixed_part(c.oracles)):
+            paths.confined(self.root, rel)
+        paths.no_links_below(self.root, c.sync_dir)
+
+    def record_dirs(self) -> list[tuple[Path, bool]]:
+        """Where the tool writes records: (folder, recursive). The tool's own folder whole,
+        and the folder of each record it edits in place."""
+        c = self.config
+        around = {c.protocol, c.ledger, c.inventory, c.preferences, config_mod.CONFIG_PATH}
+        dirs = {(self.root / rel).parent for rel in around}
+        dirs.add(self.root / _fixed_part(c.oracles))
+        return [(self.sync_dir, True), *((d, False) for d in sorted(dirs))]
+
+    def sweep(self) -> list[Path]:
+        """Remove the temp files killed writers left in the record folders (see
+        `infra.atomic.orphans`); `check` reports those anywhere else in the port."""
+        return atomic.sweep(self.record_dirs())
+
     def path(self, rel: str) -> Path:
-        return self.root / rel
+        """`rel` under the root (refused when it leaves the port or passes a link)."""
+        return paths.confined(self.root, rel)
 
     @property
     def protocol(self) -> Path:
@@ -216,15 +241,22 @@ class Port:
 
     def text(self, path: Path) -> str | None:
         """A record file's text (a report, its JSON), None when it does not exist."""
-        return self._once(f"text:{path}", lambda: read_text(path) if path.exists() else None)
+        return self._once(f"text:{path}", lambda: read_record(path, rel=self.rel(path))
+                          if path.exists() else None)
 
     def wrote(self, path: Path, text: str) -> None:
         """`path` now holds `text` (written through `infra.atomic`)."""
         self.keep(f"text:{path}", text)
 
     @contextlib.contextmanager
-    def lock(self) -> Iterator[None]:
-        """The port-wide lock; re-entrant within one process (a step under a command's lock)."""
+    def lock(self, wait_s: float = 0.0) -> Iterator[None]:
+        """The port-wide lock; re-entrant within one process (a step under a command's lock).
+
+        Taking it drops every record this object holds: what was read before may have been
+        rewritten by the run that held the lock until now, and a read-modify-write must
+        read under the lock it writes under. `wait_s` > 0 waits that long for another
+        holder (a gate result measured over hours); 0 refuses at once.
+        """
         if self._lock_depth[0]:
             self._lock_depth[0] += 1
             try:
@@ -232,12 +264,38 @@ class Port:
             finally:
                 self._lock_depth[0] -= 1
             return
-        with port_lock(self.sync_dir / ".lock"):
+        with _acquired(self.sync_dir / ".lock", wait_s):
+            self._cache.clear()
             self._lock_depth[0] = 1
             try:
                 yield
             finally:
                 self._lock_depth[0] = 0
+
+
+@contextlib.contextmanager
+def _acquired(lock_path: Path, wait_s: float) -> Iterator[None]:
+    deadline = time.monotonic() + wait_s
+    with contextlib.ExitStack() as stack:
+        while True:
+            try:
+                stack.enter_context(port_lock(lock_path))
+                break
+            except BlockedCycle:
+                if time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.2)
+        yield
+
+
+def _fixed_part(glob: str) -> str:
+    """The folders of a glob before its first wildcard (`.agents/oracles` of `*.md` in it)."""
+    parts = []
+    for part in PurePosixPath(glob).parts[:-1]:
+        if any(c in part for c in "*?["):
+            break
+        parts.append(part)
+    return "/".join(parts) or "."
 
 
 def is_port(path: Path) -> bool:

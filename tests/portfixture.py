@@ -171,8 +171,10 @@ class Fixture:
         return found[0]
 
 
-def _history(extra: Sequence[tuple[str | bytes, Mapping[str, str]]]) -> tuple[History,
-                                                                               dict[str, int]]:
+Extra = Sequence[tuple[str | bytes, Mapping[str, str | None]]]  # None: delete the path
+
+
+def _history(extra: Extra) -> tuple[History, dict[str, int]]:
     h = History()
     m: dict[str, int] = {}
     for path, text in (("vllm/a.py", "a = 1\n"), ("vllm/b.py", "b = 1\n"),
@@ -210,8 +212,11 @@ def _history(extra: Sequence[tuple[str | bytes, Mapping[str, str]]]) -> tuple[Hi
     h.modify("README.md", "fake vllm, no typo\n")
     m["no_pr"] = h.commit("Fix a typo in the README")
     for i, (message, files) in enumerate(extra):
-        for path, text in files.items():
-            h.modify(path, text)
+        for path, content in files.items():
+            if content is None:
+                h.delete(path)
+            else:
+                h.modify(path, content)
         m[f"extra{i}"] = h.commit(message)
     m["tip"] = max(m.values())
     h.modify("vllm/a.py", "a = 5\n")
@@ -265,7 +270,7 @@ def build_port(root: Path, marks: Mapping[str, str], reference: Path) -> Path:
 
 
 def build(tmp: Path, monkeypatch: pytest.MonkeyPatch | None = None, *,
-          extra: Sequence[tuple[str | bytes, Mapping[str, str]]] = ()) -> Fixture:
+          extra: Extra = ()) -> Fixture:
     """Build the upstream, the reference checkout and the port under `tmp`.
 
     With `monkeypatch`, `VLLM_SOURCE` names the reference checkout too (the environment

@@ -32,7 +32,7 @@ from sync.infra import txn
 from sync.infra.atomic import read_text
 from sync.infra.errors import MalformedRecord
 from sync.port import Port
-from sync.records import config, events, oraclefile, paragraph, pins, spans
+from sync.records import config, events, mdtext, oraclefile, paragraph, pins, spans
 from sync.steps.verify import identity as oracle_verify
 from sync.steps.verify import oracle
 
@@ -516,7 +516,7 @@ def test_each_unmet_precondition_refuses_and_only_stall_records_it(
         assert files(c.port)[rel] == before[rel]
     assert c.head() == head
     assert surfaces(c.port).state == "STALLED"
-    assert [f"- unmet: {u}" for u in unmet] == [
+    assert [f"- unmet: {mdtext.cell(u)}" for u in unmet] == [
         line for line in carry_over(c.port) if line.startswith("- unmet: ")]
 
 

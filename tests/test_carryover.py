@@ -12,6 +12,9 @@ from sync.records import carryover
 
 _SHA = st.text(alphabet="0123456789abcdef", min_size=40, max_size=40)
 _TEXT = st.text(max_size=60)
+# `since` names a report, port-relative (the record refuses anything else: reports show it).
+_REPORT = st.from_regex(r"\.agents/sync/20[0-9]{2}-[01][0-9]-[0-3][0-9]-[0-9a-f]{7}\.md",
+                        fullmatch=True)
 
 
 @st.composite
@@ -19,7 +22,7 @@ def items(draw: st.DrawFn) -> dict[str, carryover.Carried]:
     out = {}
     for sha in draw(st.lists(_SHA, max_size=5, unique=True)):
         out[sha] = carryover.Carried(
-            sha, draw(st.sampled_from(carryover.KINDS)), draw(_TEXT), draw(_TEXT), draw(_TEXT),
+            sha, draw(st.sampled_from(carryover.KINDS)), draw(_TEXT), draw(_TEXT), draw(_REPORT),
             draw(_SHA), draw(st.sampled_from(("advance", "stall"))),
             draw(st.integers(min_value=0, max_value=10**9)))
     return out

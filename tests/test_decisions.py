@@ -114,7 +114,7 @@ def test_malformed() -> None:
 def test_load_not_utf8(tmp: Path) -> None:
     path = tmp / "d.toml"
     path.write_bytes(b"# \xff\n")
-    with pytest.raises(MalformedRecord, match=r"^d.toml: not UTF-8"):
+    with pytest.raises(MalformedRecord, match=r"^d.toml: is not UTF-8"):
         decisions.load(path, rel="d.toml")
     path.unlink()
     path.mkdir()
@@ -205,7 +205,7 @@ def cycle_doc(**kw: Any) -> str:
 
 def test_cycle_malformed(tmp: Path) -> None:
     assert "not valid TOML" in malformed_cycle(tmp, "pin = \n")
-    assert "not valid TOML" in malformed_cycle(tmp, b"pin = '\xff'\n")
+    assert "is not UTF-8" in malformed_cycle(tmp, b"pin = '\xff'\n")
     assert "nested too deeply" in malformed_cycle(tmp, "a = " + "[" * 5000 + "]" * 5000)
     assert "missing key 'target'" in malformed_cycle(tmp, cycle_doc(target=None))
     assert "missing key 'schema'" in malformed_cycle(tmp, cycle_doc(schema=None))

@@ -28,7 +28,8 @@ def fx(tmp_path: Path) -> Fixture:
 
 def chain(fx: Fixture) -> tuple[port.Port, list[events.Event]]:
     p = port.locate(str(fx.port))
-    first = events.append(p, "advance", pin_before=A, pin_after=B,
+    # The advance leaves the pin where the protocol file's pin block names it.
+    first = events.append(p, "advance", pin_before=A, pin_after=fx.pin,
                           report=".agents/sync/2026-01-01-bbbbbbb.md")
     second = events.append(p, "stall", pin_before=B, pin_after=B, report="",
                            detail="gates PENDING")
@@ -54,7 +55,7 @@ def test_append_builds_a_chain(fx: Fixture) -> None:
 def test_verify_detects_an_edited_earlier_event(fx: Fixture) -> None:
     p, evs = chain(fx)
     first = evs[0].path
-    first.write_text(first.read_text(encoding="utf-8").replace(B, C), encoding="utf-8")
+    first.write_text(first.read_text(encoding="utf-8").replace(fx.pin, C), encoding="utf-8")
     problems = events.verify(p)
     assert problems == [
         ".agents/sync/events/0002-stall.toml:1: previous_hash does not match the previous "

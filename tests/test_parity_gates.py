@@ -178,11 +178,11 @@ def test_render_section_golden_text() -> None:
         f"--oracle vllm --target {PIN}`\n"
         f"- `golden:vllm-omni` **PASS** — on dgx at 2026-01-02T03:04:05Z; oracle vllm-omni @ "
         f"`bbbbbbbbbb` (0.1.0.dev2+gbbbbbbbbb) against vLLM `aaaaaaaaaa`; drift in 1 of 2 "
-        "cases: changed 'x'; command: `cmd`\n"
+        "cases: changed \\`x\\`; command: `cmd`\n"
         "- `parity:model` **PENDING** — no GPU visible; handoff: `upstream-sync parity --suite "
         f"model --target {PIN} --strict`\n"
         "- `parity:op` **FAIL** — 1.2 s on dgx at 2026-01-02T03:04:05Z; exit 4; command: "
-        "`ctest -R op\\|x`\n"
+        "ctest -R op\\|x\n"
     )
     assert gates.render_section([]) == ""
 

@@ -203,7 +203,8 @@ def test_awkward_subjects_are_escaped_in_markdown_and_intact_in_json(tmp_path: P
     lines = {line[3:13]: line for line in text.splitlines() if line.startswith("- `")}
     assert r"\[Core\] a \| b \| c (#121)" in lines[m["extra0"][:10]]
     assert r"use \`x\` and \`\`y\`\` (#122)" in lines[m["extra1"][:10]]
-    assert r"\<script\>alert(1)\</script\> \*bold\* \_em\_ (#123)" in lines[m["extra2"][:10]]
+    assert (r"&lt;script\>alert(1)&lt;/script\> \*bold\* \_em\_ (#123)"
+            in lines[m["extra2"][:10]])
     assert "first line second line (#124) — PORT-NOW" in lines[m["extra3"][:10]]
     long_line = lines[m["extra4"][:10]]
     assert len(long_line) < 600 and "…" in long_line

@@ -33,9 +33,14 @@ class Context:
                           f"{self._port.root}")
             from sync.infra.txn import recover
 
-            done = recover(self._port.sync_dir)
+            done = recover(self._port.sync_dir, self._port.root)
             if done:
                 self.note(f"note: {done}")
+            swept = self._port.sweep()
+            if swept:
+                self.note(f"note: removed {len(swept)} temp file(s) an interrupted write left "
+                          f"({', '.join(self._port.rel(p) for p in swept[:3])}"
+                          + (", ..." if len(swept) > 3 else "") + ")")
         return self._port
 
     def note(self, message: str) -> None:

@@ -11,21 +11,41 @@ import contextlib
 import errno
 import fcntl
 import os
+import re
+import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from sync.infra.errors import BlockedCycle
+from sync.infra.errors import BlockedCycle, MalformedRecord
+
+# Tests set this to simulate a kill at a point of a write ("created", "written", "synced",
+# "moded", "replaced"), as `infra.txn.FAULT` does between the writes of a transaction.
+FAULT: Callable[[str, Path], None] | None = None
+# A temp file names its writer: `.<name>.us<pid>-<random>.tmp`. A writer killed mid-write
+# leaves it behind; the next run removes those whose writer is gone (`sweep`).
+TEMP = re.compile(r"^\..+\.us([0-9]{1,10})-[A-Za-z0-9_]+\.tmp$")
+# What mkstemp named them before they named their writer: reported, never removed.
+LEGACY_TEMP = re.compile(r"^\..+\.[A-Za-z0-9_]{8}\.tmp$")
+
+
+def _fault(point: str, path: Path) -> None:
+    if FAULT is not None:
+        FAULT(point, path)
 
 
 def write_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.us{os.getpid()}-", suffix=".tmp",
+                               dir=path.parent)
     try:
+        _fault("created", path)
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
             fh.flush()
+            _fault("written", path)
             os.fsync(fh.fileno())
+        _fault("synced", path)
         if path.exists():
             os.chmod(tmp, path.stat().st_mode & 0o777)
         else:
@@ -33,11 +53,51 @@ def write_bytes(path: Path, data: bytes) -> None:
             mask = os.umask(0)
             os.umask(mask)
             os.chmod(tmp, 0o666 & ~mask)
+        _fault("moded", path)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+    _fault("replaced", path)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True  # someone else's process (or not ours to ask): leave its file alone
+    return True
+
+
+def is_orphan(name: str) -> bool:
+    """A temp file's name whose writer is gone (a kill inside `write_bytes`)."""
+    m = TEMP.match(name)
+    return m is not None and not _alive(int(m.group(1)))
+
+
+def orphans(directory: Path, *, recursive: bool = False) -> list[Path]:
+    """The orphan temp files under `directory`."""
+    if not directory.is_dir():
+        return []
+    walk = os.walk(directory) if recursive else [(str(directory), [], os.listdir(directory))]
+    return sorted(Path(dirpath) / name for dirpath, _dirs, names in walk for name in names
+                  if is_orphan(name))
+
+
+def sweep(directories: list[tuple[Path, bool]]) -> list[Path]:
+    """Remove the orphan temp files in each (directory, recursive); return what went."""
+    gone = []
+    for directory, recursive in directories:
+        for path in orphans(directory, recursive=recursive):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+                gone.append(path)
+    return gone
 
 
 def write_text(path: Path, text: str) -> None:
@@ -49,6 +109,52 @@ def read_text(path: Path) -> str:
     """Read exactly (newline=''): renders must give back every byte, CRLF included."""
     with open(path, encoding="utf-8", newline="") as fh:
         return fh.read()
+
+
+# No record comes near this (a 10,000-commit report is a few MB); it bounds what a
+# hostile or broken file can make a run read into memory.
+MAX_RECORD_BYTES = 64 * 1024 * 1024
+_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"),
+         (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16"))
+_RESAVE = "re-save it as UTF-8"
+
+
+def read_record_bytes(path: Path, *, rel: str) -> bytes:
+    """A record file's bytes; MalformedRecord (one line naming `rel`) when it is not a
+    regular file, is larger than any record, or cannot be read."""
+    try:
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode):
+            kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+            raise MalformedRecord(f"cannot read it: it is {kind}, not a record file",
+                                  "make it a text file", path=rel)
+        if info.st_size > MAX_RECORD_BYTES:
+            raise MalformedRecord(f"is {info.st_size} bytes, larger than any record "
+                                  f"({MAX_RECORD_BYTES} bytes)", "restore the record from git",
+                                  path=rel)
+        with open(path, "rb") as fh:
+            return fh.read(MAX_RECORD_BYTES + 1)[:MAX_RECORD_BYTES]
+    except OSError as exc:
+        raise MalformedRecord(f"cannot read it: {exc.strerror or type(exc).__name__}",
+                              "make it a readable file", path=rel) from None
+
+
+def decode_record(data: bytes, *, rel: str) -> str:
+    """UTF-8 text exactly as stored; a UTF-16/32 file or undecodable bytes are refused."""
+    for bom, name in _BOMS:
+        if data.startswith(bom):
+            raise MalformedRecord(f"is {name} (it starts with a byte-order mark), not UTF-8",
+                                  _RESAVE, path=rel)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise MalformedRecord(f"is not UTF-8 (byte 0x{data[exc.start]:02x} at offset "
+                              f"{exc.start})", _RESAVE, path=rel) from None
+
+
+def read_record(path: Path, *, rel: str) -> str:
+    """A record's text (as `read_text`: every byte, CRLF kept), or a MalformedRecord."""
+    return decode_record(read_record_bytes(path, rel=rel), rel=rel)
 
 
 @contextlib.contextmanager

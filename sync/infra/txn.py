@@ -16,8 +16,9 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from sync.infra.atomic import port_lock, write_bytes
-from sync.infra.errors import BlockedCycle
+from sync.infra.atomic import port_lock, read_text, write_bytes
+from sync.infra.errors import BlockedCycle, MalformedRecord
+from sync.infra.paths import inside
 
 JOURNAL = ".txn-journal.json"
 INTENT = ".txn-intent.json"
@@ -46,25 +47,51 @@ def commit(state_dir: Path, writes: dict[Path, bytes]) -> None:
     _apply(state_dir)
 
 
-def _apply(state_dir: Path) -> int:
+def _pairs(path: Path, root: Path | None) -> list[tuple[Path, Path]]:
+    """The (staged temp, target) pairs a journal or intent file lists, each checked: a
+    record that names paths must name only this transaction's (a target inside the port,
+    its temp the `.<name>.txn` beside it), never any file the tool was not writing."""
+    fix = ("inspect it, then delete it (and the .txn files beside the records it names) to "
+           "discard the transaction")
+    try:
+        raw = json.loads(read_text(path))
+    except (OSError, ValueError, RecursionError):
+        raise MalformedRecord("not a transaction journal (JSON list of [temp, target])", fix,
+                              path=str(path)) from None
+    if not isinstance(raw, list) or not all(
+            isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)
+            for p in raw):
+        raise MalformedRecord("not a transaction journal (JSON list of [temp, target])", fix,
+                              path=str(path))
+    pairs = [(Path(tmp), Path(target)) for tmp, target in raw]
+    for tmp, target in pairs:
+        if (not target.is_absolute() or tmp != _tmp(target)
+                or (root is not None and not inside(root, target.parent))):
+            raise MalformedRecord(f"names a file outside this port's records: {target}", fix,
+                                  path=str(path))
+    return pairs
+
+
+def _apply(state_dir: Path, root: Path | None = None) -> int:
     journal = state_dir / JOURNAL
     done = 0
-    for tmp, target in json.loads(journal.read_text()):
-        if Path(tmp).exists():
+    for tmp, target in _pairs(journal, root):
+        if tmp.exists():
             os.replace(tmp, target)
             done += 1
-            _fault(f"replaced {Path(target).name}")
+            _fault(f"replaced {target.name}")
     journal.unlink()
     with contextlib.suppress(FileNotFoundError):
         (state_dir / INTENT).unlink()
     return done
 
 
-def recover(state_dir: Path) -> str | None:
+def recover(state_dir: Path, root: Path | None = None) -> str | None:
     """Finish a committed transaction or discard an uncommitted one; say which.
 
     Only under the lock: a transaction whose writer still holds it is in progress, not
     interrupted, and discarding its staged files would let it replace only the rest.
+    `root` (the port) confines the paths the journal may name.
     """
     if not ((state_dir / JOURNAL).exists() or (state_dir / INTENT).exists()):
         return None
@@ -73,18 +100,24 @@ def recover(state_dir: Path) -> str | None:
             stack.enter_context(port_lock(state_dir / LOCK))
         except BlockedCycle:
             return None
-        return _recover(state_dir)
+        return _recover(state_dir, root)
 
 
-def _recover(state_dir: Path) -> str | None:
+def _recover(state_dir: Path, root: Path | None) -> str | None:
     if (state_dir / JOURNAL).exists():
-        n = _apply(state_dir)
+        n = _apply(state_dir, root)
         return f"finished an interrupted transaction ({n} file(s) replaced)"
     intent = state_dir / INTENT
     if not intent.exists():
         return None
-    for tmp, _ in json.loads(intent.read_text()):
+    staged = 0
+    for tmp, _ in _pairs(intent, root):
         with contextlib.suppress(FileNotFoundError):
-            Path(tmp).unlink()
+            tmp.unlink()
+            staged += 1
     intent.unlink()
+    if not staged:
+        # Killed before staging anything, or after the last replacement: either way the
+        # records are whole (all old or all new) and only the intent was left.
+        return "removed the intent of an interrupted transaction (no staged file was left)"
     return "discarded the staged files of an interrupted transaction (records unchanged)"

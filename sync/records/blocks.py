@@ -14,6 +14,7 @@ from sync.infra.errors import MalformedRecord
 
 _KEY = re.compile(r"^[a-z][a-z0-9_]*$")
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+MAX_VALUE = 1024
 
 
 def is_date(value: str) -> bool:
@@ -101,6 +102,10 @@ def _parse_line(body: str, path: str, line: int) -> KeyValue:
                               "fix the block line", path=path, line=line)
     key, _, value = body.partition("=")
     key = key.strip()
+    if len(value) > MAX_VALUE:
+        # What is parsed is bounded: a version of 5 million digits is no value of a block.
+        raise MalformedRecord(f"value of {key[:40]!r} is {len(value)} characters (at most "
+                              f"{MAX_VALUE})", "fix the block line", path=path, line=line)
     if not _KEY.match(key):
         raise MalformedRecord(f"malformed key {key[:40]!r}", "keys are lowercase_with_underscores",
                               path=path, line=line)

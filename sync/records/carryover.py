@@ -14,14 +14,15 @@ from __future__ import annotations
 import re
 import tomllib
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal, get_args
 
 import tomli_w
 
-from sync.infra.atomic import read_text
+from sync.infra.atomic import read_record
 from sync.infra.errors import MalformedRecord
 from sync.records import schema
+from sync.records.cycle import REPORT_NAME
 from sync.records.schema import DERIVED
 
 SCHEMA = 1
@@ -68,13 +69,19 @@ def _item(sha: str, raw: object, rel: str) -> Carried:
         raise _bad(rel, f"carried {sha[:10]}: {wrong.text}")
     if not _SHA.fullmatch(raw["since_target"]):
         raise _bad(rel, f"carried {sha[:10]}: since_target is not a full lowercase SHA")
+    since = PurePosixPath(raw["since"])
+    # Reports name it (`since <report>`): a port-relative report path, never anything else.
+    if since.is_absolute() or ".." in since.parts or not REPORT_NAME.fullmatch(since.name):
+        raise _bad(rel, f"carried {sha[:10]}: since {raw['since'][:60]!r} is not a sync "
+                        "report's port-relative path")
     return Carried(sha=sha, **schema.values(raw, Carried))
 
 
 def parse(text: str, *, rel: str) -> dict[str, Carried]:
     try:
         doc = tomllib.loads(text)
-    except (tomllib.TOMLDecodeError, RecursionError) as exc:
+    except (tomllib.TOMLDecodeError, RecursionError, ValueError) as exc:  # ValueError: 4300+
+        # digit integers
         raise _bad(rel, f"not valid TOML ({type(exc).__name__})") from None
     if set(doc) - {"schema", "carried"} or doc.get("schema") != SCHEMA:
         raise _bad(rel, f"expected schema = {SCHEMA} and [carried.<sha>] tables only")
@@ -92,11 +99,7 @@ def load(file: Path, *, rel: str) -> dict[str, Carried]:
     """The record; {} when no cycle carried anything yet."""
     if not file.exists():
         return {}
-    try:
-        text = read_text(file)
-    except UnicodeDecodeError:
-        raise _bad(rel, "not UTF-8") from None
-    return parse(text, rel=rel)
+    return parse(read_record(file, rel=rel), rel=rel)
 
 
 def render(items: dict[str, Carried]) -> str:

@@ -14,17 +14,21 @@ keys and the docs' key table (`keys_table`, rendered into docs/adopting.md by
 from __future__ import annotations
 
 import json
+import re
 import tomllib
 from collections.abc import Callable, Iterator
 from dataclasses import MISSING, Field, dataclass, field, fields, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal, cast
 
-from sync.infra.errors import UsageError
+from sync.infra.atomic import read_record
+from sync.infra.errors import MalformedRecord, UsageError
+from sync.infra.paths import confined
 from sync.records.decisions import RULED, Disposition
 
 CONFIG_PATH = ".agents/upstream-sync.toml"
 SCHEMA = 1
+_RULE_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 # How a key's value is read: (the TOML value, where it sits as "table.key") -> the field's value.
 Reader = Callable[[object, str], Any]
@@ -296,6 +300,9 @@ def _rule(r: object, seen: set[str]) -> Rule:
     rid, disp, reason = r.get("id"), r.get("disposition"), r.get("reason")
     if not isinstance(rid, str) or not rid or rid in seen:
         raise _bad(f"rule id {rid!r} is missing or repeated")
+    if not _RULE_ID.fullmatch(rid):
+        # Reports cite it in an entry's `_(auto: rule <id>)_` tail, which is read back.
+        raise _bad(f"rule id {rid[:40]!r} is not a name (letters, digits, '.', '_', '-')")
     seen.add(rid)
     if disp not in RULED:
         raise _bad(f"rule {rid}: disposition {disp!r} is not one of {', '.join(RULED)}")
@@ -308,8 +315,13 @@ def _rule(r: object, seen: set[str]) -> Rule:
 
 
 def _oracles(value: object, where: str) -> tuple[OracleConfig, ...]:
+    named = list(_named_tables(value, where))
+    for oid, _at, _table in named:
+        if not _RULE_ID.fullmatch(oid):
+            # It names the oracle's environment and its isolation record: a name, not a path.
+            raise _bad(f"oracle id {oid[:40]!r} is not a name (letters, digits, '.', '_', '-')")
     return tuple(replace(_default_oracle(oid), **_fields(OracleConfig, table, at))
-                 for oid, at, table in _named_tables(value, where))
+                 for oid, at, table in named)
 
 
 def _suites(value: object, where: str) -> tuple[Suite, ...]:
@@ -317,6 +329,10 @@ def _suites(value: object, where: str) -> tuple[Suite, ...]:
 
 
 def _suite(name: str, table: dict[str, Any], where: str) -> Suite:
+    if not _RULE_ID.fullmatch(name):
+        # Its gate is recorded and reported as `parity:<name>`.
+        raise _bad(f"parity suite name {name[:40]!r} is not a name (letters, digits, '.', "
+                   "'_', '-')")
     suite = Suite(name, **_fields(Suite, table, where))
     if not suite.command:
         raise _bad(f"parity suite {name} has no command")
@@ -431,6 +447,8 @@ def _toml(text: str) -> dict[str, Any]:
     except RecursionError:
         # tomllib recurses per nested array/inline table; deep nesting is not a config.
         raise UsageError(f"{CONFIG_PATH} nests too deeply", "fix the syntax") from None
+    except ValueError:  # an integer of more than 4300 digits
+        raise UsageError(f"{CONFIG_PATH} has a value out of bounds", "fix the syntax") from None
 
 
 def parse(text: str) -> Config:
@@ -453,16 +471,13 @@ def parse(text: str) -> Config:
 
 
 def load(root: Path) -> Config:
-    path = root / CONFIG_PATH
+    path = confined(root, CONFIG_PATH)
     if not path.exists():
         return Config()
     try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise UsageError(f"{CONFIG_PATH} is not UTF-8", "re-save it as UTF-8") from None
-    except OSError as exc:
-        raise UsageError(f"cannot read {CONFIG_PATH}: {exc.strerror}",
-                         "make it a readable file") from None
+        text = read_record(path, rel=CONFIG_PATH)
+    except MalformedRecord as exc:  # configuration is a usage matter (exit 2)
+        raise UsageError(exc.message, exc.fix) from None
     return replace(parse(text), source=str(path))
 
 

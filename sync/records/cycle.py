@@ -16,14 +16,17 @@ from typing import Any
 
 import tomli_w
 
-from sync.infra.atomic import write_text
+from sync.infra.atomic import read_record, write_text
 from sync.infra.errors import MalformedRecord, UsageError
-from sync.records import schema
+from sync.records import blocks, schema
 from sync.records.layout import Layout
 
 SCHEMA = 1
 FILE = "cycle.toml"
 _SHA = re.compile(r"[0-9a-f]{40}")
+_FROZEN_AT = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z")
+_REF = re.compile(r"[A-Za-z0-9_./@{}^~:+-]{1,200}")  # what gitio.check_rev lets through
+REPORT_NAME = re.compile(r"\d{4}-\d{2}-\d{2}-[0-9a-f]{7}\.md")
 _REDO = "delete it and run fetch again"
 
 
@@ -51,14 +54,15 @@ def path(port: Layout) -> Path:
 
 
 def _read(p: Path, rel: str) -> dict[str, Any]:
+    text = read_record(p, rel=rel)
     try:
-        return tomllib.loads(p.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
         raise MalformedRecord(f"not valid TOML ({exc})", "fix it or delete it and run fetch again",
                               path=rel) from None
-    except OSError as exc:
-        raise MalformedRecord(f"cannot read it: {exc.strerror}", "make it a readable file",
-                              path=rel) from None
+    except ValueError:  # an integer of more than 4300 digits
+        raise MalformedRecord("not valid TOML (a value is out of bounds)",
+                              "fix it or delete it and run fetch again", path=rel) from None
     except RecursionError:
         raise MalformedRecord("not valid TOML (nested too deeply)",
                               "fix it or delete it and run fetch again", path=rel) from None
@@ -80,6 +84,17 @@ def _validate(doc: dict[str, Any], rel: str) -> None:
         if not _SHA.fullmatch(doc[key]):
             raise MalformedRecord(f"{key} {doc[key][:50]!r} is not a full lowercase SHA", _REDO,
                                   path=rel)
+    # These become the report's file name and a ref the report shows: only their shapes.
+    if not _FROZEN_AT.fullmatch(doc["frozen_at"]) or not blocks.is_date(doc["frozen_at"][:10]):
+        raise MalformedRecord(f"frozen_at {doc['frozen_at'][:50]!r} is not a UTC time "
+                              "YYYY-MM-DDTHH:MM:SSZ", _REDO, path=rel)
+    previous = doc.get("previous_report", "")
+    if previous and not REPORT_NAME.fullmatch(previous):
+        raise MalformedRecord(f"previous_report {previous[:50]!r} is not a report's name",
+                              _REDO, path=rel)
+    if not _REF.fullmatch(doc["target_ref"]):
+        raise MalformedRecord(f"target_ref {doc['target_ref'][:50]!r} is not a git ref", _REDO,
+                              path=rel)
 
 
 def load(port: Layout) -> Cycle | None:

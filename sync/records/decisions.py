@@ -18,7 +18,7 @@ from typing import Any, Literal, get_args
 
 import tomli_w
 
-from sync.infra.atomic import write_text
+from sync.infra.atomic import read_record, write_text
 from sync.infra.errors import MalformedRecord
 from sync.records import schema
 from sync.records.schema import DERIVED
@@ -53,6 +53,10 @@ def _toml(text: str, path: str) -> dict[str, Any]:
     except RecursionError:
         # tomllib recurses per nested array/inline table; no decision file nests deeply.
         raise MalformedRecord("not valid TOML: nested too deeply", "fix the syntax",
+                              path=path) from None
+    except ValueError:
+        # tomllib turns an integer of more than 4300 digits into int(): a ValueError.
+        raise MalformedRecord("not valid TOML: a value is out of bounds", "fix the syntax",
                               path=path) from None
 
 
@@ -101,14 +105,7 @@ def parse(text: str, *, path: str) -> dict[str, Decision]:
 def load(path: Path, *, rel: str) -> dict[str, Decision]:
     if not path.exists():
         return {}
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError:
-        raise MalformedRecord("not UTF-8", "re-save it as UTF-8", path=rel) from None
-    except OSError as exc:
-        raise MalformedRecord(f"cannot read it: {exc.strerror}", "make it a readable file",
-                              path=rel) from None
-    return parse(text, path=rel)
+    return parse(read_record(path, rel=rel), path=rel)
 
 
 def render(decisions: dict[str, Decision]) -> str:

@@ -16,6 +16,7 @@ from typing import NamedTuple, Protocol
 from sync.records import mdscan
 from sync.records.layout import Layout
 from sync.records.mdscan import LIST, PR_REF, Heading, Line
+from sync.records.mdtext import code, escape
 from sync.upstream.gitio import short
 from sync.upstream.history import Commit
 
@@ -236,15 +237,16 @@ def _touched(deviations: Iterable[Deviation], commits: Iterable[Commit],
     for cites in _by_title(deviations):
         parts = _hits(cites, index, by_port)
         if parts:
-            title = cites.first.title.replace('"', "'")
-            out.append(f"- {cites.first.label} \"{title}\": " + "; ".join(parts))
+            # The title is the inventory's (a person's text): escaped like any other.
+            title = escape(cites.first.title.replace('"', "'"), reason=True)
+            out.append(f"- {escape(cites.first.label)} \"{title}\": " + "; ".join(parts))
     return out
 
 
 def _hits(cites: _Cites, index: _RangeIndex, by_port: dict[str, set[str]]) -> list[str]:
     """One part per cited path, SHA or PR that commits of the range touch or name."""
     parts = [part for cited in cites.paths for part in _path_hits(cited, index, by_port)]
-    parts += [f"cites `{sha}`, in the range: " + ", ".join(_ref(c) for c in hits)
+    parts += [f"cites {code(sha)}, in the range: " + ", ".join(_ref(c) for c in hits)
               for sha in cites.shas if (hits := index.named(sha))]
     parts += [f"cites vllm#{pr}, in the range: "
               + ", ".join(f"`{short(c.sha)}`" for c in hits)
@@ -256,8 +258,8 @@ def _path_hits(cited: str, index: _RangeIndex, by_port: dict[str, set[str]]) -> 
     # A cited port file stands for the upstream files it mirrors.
     ups = [(cited, "")]
     if cited in by_port:
-        ups = [(u, f" (via {cited})") for u in sorted(by_port[cited])]
-    return [f"{up}{via} touched by " + ", ".join(_ref(c) for c in hits)
+        ups = [(u, f" (via {escape(cited, reason=True)})") for u in sorted(by_port[cited])]
+    return [f"{escape(up, reason=True)}{via} touched by " + ", ".join(_ref(c) for c in hits)
             for up, via in ups if (hits := index.touching(up))]
 
 

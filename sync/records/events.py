@@ -14,12 +14,12 @@ import re
 import tomllib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, Literal, get_args
 
 import tomli_w
 
-from sync.infra.atomic import write_bytes
+from sync.infra.atomic import decode_record, read_record_bytes, write_bytes
 from sync.infra.errors import MalformedRecord
 from sync.records import schema
 from sync.records.layout import Layout
@@ -58,9 +58,10 @@ def directory(port: Layout) -> Path:
 
 
 def _toml(data: bytes, rel: str) -> dict[str, Any]:
+    text = decode_record(data, rel=rel)
     try:
-        return tomllib.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, tomllib.TOMLDecodeError, RecursionError) as exc:
+        return tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, RecursionError, ValueError) as exc:
         raise MalformedRecord(f"state event is not valid TOML ({exc})", _RESTORE,
                               path=rel) from None
 
@@ -79,6 +80,12 @@ def _validate(doc: dict[str, Any], rel: str) -> None:
     if problem is not None:
         raise MalformedRecord(f"state event {problem.key} is not {problem.want}", _RESTORE,
                               path=rel)
+    # `report` becomes a path (a rollback reopens it): port-relative, never a parent.
+    report = PurePosixPath(doc["report"])
+    if doc["report"] and (report.is_absolute() or ".." in report.parts or "\\" in doc["report"]
+                          or not doc["report"].isprintable()):
+        raise MalformedRecord(f"state event report {doc['report'][:60]!r} is not a sync "
+                              "report's port-relative path", _RESTORE, path=rel)
 
 
 def _from_bytes(data: bytes, path: Path, rel: str) -> Event:
@@ -89,7 +96,7 @@ def _from_bytes(data: bytes, path: Path, rel: str) -> Event:
 
 
 def _parse(path: Path, rel: str) -> Event:
-    return _from_bytes(path.read_bytes(), path, rel)
+    return _from_bytes(read_record_bytes(path, rel=rel), path, rel)
 
 
 def load_all(port: Layout) -> list[Event]:
@@ -183,11 +190,27 @@ def git_edits(port: Layout) -> list[str]:
 def _worktree_edits(root: Path, rel: str) -> list[str]:
     status = gitio.run(root, ["status", "--porcelain", "-z", "--", rel], check=False)
     items = status.stdout.decode("utf-8", "replace").split("\0")
-    # A new event (added, untracked) is an append; any other change is an edit.
+    # A new event (untracked, or added and unchanged since: "A ") is an append; any other
+    # change is an edit, an added one edited or deleted before its commit ("AM", "AD")
+    # included.
     return [f"{item[3:]}:1: state event modified or deleted in the work tree "
             f"({item[:2].strip()}) — events are immutable; restore it and append a correction"
             for item in items
-            if len(item) > 3 and item[:2].strip() and item[:2] != "??" and "A" not in item[:2]]
+            if len(item) > 3 and item[:2].strip() and item[:2] not in ("??", "A ")]
+
+
+def pin_problems(port: Layout, evs: list[Event], pin: str) -> list[str]:
+    """The pin block must be where the newest pin-moving event left it: otherwise that
+    event was deleted or edited (or the pin was moved by hand), which an event not yet
+    committed leaves no other trace of."""
+    moving = [e for e in evs if e.kind in ("advance", "rollback")]
+    if not moving or moving[-1].pin_after == pin:
+        return []
+    last = moving[-1]
+    return [f"{port.rel(last.path)}:1: the newest pin-moving event leaves the pin at "
+            f"{last.pin_after[:10]}, but the pin block names {pin[:10]}: an event was deleted "
+            "or edited, or the pin moved without an advance — restore the events from git, "
+            "or advance/roll back with upstream-sync"]
 
 
 def _committed_edits(root: Path, rel: str) -> list[str]:

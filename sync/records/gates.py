@@ -10,23 +10,23 @@ that a gate host runs instead (the handoff).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
+import re
 import shutil
 import socket
-import time
-from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, get_args
 
 from sync.infra import proc
-from sync.infra.atomic import port_lock, read_text, write_text
+from sync.infra.atomic import read_record, write_text
 from sync.infra.errors import BlockedCycle, MalformedRecord
 from sync.records import cycle, schema
 from sync.records.layout import Layout
+from sync.records.mdtext import code, escape
 from sync.records.prefs import Preferences
 from sync.records.schema import DERIVED
 
@@ -34,6 +34,8 @@ SCHEMA = 1
 DIR = "gates"
 Status = Literal["PASS", "FAIL", "PENDING"]
 STATUSES: tuple[Status, ...] = get_args(Status)
+# `golden`, `golden[1/2]`, `parity:<suite>`, `oracle:<id>`, `golden:<oracle>`.
+NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/+\[\]-]{0,99}")
 
 
 @dataclass(frozen=True)
@@ -89,6 +91,9 @@ def _bad(rel: str, message: str) -> MalformedRecord:
 
 
 def _parse_gate(name: str, raw: object, rel: str) -> GateResult:
+    if not NAME.fullmatch(name):
+        # Names are reported and carried over as they are: only the shapes gates write.
+        raise _bad(rel, f"gate name {name[:40]!r} is not a gate's name")
     if not isinstance(raw, dict):
         raise _bad(rel, f"gate {name!r} is not an object")
     keys = set(schema.keys(GateResult))
@@ -109,7 +114,7 @@ def _parse_gate(name: str, raw: object, rel: str) -> GateResult:
 def parse(text: str, target: str, *, rel: str) -> list[GateResult]:
     try:
         doc = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
+    except (ValueError, RecursionError) as exc:  # ValueError: bad JSON, a 5000-digit number
         raise _bad(rel, f"not valid JSON ({type(exc).__name__})") from None
     if not isinstance(doc, dict) or set(doc) != {"schema", "target", "gates"}:
         raise _bad(rel, "expected an object with exactly schema, target and gates")
@@ -129,11 +134,7 @@ def load(port: Layout, target: str) -> list[GateResult]:
     if not p.exists():
         return []
     rel = port.rel(p)
-    try:
-        text = read_text(p)
-    except UnicodeDecodeError:
-        raise _bad(rel, "not UTF-8") from None
-    return parse(text, target, rel=rel)
+    return parse(read_record(p, rel=rel), target, rel=rel)
 
 
 def render_doc(target: str, results: list[GateResult]) -> str:
@@ -142,21 +143,10 @@ def render_doc(target: str, results: list[GateResult]) -> str:
     return json.dumps(doc, indent=2, ensure_ascii=False) + "\n"
 
 
-@contextlib.contextmanager
-def locked(port: Layout, wait_s: float = 60.0) -> Iterator[None]:
+def locked(port: Layout, wait_s: float = 60.0) -> AbstractContextManager[None]:
     """The port lock, waited for: a result measured over hours must not be lost to a
     concurrent `sync` that holds the lock for a second."""
-    deadline = time.monotonic() + wait_s
-    with contextlib.ExitStack() as stack:
-        while True:
-            try:
-                stack.enter_context(port_lock(port.sync_dir / ".lock"))
-                break
-            except BlockedCycle:
-                if time.monotonic() >= deadline:
-                    raise
-                time.sleep(0.2)
-        yield
+    return port.lock(wait_s=wait_s)
 
 
 def portable(port: Layout, result: GateResult) -> GateResult:
@@ -223,19 +213,15 @@ def eligible(prefs: Preferences, needs_gpu: bool) -> tuple[bool, str]:
     return True, f"host {host} is a gate host"
 
 
-def _md(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("`", "'").replace("|", "\\|").replace("\n", " ")
-
-
 def _oracle_label(oracle: dict[str, str | None]) -> str:
     commit = (oracle.get("commit") or "?")[:10]
-    label = f"oracle {oracle.get('oracle') or '?'} @ `{commit}`"
+    label = f"oracle {escape(oracle.get('oracle') or '?')} @ {code(commit)}"
     runtime = oracle.get("runtime_version")
     if runtime:
-        label += f" ({_md(runtime)})"
+        label += f" ({escape(runtime)})"
     against = oracle.get("vllm_commit")
     if against and against != oracle.get("commit"):
-        label += f" against vLLM `{against[:10]}`"
+        label += f" against vLLM {code(against[:10])}"
     return label
 
 
@@ -243,19 +229,20 @@ def render_section(results: list[GateResult]) -> str:
     """Lines for the report's Gates section ('' when no gate has run for the target)."""
     lines = []
     for r in sorted(results, key=lambda r: r.name):
-        head = f"- `{_md(r.name)}` **{r.status}**"
+        # Every value comes from a record (a gate host's, a CI artifact merged in).
+        head = f"- {code(r.name)} **{r.status}**"
         if r.status == "PENDING":
-            lines.append(f"{head} — {_md(r.detail or 'not run here')}; handoff: "
-                         f"`{_md(r.handoff or '')}`")
+            lines.append(f"{head} — {escape(r.detail or 'not run here', reason=True)}; "
+                         f"handoff: {code(r.handoff or '')}")
             continue
         parts = [f"{r.duration_s:.1f} s" if r.duration_s is not None else None,
-                 f"on {_md(r.host)}", f"at {r.time}"]
+                 f"on {escape(r.host)}", f"at {escape(r.time)}"]
         text = f"{head} — " + " ".join(p for p in parts if p)
         if r.oracle:
             text += f"; {_oracle_label(r.oracle)}"
         if r.detail:
-            text += f"; {_md(r.detail)}"
-        text += f"; command: `{_md(r.command)}`"
+            text += f"; {escape(r.detail, reason=True)}"
+        text += f"; command: {code(r.command)}"
         lines.append(text)
     return "".join(line + "\n" for line in lines)
 
@@ -275,11 +262,7 @@ def merge(port: Layout, target: str, files: list[Path]) -> list[str]:
     """
     incoming: list[GateResult] = []
     for f in files:
-        try:
-            text = read_text(f)
-        except (OSError, UnicodeDecodeError) as exc:
-            raise _bad(str(f), f"cannot read it ({type(exc).__name__})") from None
-        incoming += parse(text, target, rel=str(f))
+        incoming += parse(read_record(f, rel=str(f)), target, rel=str(f))
     changes = []
     with locked(port):
         kept = {r.name: r for r in load(port, target)}

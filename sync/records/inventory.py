@@ -263,7 +263,8 @@ def annotate(inv: Inventory, req: Request) -> Annotation:
     if req.tier not in TIERS:
         raise UsageError(f"tier {req.tier!r} is not one of {', '.join(TIERS)}",
                          "pass --tier T0..T3")
-    req = replace(req, note=" ".join(req.note.split()) if req.note else None)
+    # The note is a person's text: one line, escaped, wherever it is written.
+    req = replace(req, note=mdtext.escape(req.note, reason=True) if req.note else None)
     rows = inv.rows()
     done = next((r for r in rows if _ref_in(req.pr, r.text)), None)
     if done is not None:
@@ -389,7 +390,7 @@ def _bullet(req: Request) -> str:
         bare = _PR_SUFFIX.sub("", req.subject) or req.subject  # the (vllm#N) just written says it
         bullet += " " + mdtext.escape(mdtext.short_subject(bare))
     if req.paths:
-        bullet += " — " + ", ".join(f"`{p}`" for p in req.paths)
+        bullet += " — " + ", ".join(mdtext.code(p) for p in req.paths)
     if req.note:
         bullet += f" — {req.note}"
     return bullet

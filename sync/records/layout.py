@@ -7,6 +7,7 @@ with these members (a test's stand-in, a port's checkout at another commit).
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Protocol
 
@@ -34,4 +35,8 @@ class Layout(Protocol):
 
     def forget(self, key: str) -> None:
         """Drop what the port holds for record `key` after a record module rewrote it."""
+        ...
+
+    def lock(self, wait_s: float = 0.0) -> AbstractContextManager[None]:
+        """The port lock (re-entrant), around every read-modify-write of a record."""
         ...

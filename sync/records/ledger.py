@@ -20,9 +20,10 @@ from bisect import bisect_left
 from dataclasses import dataclass
 from pathlib import Path
 
-from sync.infra.atomic import read_text, write_text
+from sync.infra.atomic import read_record, write_text
 from sync.infra.errors import MalformedRecord, SyncError, UsageError
 from sync.records import mdscan
+from sync.records.mdtext import cell
 
 COLUMNS = ("Date / commit", "What it does", "Upstream equivalent", "Parity status")
 _SEP = re.compile(r"^\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
@@ -185,8 +186,9 @@ def find_table(text: str, *, path: str) -> Table:
 
 
 def escape_cell(text: str) -> str:
-    flat = " <br> ".join(part.strip() for part in text.strip().splitlines() if part.strip())
-    return flat.replace("|", "\\|")
+    """A person's cell text: each of its lines escaped (`mdtext.cell`: no bare `|`, `<`,
+    `[`...), joined by the one tag the tool itself writes, `<br>`."""
+    return " <br> ".join(cell(part) for part in text.splitlines() if part.strip())
 
 
 @dataclass(frozen=True)
@@ -231,10 +233,7 @@ def load(path: Path, *, rel: str) -> Table:
 
 
 def _read(path: Path, rel: str) -> str:
-    try:
-        return read_text(path)
-    except UnicodeDecodeError:
-        raise MalformedRecord("not UTF-8", "re-save it as UTF-8", path=rel) from None
+    return read_record(path, rel=rel)
 
 
 def malformed_findings(table: Table, *, rel: str) -> list[str]:

@@ -14,8 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from sync.infra.atomic import read_text
-from sync.infra.errors import MalformedRecord
+from sync.infra.atomic import read_record
 
 _HEADING = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*\Z")
 FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
@@ -123,7 +122,4 @@ def section9(headings: Sequence[Heading]) -> Heading | None:
 
 
 def read(file: Path, *, rel: str) -> str:
-    try:
-        return read_text(file)
-    except UnicodeDecodeError:
-        raise MalformedRecord("not UTF-8", "re-save it as UTF-8", path=rel) from None
+    return read_record(file, rel=rel)

@@ -13,7 +13,7 @@ from pathlib import Path, PurePosixPath
 
 from packaging.version import InvalidVersion, Version
 
-from sync.infra.atomic import read_text
+from sync.infra.atomic import read_record
 from sync.infra.errors import MalformedRecord, UsageError
 from sync.records import blocks
 from sync.records.pins import Pin, set_values
@@ -170,12 +170,9 @@ def _build(text: str, *, path: Path, port_root: Path | None) -> OracleFile:
 def lint(path: Path, port_root: Path) -> list[MalformedRecord]:
     """Every problem of one oracle file (an unreadable file or block is one problem)."""
     try:
-        text = read_text(path)
-    except UnicodeDecodeError:
-        return [MalformedRecord("not UTF-8", "re-save it as UTF-8", path=str(path))]
-    except OSError as exc:
-        return [MalformedRecord(f"cannot read it: {exc.strerror}", "make it a readable file",
-                                path=str(path))]
+        text = read_record(path, rel=str(path))
+    except MalformedRecord as exc:
+        return [exc]
     try:
         block = blocks.exactly_one(text, INFO, path=str(path))
         values = blocks.check_keys(block, KEYS, path=str(path))
@@ -190,13 +187,10 @@ def parse(text: str, *, path: Path, port_root: Path) -> OracleFile:
 
 
 def load(path: Path, port_root: Path) -> OracleFile:
-    if not path.is_file():
+    if not path.exists():
         raise MalformedRecord("oracle file is missing", "restore it or fix the oracles glob",
                               path=str(path))
-    try:
-        text = read_text(path)
-    except UnicodeDecodeError:
-        raise MalformedRecord("not UTF-8", "re-save it as UTF-8", path=str(path)) from None
+    text = read_record(path, rel=str(path))
     return parse(text, path=path, port_root=port_root)
 
 

@@ -36,6 +36,7 @@ _RULE = re.compile(
     rf"(?: \(vLLM `?(?P<label>{_LABEL}))?"
 )
 _SHA = re.compile(r"[0-9a-f]{7,40}")
+_WRITABLE_LABEL = re.compile(r"[0-9A-Za-z][0-9A-Za-z.+!_-]{0,63}")
 _FIX = ("write it as one line 'Active pin (advanced YYYY-MM-DD): current parity pin <sha> "
         "(vLLM <release>)' (markdown bold and backticks are fine)")
 
@@ -106,9 +107,11 @@ def _check_new(para: Paragraph, date: str, sha: str, release_label: str | None) 
     if not _SHA.fullmatch(sha):
         raise UsageError(f"new PARITY PIN sha {sha!r} is not 7..40 lowercase hex",
                          "pass a prefix of the new vllm_commit")
-    if release_label is not None and not re.fullmatch(_LABEL, release_label):
-        raise UsageError(f"release label {release_label!r} contains spaces, commas or "
-                         "parentheses", "pass a bare version such as 0.26.0.dev0")
+    # The label comes from a measured oracle: only a version's characters may reach the
+    # paragraph (no markdown, no `<!--`, nothing that ends the head the next read expects).
+    if release_label is not None and not _WRITABLE_LABEL.fullmatch(release_label):
+        raise UsageError(f"release label {release_label!r} is not a bare version",
+                         "pass a bare version such as 0.26.0.dev0")
     if release_label is None and para.release_label is not None:
         raise UsageError(f"the PARITY PIN line names release {para.release_label}; "
                          "no new release label was given", "pass the new release label")

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
 
-from sync.infra.atomic import read_text
+from sync.infra.atomic import read_record
 from sync.infra.errors import MalformedRecord, UsageError
 from sync.records import blocks
 
@@ -27,6 +27,7 @@ _FULL_SHA = re.compile(r"[0-9a-f]{40}")
 _LOCAL_SHA = re.compile(r"g([0-9a-f]{7,40})")
 _SHORT_LOCAL_SHA = re.compile(r"g([0-9a-f]{1,6})")
 _SUFFIX = re.compile(r"[a-z0-9]+(?:\.[a-z0-9]+)*")
+MAX_VERSION = 128  # a measured version is a few dozen characters
 _MEASURE = "take it from a measured oracle (upstream-sync oracle probe), never transcribe it"
 
 
@@ -66,9 +67,13 @@ class PinRecord:
 
 
 def _version(value: str, key: str, *, path: str, line: int | None) -> Version:
+    if len(value) > MAX_VERSION:
+        # packaging would turn each digit run into an int (5 million digits: ValueError).
+        raise MalformedRecord(f"{key} is {len(value)} characters long, not a version",
+                              _MEASURE, path=path, line=line)
     try:
         return Version(value)
-    except InvalidVersion:
+    except (InvalidVersion, ValueError):
         raise MalformedRecord(f"{key} = {value!r} is not a version packaging can parse",
                               _MEASURE, path=path, line=line) from None
 
@@ -176,14 +181,11 @@ def parse(text: str, *, path: str) -> tuple[Pin, blocks.Block]:
 def load(path: Path, *, rel: str | None = None) -> PinRecord:
     """The pin block of the protocol file at `path`; errors name it as `rel` when given."""
     where = rel if rel is not None else str(path)
-    if not path.is_file():
+    if not path.exists():
         raise MalformedRecord("the protocol file holding the ```parity-pin block is missing",
                               "restore it, or set paths.protocol in .agents/upstream-sync.toml",
                               path=where)
-    try:
-        text = read_text(path)
-    except UnicodeDecodeError:
-        raise MalformedRecord("not UTF-8", "re-save it as UTF-8", path=where) from None
+    text = read_record(path, rel=where)
     pin, block = parse(text, path=where)
     return PinRecord(pin, path, text, block)
 

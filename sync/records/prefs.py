@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from sync.infra.atomic import read_text
+from sync.infra.atomic import read_record
 from sync.infra.errors import EnvironmentUnresolved, MalformedRecord
 from sync.records import blocks
 from sync.upstream import gitio
@@ -119,13 +119,7 @@ def load(file: Path, environ: dict[str, str] | None = None,
     values: dict[str, str] = {}
     sources: dict[str, str] = {}
     if file.exists():
-        try:
-            text = read_text(file)
-        except UnicodeDecodeError:
-            raise MalformedRecord("not UTF-8", "re-save it as UTF-8", path=str(file)) from None
-        except OSError as exc:
-            raise MalformedRecord(f"cannot read it: {exc.strerror}", "make it a readable file",
-                                  path=str(file)) from None
+        text = read_record(file, rel=str(file))
         for k, v in parse(text, path=str(file)).items():
             if v:
                 values[k], sources[k] = v, str(file)

@@ -145,12 +145,16 @@ def marker_problems(text: str, *, path: Path | str) -> list[str]:
     return _scan(text, Path(path))[1]
 
 
-def files(root: Path, globs: tuple[str, ...]) -> list[Path]:
-    """Regular files under `root` matching any glob (posix, relative), skipping tool dirs."""
+def files(root: Path, globs: tuple[str, ...], skip: tuple[str, ...] = ()) -> list[Path]:
+    """Regular files under `root` matching any glob (posix, relative), skipping tool dirs
+    and the folders `skip` names (port-relative: the tool's own records, whose text is
+    upstream's, escaped, and never a restatement of the pin by a person)."""
     found: list[Path] = []
+    skipped = {d.strip("/") for d in skip}
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
         rel_dir = Path(dirpath).relative_to(root).as_posix()
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS
+                             and (d if rel_dir == "." else f"{rel_dir}/{d}") not in skipped)
         for name in sorted(filenames):
             rel = name if rel_dir == "." else f"{rel_dir}/{name}"
             full = Path(dirpath) / name
@@ -201,10 +205,10 @@ def problems(spans: list[Span], pin: Pin) -> list[str]:
     return out
 
 
-def check(root: Path, globs: tuple[str, ...], pin: Pin) -> list[str]:
-    """Every marker problem and every disagreeing span under `root`."""
+def check(root: Path, globs: tuple[str, ...], pin: Pin, skip: tuple[str, ...] = ()) -> list[str]:
+    """Every marker problem and every disagreeing span under `root` (but `skip`)."""
     out: list[str] = []
-    for path in files(root, globs):
+    for path in files(root, globs, skip):
         text = _read(path)
         if text is not None and "<!--" in text:
             found, marker = _scan(text, path.relative_to(root))

@@ -25,6 +25,7 @@ from sync.headers import verify
 from sync.infra.errors import SyncError
 from sync.port import Port
 from sync.records import ledger
+from sync.records.mdtext import code, escape
 from sync.steps.surface import Surface
 from sync.upstream import gitio
 from sync.upstream.gitio import short
@@ -176,12 +177,13 @@ def _content_status(c: headers.Citation, sha_status: str, got: verify.Content) -
     if got.kind == "unchanged":
         if sha_status == "at-pin":
             return CiteStatus(c, "at-pin", "", got)
-        return CiteStatus(c, "behind-unchanged", f"{got.path} unchanged since {c.sha}", got)
+        return CiteStatus(c, "behind-unchanged", f"{_p(got.path)} unchanged since {c.sha}",
+                          got)
     if got.kind == "changed":
         shown = ", ".join(f"`{short(s)}`" for s in got.since[:SHOWN])
         more = f" and {len(got.since) - SHOWN} more" if len(got.since) > SHOWN else ""
         n = len(got.since)
-        return CiteStatus(c, "behind-changed", f"{got.path} changed since {c.sha} by "
+        return CiteStatus(c, "behind-changed", f"{_p(got.path)} changed since {c.sha} by "
                           f"{n} commit{'s' if n != 1 else ''}: {shown}{more}", got)
     return CiteStatus(c, "path-gone", gone_detail(c.sha or "", got), got)
 
@@ -189,11 +191,18 @@ def _content_status(c: headers.Citation, sha_status: str, got: verify.Content) -
 def gone_detail(sha: str, got: verify.Content, against: str = "the pin") -> str:
     """What became of a cited path that `against` no longer has."""
     if got.kind == "renamed":
-        return f"{got.path} was renamed to {got.new_path} in `{short(got.gone_in or '')}`"
+        return (f"{_p(got.path)} was renamed to {_p(got.new_path or '')} in "
+                f"`{short(got.gone_in or '')}`")
     if got.kind == "deleted":
         where = f" in `{short(got.gone_in)}`" if got.gone_in else ""
-        return f"{got.path} was deleted{where}"
-    return f"{got.path} is not in upstream at {sha} nor at {against}: a wrong or relative path"
+        return f"{_p(got.path)} was deleted{where}"
+    return (f"{_p(got.path)} is not in upstream at {sha} nor at {against}: a wrong or "
+            "relative path")
+
+
+def _p(path: str) -> str:
+    """A path from a header or from upstream (a rename's new path), as a report shows it."""
+    return escape(path, reason=True)
 
 
 def _other_detail(c: headers.Citation, facts: _Facts) -> str:
@@ -259,13 +268,13 @@ def summary_lines(a: Audit) -> Summary:
 def file_line(f: FileStatus) -> str:
     """One file's line in the report and in `audit`: what each of its notable pins says."""
     shown = [c for c in f.cites if c.status == f.status] or list(f.cites)
-    said = "; ".join(dict.fromkeys(c.detail or f"{c.citation.path} @ {c.citation.sha}"
+    said = "; ".join(dict.fromkeys(c.detail or f"{_p(c.citation.path)} @ {c.citation.sha}"
                                    for c in shown))
     note = ""
     if f.status == "behind-changed":
         note = ("; ledger note: unknown (ledger unreadable)" if f.noted is None else
                 "; ledger note: yes" if f.noted else "; ledger note: MISSING")
-    return f"- `{f.path}` {f.status}: {said}{note}"
+    return f"- {code(f.path)} {f.status}: {said}{note}"
 
 
 def finding_text(f: FileStatus) -> str:

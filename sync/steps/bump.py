@@ -26,7 +26,7 @@ from sync.headers import oracles
 from sync.headers import verify as sha_verify
 from sync.headers.citations import CORE
 from sync.infra import txn
-from sync.infra.atomic import read_text
+from sync.infra.atomic import read_record
 from sync.infra.errors import (
     BlockedCycle,
     EnvironmentUnresolved,
@@ -144,10 +144,9 @@ def _plain(rel: str, text: str) -> headers.Header:
 
 def _read(file: Path, rel: str, read: HeaderReader = _plain) -> _Draft:
     try:
-        text = read_text(file)
-    except UnicodeDecodeError:
-        return _Draft(file, rel, "", headers.NO_HEADER,
-                      MalformedRecord("not UTF-8", "re-save it as UTF-8", path=rel))
+        text = read_record(file, rel=rel)
+    except MalformedRecord as exc:
+        return _Draft(file, rel, "", headers.NO_HEADER, exc)
     header = read(rel, text)
     d = _Draft(file, rel, text, header)
     d.refusal = _header_refusal(d)

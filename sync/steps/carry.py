@@ -24,7 +24,7 @@ from sync.port import Port
 from sync.records import carryover, cycle, gates, ledger
 from sync.records.carryover import Carried
 from sync.records.decisions import Decision
-from sync.records.mdtext import escape, short_subject
+from sync.records.mdtext import code, escape, short_subject
 from sync.steps.classify import Entry, Inputs, classify_one
 from sync.steps.surface import Surface
 from sync.upstream import gitio, history
@@ -194,8 +194,8 @@ def own_lines(port: Port, entries: Iterable[Entry], recorded: list[gates.GateRes
         out.insert(0, f"- {problem}")
     for g in recorded:
         if g.status != "PASS":
-            out.append(f"- gate {g.name} {g.status}" + (f": run `{g.handoff}`" if g.handoff
-                                                         else ""))
+            out.append(f"- gate {g.name} {g.status}"
+                       + (f": run {code(g.handoff)}" if g.handoff else ""))
     return out
 
 

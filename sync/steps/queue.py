@@ -28,11 +28,12 @@ from typing import Any
 
 from sync.headers import citations as headers
 from sync.headers import verify as sha_verify
-from sync.infra.atomic import read_text, write_bytes
+from sync.infra.atomic import read_record, read_text, write_bytes
 from sync.infra.errors import MalformedRecord, UsageError
 from sync.port import Port
 from sync.records import cycle
 from sync.records.decisions import ALL
+from sync.records.mdtext import one_line
 from sync.steps import carry, surface
 from sync.steps.classify import AUTO, Entry
 from sync.steps.evidence import parse_ranges
@@ -132,6 +133,8 @@ def entries_from_json(text: str, *, path: str, key: str = "entries"
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise _refused(f"not valid JSON ({exc.msg} at line {exc.lineno})", path) from None
+    except (ValueError, RecursionError):  # a number of more than 4300 digits, deep nesting
+        raise _refused("not valid JSON (out of bounds)", path) from None
     if not isinstance(doc, dict):
         raise _refused("not a report JSON object", path)
     pin, target, raw = doc.get("pin"), doc.get("target"), doc.get(key, [] if key != "entries"
@@ -387,10 +390,7 @@ def _report_entries(port: Port, jpath: Path, pin: str, target: str) -> _Listed:
     if not jpath.exists():
         raise UsageError(f"the cycle's report {rel} does not exist",
                          "run 'upstream-sync sync' first")
-    try:
-        text = read_text(jpath)
-    except UnicodeDecodeError:
-        raise _refused("not UTF-8", rel) from None
+    text = read_record(jpath, rel=rel)
     rpin, rtarget, entries = entries_from_json(text, path=rel)
     if rpin != pin or rtarget != target:
         raise UsageError(f"{rel} was written for {short(rpin)}..{short(rtarget)}, but the cycle "
@@ -537,14 +537,16 @@ def _write_patch(directory: Path, p: _Patch) -> str:
              for d in p.own for m in d.definitions]
     body = [d.text for d in p.own]
     path = directory / patch_name(p.index, e)
-    write_bytes(path, ("\n".join(head) + "\n").encode() + b"".join(body))
+    # Header lines quote upstream (subjects, paths): one line each, or a path holding a line
+    # break would write lines of its own into the patch.
+    write_bytes(path, ("\n".join(map(one_line, head)) + "\n").encode() + b"".join(body))
     if p.drift:
         dhead = [title, *(f"# {d.command}   ({d.base_from})" for d in p.drift)]
         dbody = [p.sections.get(d.base, {}).get(d.upstream_path, b"") for d in p.drift]
         if not any(dbody):
             dhead.append(f"# no upstream change to these paths up to {p.target[:SHOW_LEN]}")
         write_bytes(path.with_name(path.stem + "-drift.patch"),
-                    ("\n".join(dhead) + "\n").encode() + b"".join(dbody))
+                    ("\n".join(map(one_line, dhead)) + "\n").encode() + b"".join(dbody))
     return str(path)
 
 

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast, get_args
 
 from sync.records.decisions import ALL, Disposition
 from sync.records.mdtext import SUBJECT_MAX as SUBJECT_MAX
+from sync.records.mdtext import code, one_line
 from sync.records.mdtext import escape as escape
 from sync.records.mdtext import short_subject as short_subject
 from sync.records.mdtext import unescape as unescape
@@ -44,7 +46,7 @@ def entry_prefix(e: Entry) -> str:
 
 
 def entry_line(e: Entry) -> str:
-    tail = f" _(auto: {e.rule})_" if e.auto and e.rule else ""
+    tail = f" _(auto: {escape(e.rule, reason=True)})_" if e.auto and e.rule else ""
     return f"{entry_prefix(e)}{e.disposition}: {escape(e.reason, reason=True)}{tail}"
 
 
@@ -212,7 +214,7 @@ class Section:
 
 
 def _section(title: str, lines: list[str] | tuple[str, ...]) -> list[str]:
-    return [f"## {title}", "", *(lines or [NONE]), ""]
+    return [f"## {title}", "", *(one_line(x) for x in lines or [NONE]), ""]
 
 
 def _titled(title: str, lines: Callable[[Model], tuple[str, ...]],
@@ -228,10 +230,10 @@ def _head(m: Model) -> list[str]:
         f"# Upstream sync report {m.date} — target {m.target[:7]}",
         "",
         f"- Pin: `{m.pin}` ({escape(m.pin_runtime)})",
-        f"- Target: `{m.target}` from {m.target_from or '`' + escape(m.target_ref) + '`'}"
+        f"- Target: `{m.target}` from {m.target_from or code(m.target_ref)}"
         + (" (divergent: does not descend from the pin)" if m.divergent else ""),
         *(["- Other reports for this target: " + ", ".join(
-            f"`{name}` ({'written by hand' if hand else 'an earlier cycle'})"
+            f"{code(name)} ({'written by hand' if hand else 'an earlier cycle'})"
             for name, hand in m.others)] if m.others else []),
         # No machine path: the same report must come out of every developer's checkout and CI.
         f"- Reference checkout: at `{short(m.reference_head)}`, {_state(m)}, full clone",
@@ -290,13 +292,27 @@ def _read_entry(r: _Reading, raw: str) -> None:
     if not raw.strip() or raw.strip() == NONE:
         return
     head = _ENTRY_HEAD.match(raw)
-    parsed = None
-    if head is not None:
-        parsed = parse_entry(raw, r.prefixes.get(short(head.group(1))))
-    if parsed is None or short(parsed.sha_prefix) not in r.prefixes:
+    # Only a line the renderer could have written is an entry: it starts with the prefix
+    # this run renders for a commit of the range (sha, PR, escaped subject, " — "), as
+    # this version escapes it or as any escaping that reads back the same (an earlier one).
+    prefix = r.prefixes.get(short(head.group(1))) if head is not None else None
+    written = _written_prefix(raw, prefix) if prefix is not None else None
+    parsed = parse_entry(raw, written) if written is not None else None
+    if parsed is None:
         r.unparsed.append(raw)
     else:
         r.entries.append(parsed)
+
+
+def _written_prefix(raw: str, prefix: str) -> str | None:
+    """The start of `raw` that is `prefix` as some escaping wrote it (None when none is)."""
+    if raw.startswith(prefix):
+        return prefix
+    want = unescape(prefix)
+    for m in _PREFIX_END.finditer(raw):
+        if unescape(raw[:m.end()]) == want:
+            return raw[:m.end()]
+    return None
 
 
 def _related(m: Model) -> tuple[str, ...]:
@@ -309,10 +325,11 @@ def _related(m: Model) -> tuple[str, ...]:
 def _moves(m: Model) -> tuple[str, ...]:
     out = []
     for mv in m.moves:
-        what = f"renamed → `{mv.new_path}`" if mv.kind == "renamed" else "deleted"
+        what = f"renamed → {code(mv.new_path or '')}" if mv.kind == "renamed" else "deleted"
         pr = f" vllm#{mv.pr}" if mv.pr is not None else ""
-        out.append(f"- `{mv.path}` {what} in `{short(mv.sha)}`{pr}; cited by "
-                   + ", ".join(mv.port_files))
+        # Paths are upstream's (a rename's new path) and the port's: never raw.
+        out.append(f"- {code(mv.path)} {what} in `{short(mv.sha)}`{pr}; cited by "
+                   + ", ".join(escape(f, reason=True) for f in mv.port_files))
     return tuple(out)
 
 
@@ -344,7 +361,7 @@ def carry_counts(carry_lines: Iterable[str]) -> dict[str, int]:
 
 def _read_unmet(r: _Reading, raw: str) -> None:
     if raw.startswith("- unmet: "):
-        r.unmet.append(raw.removeprefix("- unmet: "))
+        r.unmet.append(unescape(raw.removeprefix("- unmet: ")))
 
 
 def _checks(m: Model) -> list[str]:
@@ -454,6 +471,7 @@ def dump_json(doc: Any) -> str:
 _ENTRY_HEAD = re.compile(r"^- `([0-9a-f]{7,40})` ")
 _DISP = re.compile(r"^(" + "|".join(re.escape(d) for d in ALL) + r"): (.*)$")
 _AUTO = re.compile(r" _\(auto: ([^)]*)\)_$")
+_PREFIX_END = re.compile(r" — (?=(?:" + "|".join(re.escape(d) for d in ALL) + r"): )")
 
 
 def parse_entry(line: str, known_prefix: str | None) -> ParsedEntry | None:
@@ -491,5 +509,9 @@ def read_back(text: str, prefixes: dict[str, str]) -> ReadBack:
             heading = raw[3:].strip()
         elif section is not None and section.read is not None:
             section.read(r, raw)
-    return ReadBack(tuple(r.entries), tuple(r.unparsed), "\n".join(r.notes).strip("\n"),
+    # Two lines for one commit cannot both be what the renderer wrote: neither is read.
+    seen = Counter(short(p.sha_prefix) for p in r.entries)
+    entries = [p for p in r.entries if seen[short(p.sha_prefix)] == 1]
+    unparsed = r.unparsed + [p.line for p in r.entries if seen[short(p.sha_prefix)] > 1]
+    return ReadBack(tuple(entries), tuple(unparsed), "\n".join(r.notes).strip("\n"),
                     r.state, tuple(r.unmet))

@@ -7,7 +7,7 @@ import contextlib
 import json
 from typing import Any
 
-from sync.infra.errors import EnvironmentUnresolved, SyncError
+from sync.infra.errors import EnvironmentUnresolved, MalformedRecord, SyncError
 from sync.port import Port
 from sync.records import cycle, oraclefile, pins, spans
 from sync.records.prefs import Preferences
@@ -22,7 +22,8 @@ def collect(port: Port) -> tuple[dict[str, Any], SyncError | None]:
                            "pin": pin.fields(), "build_suffix": pin.build_suffix}
     doc["reference"], doc["behind"], problem = _reference(port, pin)
     doc["oracles"] = _oracles(port, pin)
-    doc["spans"] = spans.check(port.root, port.config.span_globs, pin)
+    doc["spans"] = spans.check(port.root, port.config.span_globs, pin,
+                                 (port.config.sync_dir,))
     doc["cycle"] = _cycle(port)
     return doc, problem
 
@@ -92,6 +93,23 @@ def _oracles(port: Port, pin: pins.Pin) -> list[dict[str, Any]]:
     return out
 
 
+_REPORT_KEYS = {"state": str, "counts": dict, "carry_over": list}
+
+
+def _report_doc(text: str, rel: str) -> dict[str, Any]:
+    """The report's JSON companion, refused typed when it is not what `sync` writes."""
+    fix = "run 'upstream-sync sync' to rewrite it"
+    try:
+        doc = json.loads(text)
+    except (ValueError, RecursionError):
+        raise MalformedRecord("not valid JSON", fix, path=rel) from None
+    if not isinstance(doc, dict) or not all(isinstance(doc.get(k), t)
+                                            for k, t in _REPORT_KEYS.items()):
+        raise MalformedRecord("not a sync report's JSON (state, counts, carry_over)", fix,
+                              path=rel)
+    return doc
+
+
 def _cycle(port: Port) -> dict[str, Any] | None:
     """The open cycle and what its report's JSON says of it."""
     c = port.cycle()
@@ -99,7 +117,7 @@ def _cycle(port: Port) -> dict[str, Any] | None:
         return None
     rpath = (port.sync_dir / cycle.report_name(c)).with_suffix(".json")
     text = port.text(rpath)
-    rep = json.loads(text) if text is not None else None
+    rep = _report_doc(text, port.rel(rpath)) if text is not None else None
     return {
         "target": c.target, "target_ref": c.target_ref, "frozen_at": c.frozen_at,
         "report": port.rel(rpath.with_suffix(".md")) if rep else None,

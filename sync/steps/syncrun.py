@@ -18,10 +18,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from sync.infra.atomic import write_text
-from sync.infra.errors import EnvironmentUnresolved, UsageError
+from sync.infra.errors import EnvironmentUnresolved, SyncError, UsageError
 from sync.infra.notes import Notes
 from sync.port import Port
 from sync.records import cycle, decisions, deviations, gates, pins
+from sync.records.mdtext import cell
 from sync.steps import audit, carry, classify, evidence, report, surface
 from sync.steps import target as target_step
 from sync.steps.target import Wanted, freeze
@@ -125,8 +126,20 @@ def _deleted_definitions(entries: list[classify.Entry]) -> tuple[report.Move, ..
 
 def run_cycle(port: Port, notes: Notes | None = None,
               request: CycleRequest | None = None) -> Result:
-    """Enumerate, classify and (unless `request.write_report` is False) write the report."""
+    """Enumerate, classify and (unless `request.write_report` is False) write the report.
+
+    A run that writes holds the port lock throughout: the decisions it classifies with,
+    and saves hand edits into, are read under the lock they are saved under, so a
+    concurrent `decide` is refused (exit 6, nothing written) rather than lost.
+    """
     req = request or CycleRequest()
+    if not req.write_report:
+        return _run(port, notes, req)
+    with port.lock():
+        return _run(port, notes, req)
+
+
+def _run(port: Port, notes: Notes | None, req: CycleRequest) -> Result:
     frame = _frame(port, notes, req)
     if frame.cycle.target == frame.pin.commit:
         return Result(_empty_model(frame), frame.path, frame.path.with_suffix(".json"),
@@ -241,7 +254,9 @@ def _hand_edits(back: report.ReadBack, seen: _LastRun,
     new = 0
     for pe in back.entries:
         e = by_prefix[short(pe.sha_prefix)]
-        if e.sha == seen.decided_now or pe.line == seen.written.get(e.sha, report.entry_line(e)):
+        last = seen.written.get(e.sha, report.entry_line(e))
+        # A line that reads back as the one written (an earlier version's escaping) is no edit.
+        if e.sha == seen.decided_now or report.unescape(pe.line) == report.unescape(last):
             continue
         if pe.auto_rule is not None and (pe.disposition, pe.reason) == (e.disposition, e.reason):
             continue  # only the escaping or the auto tag's text differs: nothing was decided
@@ -258,7 +273,7 @@ def _previous_lines(port: Port, json_path: Path) -> dict[str, str]:
         return {d["sha"]: report.entry_line(classify.Entry(
             d["sha"], d["pr"], d["subject"], d["disposition"], d["reason"], d["rule"], d["auto"],
             tuple(d["upstream_paths"]), tuple(d["port_files"]))) for d in doc["entries"]}
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError, SyncError):
         return {}
 
 
@@ -364,7 +379,8 @@ def _unmet_lines(back: report.ReadBack | None, req: CycleRequest) -> list[str]:
         unmet = req.unmet
     else:
         unmet = back.unmet if back and back.state == "STALLED" else ()
-    return [f"- unmet: {u}" for u in unmet]
+    # Preconditions quote what they measured (error text, paths): escaped, code spans kept.
+    return [f"- unmet: {cell(u)}" for u in unmet]
 
 
 def _write(port: Port, path: Path, model: report.Model, earlier: _Earlier) -> None:

@@ -21,6 +21,7 @@ from sync.infra.atomic import write_text
 from sync.infra.errors import UsageError
 from sync.port import Port
 from sync.records import cycle
+from sync.records.mdtext import code
 from sync.steps import report
 from sync.upstream import gitio
 from sync.upstream.gitio import short
@@ -72,6 +73,11 @@ def freeze(port: Port, ref: gitio.Reference, wanted: Wanted) -> Frozen:
     Naming another target for an open cycle is refused without `retarget`: the cycle's
     report, decisions and gates are for the frozen one.
     """
+    with port.lock():  # the cycle is read under the lock it is saved under
+        return _freeze(port, ref, wanted)
+
+
+def _freeze(port: Port, ref: gitio.Reference, wanted: Wanted) -> Frozen:
     want = wanted.target or port.upstream_ref
     sha = gitio.resolve(ref, want)
     if sha is None:
@@ -149,14 +155,15 @@ class Provenance:
 
     def describe(self) -> str:
         """`tag v0.24.0 on origin/releases/v0.24.0 (not on origin/main)`, for the report."""
-        what = {"tag": f"tag `{self.named}`", "branch": f"`{self.named}`",
-                "commit": f"commit `{self.named}`"}[self.kind]
+        # Branch names are upstream's (a ref may hold a backtick or a `<`): `code` them.
+        named, upstream = code(self.named), code(self.upstream_ref)
+        what = {"tag": f"tag {named}", "branch": named, "commit": f"commit {named}"}[self.kind]
         if self.kind == "branch" and self.named == self.upstream_ref:
             return what
         if self.on_upstream:
-            return f"{what} on `{self.upstream_ref}`"
-        held = ", ".join(f"`{b}`" for b in self.branches[:3]) or "no remote branch"
-        return f"{what} on {held} (not on `{self.upstream_ref}`)"
+            return f"{what} on {upstream}"
+        held = ", ".join(code(b) for b in self.branches[:3]) or "no remote branch"
+        return f"{what} on {held} (not on {upstream})"
 
 
 def provenance(ref: gitio.Reference, c: cycle.Cycle, upstream_ref: str) -> Provenance:

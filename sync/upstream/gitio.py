@@ -2,10 +2,30 @@
 
 GitPython handles repositories (open, fetch with progress, rev resolution,
 ancestry, worktrees); bulk history goes through single `git` invocations whose
-output is parsed in Python, never one process per commit. Inherited `GIT_*`
-variables are stripped so a hook's or a caller's `GIT_DIR` can never redirect us,
-and every revision that came from input is validated and placed after
-`--end-of-options` so it can never be read as an option.
+output is parsed in Python, never one process per commit. Every revision that came
+from input is validated and placed after `--end-of-options` so it can never be read
+as an option.
+
+Every git process, ours and GitPython's, runs with one hardened environment (`environ`):
+
+- inherited `GIT_*` variables are dropped but for what authentication needs (`_KEPT`), so
+  a hook's or a caller's `GIT_DIR`, `GIT_WORK_TREE`, `GIT_INDEX_FILE`,
+  `GIT_OBJECT_DIRECTORY`... can never redirect us;
+- `GIT_NO_REPLACE_OBJECTS=1`: a `git replace` object never stands in for a commit;
+- configuration that would run a command for the commands we use is overridden on the
+  command-line level (`GIT_CONFIG_COUNT`, which outranks every config file):
+  `core.fsmonitor` (status, diff, add, commit), `core.hooksPath` (hooks: the port's
+  commit, a merge's post-merge, a fetch's reference-transaction), `log.showSignature`
+  (gpg for every logged commit), `core.pager`, `protocol.ext.allow` (a remote URL that is
+  a command), submodule recursion (git in other repositories), a fetch's
+  `remote.<name>.uploadpack`, and every clean/smudge/process filter the repository's
+  configuration defines (`_filters`: run when a work tree file is compared or checked
+  out). Diff drivers (`diff.external`, textconv) are switched off by `--no-ext-diff
+  --no-textconv` on every diff and log that makes patches or stats.
+- What stays: a fetch's transport and credentials (`core.sshCommand`, credential helpers,
+  `http.*`): fetch is the one command that reaches the remote, and it must reach it as
+  `git fetch` there would. The port's own commit (`advance --commit`) is signed as the
+  port's configuration says.
 """
 
 from __future__ import annotations
@@ -25,6 +45,7 @@ from sync.infra.errors import EnvironmentUnresolved, UsageError
 
 # Counted so the benchmark can prove the number of git processes is constant.
 PROCESS_COUNT = 0
+FILTER_PROBES = 0  # the `git config` reads of each repository's filter drivers (`_filters`)
 
 _REV_OK = re.compile(r"^[A-Za-z0-9_./@{}^~:+-]+$")
 
@@ -36,16 +57,95 @@ def short(sha: str) -> str:
     return sha[:SHA_LEN]
 
 
+# Inherited GIT_* variables that are kept, and why: each is how an authenticated fetch
+# reaches its remote (ssh, a password prompt program, a proxy, TLS client certificates and
+# CAs, HTTP proxy authentication and timeouts) or where the user's own global and system
+# configuration (credential helpers) lives. None of them names a repository.
+_KEPT = frozenset({"GIT_SSH", "GIT_SSH_COMMAND", "GIT_SSH_VARIANT", "GIT_ASKPASS",
+                   "GIT_PROXY_COMMAND", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM",
+                   "GIT_CONFIG_NOSYSTEM"})
+_KEPT_PREFIXES = ("GIT_SSL_", "GIT_HTTP_", "GIT_PROXY_SSL_")
+# Configuration a caller passes in GIT_CONFIG_COUNT/KEY_<n>/VALUE_<n> (how CI hands a
+# fetch its token: an http extraheader, a url insteadOf, a credential helper): kept for
+# these keys only, before our own entries, which therefore win where both set a key.
+_KEPT_KEYS = re.compile(r"(?i)(?:credential|http|url)\..+|core\.(?:sshcommand|askpass)"
+                        r"|ssh\.variant")
+# Configuration that runs a command for the git commands we use, overridden for all.
+HARDENING: tuple[tuple[str, str], ...] = (
+    ("core.fsmonitor", "false"), ("core.hooksPath", os.devnull), ("core.pager", "cat"),
+    ("log.showSignature", "false"), ("protocol.ext.allow", "never"),
+    ("submodule.recurse", "false"), ("fetch.recurseSubmodules", "false"),
+    ("status.submoduleSummary", "false"),
+)
+
+
+def _kept(key: str) -> bool:
+    return key in _KEPT or key.startswith(_KEPT_PREFIXES)
+
+
+def _inherited_config(source: Mapping[str, str]) -> list[tuple[str, str]]:
+    """The caller's GIT_CONFIG_KEY_<n>/VALUE_<n> pairs that authentication needs."""
+    try:
+        count = int(source.get("GIT_CONFIG_COUNT", "0"))
+    except ValueError:
+        return []
+    pairs = [(source.get(f"GIT_CONFIG_KEY_{i}", ""), source.get(f"GIT_CONFIG_VALUE_{i}", ""))
+             for i in range(min(max(count, 0), 1000))]
+    ours = {k.lower() for k, _ in HARDENING}
+    return [(k, v) for k, v in pairs if _KEPT_KEYS.fullmatch(k) and k.lower() not in ours]
+
+
+def environ(source: Mapping[str, str] | None = None,
+            config: Sequence[tuple[str, str]] = ()) -> dict[str, str]:
+    """The environment of a git process: `source` (default os.environ) without the GIT_*
+    variables it may not pass, with the hardening, then `config`, as command-line config."""
+    base = os.environ if source is None else source
+    env = {k: v for k, v in base.items() if not k.startswith("GIT_") or _kept(k)}
+    pairs = [*_inherited_config(base), *HARDENING, *config]
+    env.update({"GIT_TERMINAL_PROMPT": "0", "GIT_NO_REPLACE_OBJECTS": "1",
+                "GIT_CONFIG_COUNT": str(len(pairs))})
+    for i, (key, value) in enumerate(pairs):
+        env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"] = key, value
+    return env
+
+
 def scrub_environ() -> None:
-    """Remove inherited GIT_* variables from this process (GitPython reads os.environ)."""
-    for key in [k for k in os.environ if k.startswith("GIT_")]:
+    """Make this process's environment the hardened one (GitPython reads os.environ)."""
+    env = environ()
+    for key in [k for k in os.environ if k.startswith("GIT_") and k not in env]:
         del os.environ[key]
-    os.environ["GIT_TERMINAL_PROMPT"] = "0"
+    os.environ.update(env)
 
 
-def clean_env(extra: Mapping[str, str] | None = None) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env["GIT_TERMINAL_PROMPT"] = "0"
+# The filter drivers each repository's configuration defines, by repository (one `git
+# config` process per repository and run, whatever the number of commits).
+_FILTERS: dict[Path, tuple[tuple[str, str], ...]] = {}
+
+
+def _filters(repo: Path) -> tuple[tuple[str, str], ...]:
+    """Config entries that switch off every filter driver `repo`'s configuration defines:
+    a clean or smudge filter runs a command whenever git compares or checks out a file."""
+    key = repo.resolve() if repo.exists() else repo
+    if key not in _FILTERS:
+        # Counted apart: one per repository and process, whatever the run does, so what
+        # PROCESS_COUNT measures (the work's processes) reads the same on a warm or cold run.
+        global FILTER_PROBES
+        FILTER_PROBES += 1
+        proc = subprocess.run(["git", "-C", str(repo), "config", "-z", "--name-only",
+                               "--get-regexp", r"^filter\."], capture_output=True,
+                              env=environ(), check=False)
+        names = {n.rsplit(".", 1)[0] for n in proc.stdout.decode("utf-8", "replace").split("\0")
+                 if n.count(".") >= 2}
+        _FILTERS[key] = tuple((f"{name}.{what}", value) for name in sorted(names)
+                              for what, value in (("clean", ""), ("smudge", ""),
+                                                  ("process", ""), ("required", "false")))
+    return _FILTERS[key]
+
+
+def clean_env(repo: Path | None = None,
+              extra: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The hardened environment for a git process in `repo` (its filters switched off)."""
+    env = environ(config=_filters(repo) if repo is not None else ())
     env.setdefault("LC_ALL", "C")
     if extra:
         env.update(extra)
@@ -70,7 +170,7 @@ def run(
         ["git", "-C", str(repo), *args],
         input=input,
         capture_output=True,
-        env=clean_env(env),
+        env=clean_env(repo, env),
         check=False,
     )
     if check and proc.returncode != 0:
@@ -108,7 +208,7 @@ class Started:
         self._err = tempfile.TemporaryFile()  # noqa: SIM115
         self._proc = subprocess.Popen(["git", "-C", str(repo), *args], stdout=self._out,
                                       stderr=self._err, stdin=subprocess.DEVNULL,
-                                      env=clean_env())
+                                      env=clean_env(repo))
 
     def wait(self) -> bytes:
         """The process's stdout; EnvironmentUnresolved when it failed."""
@@ -147,6 +247,7 @@ def open_repo(path: Path, *, what: str = "reference checkout", variable: str = "
         raise EnvironmentUnresolved(
             f"{what} {path} does not exist", f"set {variable} to a full clone of the upstream"
         )
+    scrub_environ()
     try:
         repo = git.Repo(path)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError):
@@ -155,6 +256,9 @@ def open_repo(path: Path, *, what: str = "reference checkout", variable: str = "
             f"set {variable} to a full clone of the upstream",
         ) from None
     ref = Reference(Path(repo.working_tree_dir or path), repo)
+    # GitPython's own git processes (status, fetch, cat-file) get our hardened environment.
+    repo.git.update_environment(**{k: v for k, v in clean_env(ref.path).items()
+                                   if k.startswith("GIT_")})
     if not allow_shallow and is_shallow(ref):
         raise EnvironmentUnresolved(
             f"{what} {path} is a shallow clone: history before its cut is invisible",
@@ -224,9 +328,14 @@ def fetch(ref: Reference, remote: str, branch: str,
             f"the reference checkout has no remote named {remote!r}",
             "set fetch_remote in the developer preferences (or SYNC_FETCH_REMOTE)",
         ) from None
+    # The remote's upload-pack is git's own, never a command the clone's config names.
+    env = clean_env(ref.path)
+    n = int(env["GIT_CONFIG_COUNT"])
+    env.update({"GIT_CONFIG_COUNT": str(n + 1), f"GIT_CONFIG_KEY_{n}":
+                f"remote.{remote}.uploadpack", f"GIT_CONFIG_VALUE_{n}": "git-upload-pack"})
     try:
         rem.fetch(f"+refs/heads/{branch}:refs/remotes/{remote}/{branch}",
-                  progress=_progress(progress, live))
+                  progress=_progress(progress, live), env=env)
     except git.GitCommandError as exc:
         last = (exc.stderr or "").strip().splitlines()
         raise EnvironmentUnresolved(
@@ -236,7 +345,8 @@ def fetch(ref: Reference, remote: str, branch: str,
     if tag is not None and _wants_tag(ref, tag):
         # No such tag upstream is the target step's to say ("does not name a commit").
         with contextlib.suppress(git.GitCommandError):
-            rem.fetch(f"+refs/tags/{tag}:refs/tags/{tag}", progress=_progress(progress, live))
+            rem.fetch(f"+refs/tags/{tag}:refs/tags/{tag}", progress=_progress(progress, live),
+                      env=env)
 
 
 def _wants_tag(ref: Reference, tag: str) -> bool:

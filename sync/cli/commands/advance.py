@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 from typing import Any, NoReturn
 
 from sync.cli.context import Context, add_json
@@ -38,6 +39,12 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     port = ctx.port
     if args.commit and not (port.root / ".git").exists():
         raise UsageError(f"{port.root} is not a git repository", "drop --commit")
+    # Preconditions, plan and writes under one lock: what is written is what was read.
+    with contextlib.nullcontext() if args.dry_run else port.lock():
+        return _advance(args, ctx, port)
+
+
+def _advance(args: argparse.Namespace, ctx: Context, port: Port) -> int:
     unmet, measured = advance.preconditions(port, ctx, release_label=args.release_label)
     if args.stall:
         return _stall(ctx, unmet, commit=args.commit)

@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 
 from sync.cli.context import Context, add_json
 from sync.infra import txn
 from sync.infra.errors import IdentityMismatch, UsageError
+from sync.port import Port
 from sync.steps.advance import omni
 from sync.steps.verify import oracle
 
@@ -29,6 +31,12 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     if oracle.is_core(args.oracle):
         raise UsageError("advance-omni moves an omni oracle, not the core pin",
                          "use 'upstream-sync advance' for the core pin")
+    # Measured, planned and written under one lock: what is written is what was read.
+    with contextlib.nullcontext() if args.dry_run else port.lock():
+        return _advance(args, ctx, port)
+
+
+def _advance(args: argparse.Namespace, ctx: Context, port: Port) -> int:
     m = omni.measure(port, args.oracle, args.commit)
     if not m.verification.ok:
         ctx.emit_json({"advanced": False, "oracle": args.oracle, "commit": m.commit,

@@ -93,8 +93,10 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     reason = " ".join(" ".join(args.reason).split())
     if not reason:
         raise UsageError("the reason is empty", "say why, in one line")
-    commit = _find(decidable(port), args.commit)
+    # Everything is read under the lock the decision is saved under, and the report is
+    # refreshed under it too: a concurrent sync or decide is refused, never overwritten.
     with port.lock():
+        commit = _find(decidable(port), args.commit)
         table = port.decisions()
         new = decisions.Decision(commit.sha, args.disposition, reason,
                                  args.by or getpass.getuser(),
@@ -103,7 +105,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         table[commit.sha] = new
         decisions.save(port.decisions_path, table)
         port.keep("decisions", table)
-    result = run_cycle(port, ctx, CycleRequest(decided_now=commit.sha))
+        result = run_cycle(port, ctx, CycleRequest(decided_now=commit.sha))
     _say(ctx, new, replaced, port.rel(result.path))
     return 0
 

@@ -8,7 +8,7 @@ import re
 from pathlib import Path
 
 from sync.cli.context import Context, add_json
-from sync.infra.atomic import read_text, write_text
+from sync.infra.atomic import read_record, write_text
 from sync.infra.errors import MalformedRecord, UsageError
 from sync.port import Port
 from sync.records import cycle, inventory
@@ -46,11 +46,7 @@ def _report_entry(port: Port, c: cycle.Cycle | None, pr: int) -> Entry | None:
     jpath = workqueue.report_json(port, c)
     if not jpath.exists():
         return None
-    try:
-        text = read_text(jpath)
-    except UnicodeDecodeError:
-        raise MalformedRecord("not UTF-8", "run 'upstream-sync sync' to rewrite it",
-                              path=port.rel(jpath)) from None
+    text = read_record(jpath, rel=port.rel(jpath))
     _pin, _target, entries = workqueue.entries_from_json(text, path=port.rel(jpath))
     carried = workqueue.entries_from_json(text, path=port.rel(jpath), key="carried")[2]
     hits = [e for e in entries + carried if e.pr == pr]
@@ -99,6 +95,11 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     port = ctx.port
     if args.pr <= 0:
         raise UsageError("--pr must be a positive PR number", "give the upstream PR number")
+    with port.lock():  # the cycle, its report and the inventory read under the write's lock
+        return _annotate(args, ctx, port)
+
+
+def _annotate(args: argparse.Namespace, ctx: Context, port: Port) -> int:
     c = cycle.load(port)
     entry = _report_entry(port, c, args.pr)
     paths = _paths(args, entry)
@@ -109,13 +110,12 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
                               "create it (tiers T0..T3 and a '## 9. Deviations' section)",
                               path=rel)
     title, intro = _section(port, c, file)
-    with port.lock():
-        inv = inventory.read(file, rel=rel)
-        result = inventory.annotate(inv, inventory.Request(
-            pr=args.pr, tier=args.tier, paths=paths, subject=entry.subject if entry else None,
-            note=args.note, section_title=title, intro=intro, row_line=args.row))
-        if result.where != "already":
-            write_text(file, result.text)
-            port.forget("inventory")
+    inv = inventory.read(file, rel=rel)
+    result = inventory.annotate(inv, inventory.Request(
+        pr=args.pr, tier=args.tier, paths=paths, subject=entry.subject if entry else None,
+        note=args.note, section_title=title, intro=intro, row_line=args.row))
+    if result.where != "already":
+        write_text(file, result.text)
+        port.forget("inventory")
     _say(ctx, args, rel, title, result)
     return 0

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 
 from sync.cli.context import Context, add_json
 from sync.infra import txn
+from sync.port import Port
 from sync.steps.advance import advance, rollback, synccommit
 
 
@@ -22,6 +24,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
     port = ctx.port
+    # Planned from what is read under the lock it is written under (a dry run reads only).
+    with contextlib.nullcontext() if args.dry_run else port.lock():
+        return _rollback(args, ctx, port)
+
+
+def _rollback(args: argparse.Namespace, ctx: Context, port: Port) -> int:
     plan = rollback.plan_rollback(port)
     undone, pin, env_note = plan.undone, plan.pin, plan.oracle_env
     doc = {"rolled_back": not args.dry_run, "dry_run": bool(args.dry_run),

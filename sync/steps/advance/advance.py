@@ -25,6 +25,7 @@ from sync.infra.errors import BlockedCycle, SyncError, UsageError
 from sync.infra.notes import Notes
 from sync.port import Port
 from sync.records import config, cycle, events, gates, oraclefile, paragraph, pins, spans
+from sync.records.mdtext import code
 from sync.steps import carry, report, syncrun
 from sync.steps import target as target_mod
 from sync.steps.verify import identity as oracle_verify
@@ -153,8 +154,8 @@ def _required_gate_unmet(name: str, recorded: dict[str, gates.GateResult],
         return (f"gate {name} has not run at {target[:10]} — run 'nox -s "
                 f"{name.split(':')[0]}'")
     if g.status != "PASS":
-        return f"gate {g.name} is {g.status}" + (f" — run `{g.handoff}` on a gate host"
-                                                 if g.handoff else "")
+        return f"gate {g.name} is {g.status}" + (
+            f" — run {code(g.handoff)} on a gate host" if g.handoff else "")
     return None
 
 
@@ -313,8 +314,12 @@ def carry_writes(port: Port, result: syncrun.Result, by: str) -> dict[Path, byte
 def span_writes(port: Port, writes: dict[Path, bytes], pin: pins.Pin) -> dict[Path, bytes]:
     """Every pin span rewritten to `pin` (over `writes` already planned for the same file)."""
     out: dict[Path, bytes] = {}
-    for path in spans.files(port.root, port.config.span_globs):
-        current = writes.get(path, path.read_bytes()).decode()
+    for path in spans.files(port.root, port.config.span_globs,
+                             (port.config.sync_dir,)):
+        try:
+            current = writes.get(path, path.read_bytes()).decode()
+        except UnicodeDecodeError:
+            continue  # not text: it restates no pin (check skips it the same way)
         found = spans.scan_text(current, path=path)
         if found:
             out[path] = spans.rewrite(current, found, commit=pin.commit,

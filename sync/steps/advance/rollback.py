@@ -14,8 +14,8 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from sync.infra.atomic import read_text
-from sync.infra.errors import BlockedCycle, SyncError, UsageError
+from sync.infra.atomic import read_record, read_text
+from sync.infra.errors import BlockedCycle, MalformedRecord, SyncError, UsageError
 from sync.port import Port
 from sync.records import carryover, events, oraclefile, paragraph, pins
 from sync.steps import report
@@ -38,7 +38,7 @@ def plan_rollback(port: Port) -> Rollback:
     if record.pin.commit != last.pin_after:
         raise BlockedCycle(f"the pin is {record.pin.commit[:10]}, not the last advance's "
                            f"{last.pin_after[:10]}", "roll back only the latest advance")
-    before = json.loads(last.detail)["before"]
+    before = _before(port, last)
     old = pins.from_values(before["vllm_commit"], before["vllm_runtime_version"],
                            before["vllm_distribution_version"], before["flashinfer_version"],
                            path=port.rel(port.protocol))
@@ -53,6 +53,27 @@ def plan_rollback(port: Port) -> Rollback:
                                       detail=json.dumps({"oracle_env": env_note}))
     writes[ev_path] = ev_bytes
     return Rollback(last, old, env_note, ev_path, writes)
+
+
+_BEFORE = ("vllm_commit", "vllm_runtime_version", "vllm_distribution_version",
+           "flashinfer_version", "paragraph_date", "paragraph_sha", "paragraph_label",
+           "oracle_pin", "oracle_pin_label", "oracle_pinned_on")
+
+
+def _before(port: Port, last: events.Event) -> dict[str, str]:
+    """What the advance recorded it replaced (its event's `detail`), refused when it is not
+    the JSON an advance writes."""
+    rel = port.rel(last.path)
+    fix = "restore the event from git (events are immutable); roll back by hand otherwise"
+    try:
+        doc = json.loads(last.detail)
+    except (ValueError, RecursionError):
+        raise MalformedRecord("the advance's detail is not JSON", fix, path=rel) from None
+    before = doc.get("before") if isinstance(doc, dict) else None
+    if not isinstance(before, dict) or not all(isinstance(before.get(k), str) for k in _BEFORE):
+        raise MalformedRecord("the advance's detail has no 'before' pin (the strings "
+                              + ", ".join(_BEFORE) + ")", fix, path=rel)
+    return before
 
 
 def last_advance(port: Port) -> events.Event:
@@ -110,10 +131,10 @@ def reopened(port: Port, rel: str) -> dict[Path, bytes]:
 
     Left ADVANCED, the report would refuse every later advance to the same target.
     """
-    path = port.root / rel
-    if not path.is_file():
+    path = port.path(rel)  # validated as a report's name when the event was read
+    if path.parent != port.sync_dir or not path.is_file():
         return {}
-    text = read_text(path)
+    text = read_record(path, rel=rel)
     out = {path: advance.ADVANCED.sub("- Cycle state: ACTIVE", text, count=1).encode()}
     jpath = path.with_suffix(".json")
     if jpath.is_file():

@@ -24,14 +24,15 @@ import contextlib
 import hashlib
 import json
 import os
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Literal, get_args, get_type_hints
 from urllib.parse import unquote, urlparse
 
-from sync.infra.atomic import read_text, write_text
-from sync.infra.errors import BlockedCycle, MalformedRecord
+from sync.infra.atomic import read_record, write_text
+from sync.infra.errors import BlockedCycle, MalformedRecord, UsageError
 from sync.port import Port
 from sync.records import gates
 from sync.upstream import gitio
@@ -303,12 +304,17 @@ def _listing(names: Sequence[str]) -> str:
 STATUSES: tuple[Status, ...] = get_args(Status)
 _PROOF_KEYS = ("schema", *(f.name for f in fields(Proof)))
 _PROOF_STRINGS = _strings(Proof)
+_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}-[0-9a-f]{4,10}\.json")
 _CHECK_KEYS = tuple(f.name for f in fields(Check) if f.name != "op")
 _CHECK_STRINGS = _strings(Check)
 
 
 def path(port: Port, oracle_id: str, commit: str) -> Path:
-    return port.sync_dir / DIR / f"{oracle_id}-{commit[:10]}.json"
+    name = f"{oracle_id}-{commit[:10]}.json"
+    if not _NAME.fullmatch(name):  # both come from the command line or a record
+        raise UsageError(f"oracle {oracle_id[:40]!r} at {commit[:10]!r} names no isolation "
+                         "record", "give an oracle id and a commit SHA")
+    return port.sync_dir / DIR / name
 
 
 def _bad(rel: str, message: str) -> MalformedRecord:
@@ -351,11 +357,7 @@ def load(port: Port, oracle_id: str, commit: str) -> Proof | None:
     p = path(port, oracle_id, commit)
     if not p.exists():
         return None
-    try:
-        text = read_text(p)
-    except UnicodeDecodeError:
-        raise _bad(port.rel(p), "not UTF-8") from None
-    return parse(text, rel=port.rel(p))
+    return parse(read_record(p, rel=port.rel(p)), rel=port.rel(p))
 
 
 def _render(proof: Proof) -> str:
