@@ -39,10 +39,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                       help="keep an existing environment (then verify it) instead of refusing")
     add_json(b)
     b.set_defaults(func=run_build)
-    pr = osub.add_parser("probe", help="print the oracle's measured identity as JSON",
+    pr = osub.add_parser("probe", help="print the oracle's measured identity",
                          description="Run <env>/bin/python -I from outside every checkout "
-                         "and report versions, distributions and module location.")
+                         "and report versions, distributions and module location (all of it "
+                         "with --json).")
     _oracle_args(pr)
+    add_json(pr)
     pr.set_defaults(func=run_probe)
     v = osub.add_parser("verify", help="compare the probe with the records (exit 5 on mismatch)",
                         description="One line per mismatch. Verifying the core oracle at the "
@@ -71,12 +73,12 @@ def run_build(args: argparse.Namespace, ctx: Context) -> int:
                        "kept": [str(p) for p in built.kept],
                        "isolation": list(built.isolation)})
     else:
-        print(f"built oracle {r.oracle} at {r.commit[:10]}: {built.env} (build mode "
-              f"{r.build_mode}, {r.installer})", file=ctx.out)
+        ctx.say(f"built oracle {r.oracle} at {r.commit[:10]}: {built.env} (build mode "
+              f"{r.build_mode}, {r.installer})")
         for p in built.kept:
-            print(f"kept for rollback: {p}", file=ctx.out)
+            ctx.say(f"kept for rollback: {p}")
         for line in built.isolation:
-            print(f"isolation: {line}", file=ctx.out)
+            ctx.say(f"isolation: {line}")
     if built.isolation:
         raise IdentityMismatch(
             f"building {r.oracle} changed what the core pin measures itself from "
@@ -89,7 +91,18 @@ def run_build(args: argparse.Namespace, ctx: Context) -> int:
 def run_probe(args: argparse.Namespace, ctx: Context) -> int:
     port = ctx.port
     p = oracle_probe.probe(port, port.preferences(), args.oracle, args.commit)
-    ctx.emit_json(p.as_doc())
+    if ctx.json:
+        ctx.emit_json(p.as_doc())
+        return 0
+    ctx.say(f"oracle {p.oracle} at {p.commit[:10]}: {p.env}")
+    ctx.say(f"  runtime version:      {p.runtime_version or 'absent'}"
+            + (f" (import failed: {p.import_error})" if p.import_error else ""))
+    ctx.say(f"  distribution version: {p.distribution_version or 'absent'} "
+            f"({len(p.distributions)} installed{', editable' if p.editable else ''})")
+    ctx.say(f"  FlashInfer:           {p.flashinfer_version or 'absent'}")
+    ctx.say(f"  Torch:                {p.torch_version or 'absent'}")
+    ctx.say(f"  module:               {p.module_file or 'absent'}")
+    ctx.say(f"  build mode:           {p.build.build_mode if p.build else 'no build record'}")
     return 0
 
 
@@ -117,10 +130,9 @@ def run_verify(args: argparse.Namespace, ctx: Context) -> int:
         ctx.emit_json(doc)
     else:
         for m in v.mismatches:
-            print(f"mismatch: {m}", file=ctx.out)
+            ctx.say(f"mismatch: {m}")
         if v.ok:
-            print(f"oracle {args.oracle} at {v.probe.commit[:10]} verified: {_describe(ident)}",
-                  file=ctx.out)
+            ctx.say(f"oracle {args.oracle} at {v.probe.commit[:10]} verified: {_describe(ident)}")
     if not v.ok:
         raise IdentityMismatch(
             f"oracle {args.oracle} at {v.probe.commit[:10]} failed verification with "

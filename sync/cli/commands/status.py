@@ -38,7 +38,7 @@ def _print(doc: dict[str, Any], ctx: Context) -> None:
     lines += [f"span: {s}" for s in doc["spans"]]
     lines += _cycle_lines(doc["cycle"])
     for line in lines:
-        print(line, file=ctx.out)
+        ctx.say(line)
 
 
 def _pin_lines(doc: dict[str, Any]) -> list[str]:
@@ -59,13 +59,17 @@ def _reference_lines(doc: dict[str, Any]) -> list[str]:
     if r and r.get("error"):
         lines.append(f"reference checkout: unresolved ({r['error']})")
     elif r:
+        state = r.get("state") or ("dirty" if r.get("dirty") else "")
         lines.append(f"reference checkout: {r['path']} at {short(str(r['head']))}"
-                     f"{', SHALLOW' if r['shallow'] else ''}{', dirty' if r.get('dirty') else ''}; "
+                     f"{', SHALLOW' if r['shallow'] else ''}{', ' + state if state else ''}; "
                      f"pin {'present' if r['pin_present'] else 'MISSING'}")
+        lines += [f"  {p}" for p in r.get("problems", ())]
     b = doc["behind"]
-    if b:
+    if b and b["relation"] == "ahead":
         lines.append(f"behind {b['ref']}: {b['commits']} commits"
                      + (f", newest {b['newest_date']}" if b["newest_date"] else ""))
+    elif b and b["relation"] == "at-pin":
+        lines.append(f"behind {b['ref']}: 0 commits (it is at the pin)")
     return lines
 
 
@@ -76,5 +80,15 @@ def _cycle_lines(c: dict[str, Any] | None) -> list[str]:
     if c["report"]:
         counts = ", ".join(f"{v} {k}" for k, v in c["counts"].items())
         lines.append(f"  report {c['report']} [{c['state']}]: {counts}")
-        lines += [f"  carry-over: {line.removeprefix('- ')}" for line in c["carry_over"] or []]
+        lines += _carry_line(c)
     return lines
+
+
+def _carry_line(c: dict[str, Any]) -> list[str]:
+    """The carry-over folded to counts and a pointer: the report lists every item."""
+    counts = c.get("carry_over_counts") or {}
+    if not counts:
+        return ["  carry-over: nothing owed"]
+    folded = ", ".join(f"{n} {kind}" for kind, n in counts.items())
+    return [f"  carry-over: {folded} — each item in {c['report']} (## Carry-over); the "
+            "PORT-NOW diffs in 'upstream-sync queue'"]
