@@ -23,7 +23,7 @@ def hermetic_git(
     monkeypatch.setenv("GIT_AUTHOR_DATE", "2026-01-01T00:00:00Z")
     monkeypatch.setenv("GIT_COMMITTER_DATE", "2026-01-01T00:00:00Z")
     for var in ("SYNC_PORT", "VLLM_SOURCE", "VLLM_OMNI_SOURCE", "SYNC_FETCH_REMOTE", "SYNC_BRANCH",
-                "SYNC_GATE_HOSTS", "SYNC_ORACLE_HOME"):
+                "SYNC_GATE_HOSTS", "SYNC_ORACLE_HOME", "SYNC_CACHE_DIR", "XDG_CACHE_HOME"):
         monkeypatch.delenv(var, raising=False)
     yield
     os.environ.pop("GIT_TERMINAL_PROMPT", None)

@@ -8,59 +8,15 @@ files and the lock file is opened read-write.
 
 from __future__ import annotations
 
-import collections
-import os
-import sys
 from pathlib import Path
 
 import pytest
+from openhook import counted
 from portfixture import Fixture, build, run, write
 from stepfixture import INVENTORY
 
 from sync import port
 from sync.records import gates
-
-# Audit hooks cannot be removed, so one is installed per test session and counts only
-# while a test holds this counter.
-_counting: collections.Counter[str] | None = None
-_installed = False
-
-
-def _hook(event: str, args: tuple[object, ...]) -> None:
-    if _counting is None or event != "open":
-        return
-    path, mode, flags = args
-    if not isinstance(path, str | bytes | os.PathLike):
-        return  # an open file descriptor
-    if isinstance(mode, str):
-        if any(c in mode for c in "wax+"):
-            return
-    elif not isinstance(flags, int) or flags & os.O_ACCMODE != os.O_RDONLY:
-        return
-    _counting[os.path.abspath(os.fsdecode(path))] += 1
-
-
-@pytest.fixture(scope="session", autouse=True)
-def audit_hook() -> None:
-    global _installed
-    if not _installed:
-        sys.addaudithook(_hook)
-        _installed = True
-
-
-def counted(fx: Fixture, *argv: str, rc: int = 0) -> dict[str, int]:
-    """Reads per port-relative path under .agents/ during one command exiting with `rc`."""
-    global _counting
-    reads: collections.Counter[str] = collections.Counter()
-    _counting = reads
-    try:
-        r = run(fx.port, *argv)
-    finally:
-        _counting = None
-    assert r.rc == rc, r.err
-    agents = str(fx.port / ".agents") + os.sep
-    return {Path(p).relative_to(fx.port).as_posix(): n for p, n in reads.items()
-            if p.startswith(agents)}
 
 
 @pytest.fixture

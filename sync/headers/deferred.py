@@ -9,12 +9,17 @@ a feature being absent.
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
 from dataclasses import dataclass
 
 _MARK = re.compile(
     r"\b(?:deferred|not\s+(?:yet\s+)?ported|omitted|does\s+not\s+exist\s+in\s+this\s+tree"
     r"|not\s+implemented\s+here|no\s+c\+\+\s+(?:runtime\s+)?analogue)\b", re.I)
+# Every marker contains one of these (lower-cased): a plain substring test rules out most
+# files far faster than the case-insensitive regex, which tries each position.
+_HINTS = ("deferred", "ported", "omitted", "exist", "implemented", "analogue")
 _C_COMMENT = re.compile(r"\s*(?://+|/?\*+)(?P<text>.*?)(?:\*/)?\s*\Z")
 _HASH_COMMENT = re.compile(r"\s*#+(?P<text>.*?)\s*\Z")
 _HASH_SUFFIXES = (".py", ".pyi", ".sh", ".toml", ".cmake", ".txt", ".yml", ".yaml")
@@ -56,17 +61,76 @@ def _words(text: str) -> set[str]:
     return {w for w in out if len(w) >= MIN_WORD and w not in _STOP and not w.isdigit()}
 
 
-def _comments(text: str, path: str) -> list[str | None]:
-    """Each line's comment text (None for a line that is not a comment)."""
-    pattern = _HASH_COMMENT if path.lower().endswith(_HASH_SUFFIXES) else _C_COMMENT
-    out: list[str | None] = []
-    for line in text.splitlines():
-        m = pattern.match(line)
-        out.append(None if m is None else m.group("text").strip())
+def _may_mark(text: str) -> bool:
+    low = text.lower()
+    return any(h in low for h in _HINTS)
+
+
+def _comment(line: str, pattern: re.Pattern[str]) -> str | None:
+    m = pattern.match(line)
+    return None if m is None else m.group("text").strip()
+
+
+# Line breaks other than \n (and the \r of \r\n) that `str.splitlines` also splits at.
+_OTHER_BREAKS = re.compile("\r(?!\n)|[\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+def _finds(text: str, needle: str) -> list[int]:
+    """Every offset of `needle` in `text`."""
+    out, at = [], text.find(needle)
+    while at >= 0:
+        out.append(at)
+        at = text.find(needle, at + 1)
     return out
 
 
-def _lead(comments: list[str | None], i: int) -> list[str]:
+class _Comments:
+    """Each line's comment text (None for a line that is not a comment), read on demand:
+    only the lines around a marker are ever looked at. Lines are `str.splitlines`'s."""
+
+    def __init__(self, text: str, path: str) -> None:
+        # split("\n") is several times faster; it agrees with splitlines but for rare breaks.
+        self.plain = _OTHER_BREAKS.search(text) is None
+        self.raw = text.split("\n") if self.plain else text.splitlines()
+        if self.plain and self.raw and not self.raw[-1]:
+            self.raw.pop()  # a final newline ends the last line, it starts no new one
+        self.text = text
+        self.pattern = _HASH_COMMENT if path.lower().endswith(_HASH_SUFFIXES) else _C_COMMENT
+        self.memo: dict[int, str | None] = {}
+
+    def __len__(self) -> int:
+        return len(self.raw)
+
+    def __getitem__(self, i: int) -> str | None:
+        if i not in self.memo:
+            self.memo[i] = _comment(self.raw[i], self.pattern)
+        return self.memo[i]
+
+    def marked(self) -> list[int]:
+        """0-based lines holding a marker: one regex pass over the whole text (C speed)."""
+        if not self.plain:
+            kept = self.text.splitlines(keepends=True)
+            starts = list(itertools.accumulate((len(s) for s in kept), initial=0))
+            return sorted({bisect.bisect_right(starts, m.start()) - 1
+                           for m in _MARK.finditer(self.text)})
+        low = self.text.lower()
+        starts = sorted({low.rfind("\n", 0, at) + 1 for h in _HINTS for at in _finds(low, h)})
+        out: list[int] = []
+        pos = line = 0
+        for start in starts:
+            line += self.text.count("\n", pos, start)
+            pos = start
+            end = self.text.find("\n", start)
+            if _MARK.search(self.text, start, len(self.text) if end < 0 else end) is not None:
+                out.append(line)
+        return out
+
+    def outside(self, inside: set[int]) -> str:
+        """The text of every line but those in `inside` (1-based), joined by spaces."""
+        return " ".join(line for no, line in enumerate(self.raw, start=1) if no not in inside)
+
+
+def _lead(comments: _Comments, i: int) -> list[str]:
     """The comment lines before line i that belong to the marker's sentence."""
     lead: list[str] = []
     k = i - 1
@@ -82,14 +146,18 @@ def _lead(comments: list[str | None], i: int) -> list[str]:
 def paragraphs(text: str, path: str = "") -> list[tuple[int, str, list[str]]]:
     """(marker line, marker text, the paragraph's comment lines, the marker's sentence
     included) of each deferred paragraph."""
-    lines = _comments(text, path)
+    if not _may_mark(text):
+        return []  # most files: no marker anywhere, nothing to split into lines
+    return _paragraphs(_Comments(text, path))
+
+
+def _paragraphs(lines: _Comments) -> list[tuple[int, str, list[str]]]:
     out: list[tuple[int, str, list[str]]] = []
-    i = 0
-    while i < len(lines):
-        body = lines[i]
+    after = 0  # the first line a new paragraph may start on
+    for i in lines.marked():
+        body = lines[i] if i >= after else None
         if body is None or _MARK.search(body) is None:
-            i += 1
-            continue
+            continue  # the marker is in code, or inside the paragraph before
         para = [*_lead(lines, i), body]
         j = i + 1
         while j < len(lines) and len(para) < PARAGRAPH_LINES:
@@ -99,18 +167,30 @@ def paragraphs(text: str, path: str = "") -> list[tuple[int, str, list[str]]]:
             para.append(nxt)
             j += 1
         out.append((i + 1, body, para))
-        i = j
+        after = j
     return out
 
 
 def deferred(text: str, path: str = "") -> tuple[Deferred, ...]:
     """The file's deferred paragraphs, each with the words only it uses."""
-    found = paragraphs(text, path)
+    if not _may_mark(text):
+        return ()
+    lines = _Comments(text, path)
+    found = _paragraphs(lines)
     if not found:
         return ()
     inside = {no for start, _t, para in found
               for no in range(start - LEAD_LINES, start + len(para))}
-    outside = _words(" ".join(line for no, line in enumerate(text.splitlines(), start=1)
-                              if no not in inside))
-    return tuple(Deferred(start, body, frozenset(_words(" ".join(para)) - outside))
-                 for start, body, para in found)
+    rest = lines.outside(inside)
+    named = [(start, body, _words(" ".join(para))) for start, body, para in found]
+    # Only the paragraphs' own words need looking up outside them: a word that is not even
+    # a substring of the rest is not one of its words, and then the rest need not be split.
+    wanted = set().union(*(words for _s, _b, words in named))
+    low = rest.lower()
+    if any(w in low for w in wanted):
+        # A word of a token is a substring of the token: split only the tokens holding one.
+        near = [tok for tok in set(_TOKEN.findall(rest))
+                if any(w in tok.lower() for w in wanted)]
+        outside = _words(" ".join(near))
+        named = [(s, b, words - outside) for s, b, words in named]
+    return tuple(Deferred(start, body, frozenset(words)) for start, body, words in named)

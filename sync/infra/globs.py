@@ -39,3 +39,13 @@ def pattern(glob: str) -> re.Pattern[str]:
 
 def match(path: str, glob: str) -> bool:
     return pattern(glob).match(path) is not None
+
+
+def any_of(globs: tuple[str, ...]) -> re.Pattern[str]:
+    """One pattern matching what any of `globs` matches (one regex call per path)."""
+    key = "\0".join(globs)
+    pat = _CACHE.get(key)
+    if pat is None:
+        pat = re.compile("|".join(f"(?:{pattern(g).pattern})" for g in globs) or r"(?!)")
+        _CACHE[key] = pat
+    return pat

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from sync.infra import globs
+from sync.infra.cache import Store
 from sync.infra.notes import Notes
 from sync.steps import symbols
 from sync.steps.surface import Cite, Surface
@@ -37,6 +38,7 @@ HUGE = 150  # lines: a definition this long is compared statement by statement f
 SUSPECT_UNITS = 3  # a line range over more top-level definitions than this is suspect
 _PY = (".py", ".pyi")
 _RANGE = re.compile(r"(\d+)(?:-(\d+))?")
+_STORE = "symbols"  # per reference checkout: upstream commits' changes, by what they depend on
 
 How = Literal["symbols", "lines", "whole-file", "path-level"]
 
@@ -127,14 +129,31 @@ def gather(ref: gitio.Reference, commits: Iterable[history.Commit], surf: Surfac
     # Patches and syntax trees are acyclic and dropped when the pass returns; the cyclic
     # collector would only rescan the millions of objects kept meanwhile (it more than
     # doubled the pass's time).
+    store = Store(ref.path, _STORE)
+    cached = store.load()
+    keys = {c.sha: _key(c, surf, pin) for c in touching}
+    out = {c.sha: cached[keys[c.sha]] for c in touching
+           if isinstance(cached.get(keys[c.sha]), CommitChanges)}
+    missing = [c for c in touching if c.sha not in out]
     enabled = gc.isenabled()
     gc.disable()
     try:
-        out = _read(ref, touching, surf, pin)
+        if missing:
+            out.update(_read(ref, missing, surf, pin))
     finally:
         if enabled:
             gc.enable()
-    return Pass(out, gitio.PROCESS_COUNT - before)
+    if missing:
+        store.save({keys[sha]: changes for sha, changes in out.items()})
+    return Pass({c.sha: out[c.sha] for c in touching}, gitio.PROCESS_COUNT - before)
+
+
+def _key(c: history.Commit, surf: Surface, pin: str) -> tuple[object, ...]:
+    """What a commit's changes depend on: the commit (immutable), the pin (anchors are read
+    there when their SHA is not a commit), the citations of the paths it touches, and the
+    models it changes that no port file cites."""
+    related = sorted(_related(c, set(surf.cites)))
+    return (c.sha, pin, tuple((p, surf.cites.get(p, ())) for p in related), models(c, surf))
 
 
 def _read(ref: gitio.Reference, touching: list[history.Commit], surf: Surface,

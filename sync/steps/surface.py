@@ -14,6 +14,7 @@ and where it is in the port file, for the symbol pass; and each port file's DEFE
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -26,6 +27,7 @@ from sync.headers import oracles
 from sync.infra import globs
 from sync.port import Port
 from sync.records.config import Config, Mapping
+from sync.steps import scan
 
 _SKIP_DIRS = {".git", ".nox", "node_modules", "__pycache__", "build", ".venv"}
 
@@ -93,28 +95,40 @@ def is_mirrored(path: str, mirrored: tuple[str, ...]) -> bool:
 
 def port_files(port: Port) -> Iterator[Path]:
     """Every file under the ported roots matching the header globs, in sorted order."""
-    cfg = port.config
-    seen: set[Path] = set()
-    for root_rel in cfg.port_roots:
-        root = port.root / root_rel
-        if not root.is_dir():
+    wanted = globs.any_of(port.config.header_globs)
+    seen: set[str] = set()
+    root = str(port.root)
+    for root_rel in port.config.port_roots:
+        top = os.path.join(root, root_rel)
+        if not os.path.isdir(top):
             continue
-        for path in sorted(_walk(root)):
-            rel = path.relative_to(port.root).as_posix()
-            if path not in seen and any(globs.match(rel, g) for g in cfg.header_globs):
-                seen.add(path)
-                yield path
+        for path in sorted(_walk(top), key=_parts):
+            rel = os.path.relpath(path, root).replace(os.sep, "/")
+            if rel not in seen and wanted.match(rel) is not None:
+                seen.add(rel)
+                yield Path(path)
 
 
-def _walk(root: Path) -> Iterator[Path]:
-    for child in root.iterdir():
-        if child.is_dir() and not child.is_symlink():
-            if child.name not in _SKIP_DIRS:
-                yield from _walk(child)
-        elif child.is_file():
-            yield child
+def _parts(path: str) -> list[str]:
+    return path.split(os.sep)  # the order Path objects sort in: component by component
 
 
+def _walk(top: str) -> Iterator[str]:
+    """Files under `top` (os.scandir: one system call per directory), symlinked folders and
+    tool folders skipped."""
+    try:
+        entries = list(os.scandir(top))
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            if entry.is_dir(follow_symlinks=False):
+                if entry.name not in _SKIP_DIRS:
+                    yield from _walk(entry.path)
+            elif entry.is_file():
+                yield entry.path
+        except OSError:
+            continue
 
 
 def mapped_upstream(rel: str, mapping: Mapping) -> str | None:
@@ -149,21 +163,14 @@ def header_reader(port: Port, found: dict[str, headers.Header] | None = None
     return read
 
 
-def read_headers(port: Port) -> tuple[dict[str, headers.Header], dict[str, str]]:
-    """(port file -> its attributed header, port file -> its text) for every scanned file;
+def read_headers(port: Port) -> tuple[dict[str, headers.Header], dict[str, scan.FileScan]]:
+    """(port file -> its attributed header, port file -> its scan) for every scanned file;
     a citation another oracle's named citations explain (its SHA, its path root) is theirs."""
-    texts: dict[str, str] = {}
-    found: dict[str, headers.Header] = {}
-    for path in port_files(port):
-        rel = path.relative_to(port.root).as_posix()
-        try:
-            texts[rel] = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        found[rel] = port.header(rel, texts[rel])
+    scans = scan.scan_files(port.root, port_files(port), port.config.mirrored)
     ups = port.upstreams()
+    found = {rel: oracles.attribute(s.header, ups, rel) for rel, s in scans.items()}
     learned = oracles.learn(found.values(), ups)
-    return {rel: oracles.reattribute(h, learned, ups) for rel, h in found.items()}, texts
+    return {rel: oracles.reattribute(h, learned, ups) for rel, h in found.items()}, scans
 
 
 def _resolved(citation: headers.Citation, header: headers.Header) -> str:
@@ -174,11 +181,6 @@ def _resolved(citation: headers.Citation, header: headers.Header) -> str:
     full = {c.upstream_path for c in header.citations
             if "/" in c.path and c.path.rsplit("/", 1)[1] == citation.path}
     return full.pop() if len(full) == 1 else citation.upstream_path
-
-
-def _line_of(text: str, needle: str) -> int:
-    at = text.find(needle)
-    return 0 if at < 0 else text.count("\n", 0, at) + 1
 
 
 @dataclass
@@ -192,7 +194,7 @@ class _Refs:
         kind.setdefault(up, set()).add(rel)
 
 
-def _file_cites(rel: str, text: str, header: headers.Header, cfg: Config,
+def _file_cites(rel: str, found: scan.FileScan, header: headers.Header, cfg: Config,
                 refs: _Refs) -> list[Cite]:
     cites: list[Cite] = []
     core = [c for c in header.citations if c.oracle == headers.CORE]
@@ -209,9 +211,9 @@ def _file_cites(rel: str, text: str, header: headers.Header, cfg: Config,
         named = {c.path for c in cites}
         # Every path named in the body is kept for the symbol pass, which judges a whole-file
         # one a mention (never PORT-NOW on its own); those no verb cites are references too.
-        inline = headers.inline_paths(text, cfg.mirrored)
-        cites += [Cite(rel, up, _line_of(text, up), source="inline")
-                  for up in sorted((inline.cited | inline.mentioned) - named)]
+        inline = found.inline
+        cites += [Cite(rel, up, line, source="inline") for up, line in found.first_lines
+                  if up not in named]
         for up in inline.mentioned:
             refs.add(refs.mentioned, up, rel)
     for m in cfg.mappings:
@@ -227,17 +229,14 @@ def build(port: Port) -> Surface:
     cites: dict[str, list[Cite]] = {}
     deferred: dict[str, tuple[deferred_mod.Deferred, ...]] = {}
     refs = _Refs()
-    file_headers, texts = read_headers(port)
+    file_headers, scans = read_headers(port)
     for rel, header in file_headers.items():
-        text = texts[rel]
-        found = _file_cites(rel, text, header, cfg, refs)
+        found = _file_cites(rel, scans[rel], header, cfg, refs)
         for cite in found:
             by_upstream.setdefault(cite.path, set()).add(rel)
             cites.setdefault(cite.path, []).append(cite)
-        if found:
-            paras = deferred_mod.deferred(text, rel)
-            if paras:
-                deferred[rel] = paras
+        if found and scans[rel].deferred:
+            deferred[rel] = scans[rel].deferred
     return Surface(_sorted(by_upstream), file_headers, cfg.mirrored,
                    {k: tuple(v) for k, v in sorted(cites.items())}, deferred,
                    cfg.model_globs, _sorted(refs.watched), _sorted(refs.mentioned))

@@ -1,0 +1,196 @@
+"""A command's cost against its floor: the least any tool could spend on the same job.
+
+The floor of a command is a Python process that does only what the job cannot avoid: it
+reads, once, every file the command itself read (found by running the command once with
+an `open` audit hook), runs the one git process the job needs (for `sync`, the range's
+`git log -z --no-merges -M --name-status`; otherwise `git rev-parse HEAD` in the
+reference checkout) and, for `sync`, writes the two report files. Both are timed the same
+way (wall and CPU of the child, min and median over repetitions), so their ratio is the
+overhead of the tool itself: start-up, parsing, classification, rendering.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# Runs the command in process with an `open` audit hook; prints the files it read.
+_TRACE = """
+import json, os, sys
+seen = []
+def hook(event, args):
+    if event == "open" and isinstance(args[0], (str, bytes, os.PathLike)):
+        mode = args[1] or "r"
+        if not any(c in mode for c in "wax+") and not (args[2] or 0) & (os.O_WRONLY | os.O_RDWR):
+            seen.append(os.fsdecode(args[0]))
+sys.addaudithook(hook)
+from sync import cli
+code = cli.main(sys.argv[2:], out=open(os.devnull, "w"), err=open(os.devnull, "w"))
+out = sorted({os.path.realpath(p) for p in seen if os.path.isfile(p)})
+open(sys.argv[1], "w").write(json.dumps({"code": code, "files": out}))
+"""
+
+# The floor itself: read each file once, one git process, write the outputs.
+_FLOOR = """
+import json, subprocess, sys
+spec = json.load(open(sys.argv[1]))
+for path in spec["files"]:
+    with open(path, "rb") as fh:
+        fh.read()
+subprocess.run(spec["git"], stdout=subprocess.DEVNULL, check=True)
+for path, source in spec["writes"]:
+    with open(source, "rb") as fh, open(path, "wb") as out:
+        out.write(fh.read())
+"""
+
+
+@dataclass(frozen=True)
+class Timing:
+    wall: tuple[float, ...]
+    cpu: tuple[float, ...]
+    peak_rss_mb: float
+
+    @property
+    def wall_min(self) -> float:
+        return min(self.wall)
+
+    @property
+    def wall_median(self) -> float:
+        return statistics.median(self.wall)
+
+    @property
+    def cpu_median(self) -> float:
+        return statistics.median(self.cpu)
+
+
+def child_env() -> dict[str, str]:
+    """The environment a user's shell would give: no inherited git, sync or vLLM settings."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(("GIT_", "SYNC_", "VLLM_"))}
+
+
+def timed(argv: Sequence[str], runs: int, *, env: dict[str, str] | None = None,
+          before: Callable[[], None] | None = None) -> Timing:
+    """Wall, CPU (user + system) and peak RSS of `argv` as a child process, `runs` times.
+
+    `os.wait4` gives each child's own usage (RUSAGE_CHILDREN would report the largest
+    child this process ever had, across inputs).
+    """
+    walls, cpus, rss = [], [], 0.0
+    for _ in range(runs):
+        if before is not None:
+            before()
+        start = time.perf_counter()
+        proc = subprocess.Popen(list(argv), env=env or child_env(), stdout=subprocess.DEVNULL,
+                                stderr=subprocess.PIPE)
+        assert proc.stderr is not None
+        err = proc.stderr.read()
+        _, status, usage = os.wait4(proc.pid, 0)
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        walls.append(time.perf_counter() - start)
+        cpus.append(usage.ru_utime + usage.ru_stime)
+        rss = max(rss, usage.ru_maxrss / 1024)
+        if proc.returncode not in (0, 7):  # check's findings (7) are a result, not a failure
+            raise SystemExit(f"bench: {' '.join(argv[:6])} failed ({proc.returncode}): "
+                             f"{err.decode(errors='replace')[-400:]}")
+    return Timing(tuple(walls), tuple(cpus), rss)
+
+
+def files_read(args: Sequence[str], env: dict[str, str]) -> list[str]:
+    """Every file `upstream-sync ARGS` opens for reading, found with an audit hook."""
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "trace.json"
+        subprocess.run([sys.executable, "-c", _TRACE, str(out), *args], env=env, check=True)
+        doc = json.loads(out.read_text())
+    # The interpreter's own modules are start-up, not the job: count only the job's files.
+    prefixes = tuple({os.path.realpath(p) for p in (sys.prefix, sys.base_prefix)})
+    here = os.path.realpath(Path(__file__).resolve().parents[1])
+    return [p for p in doc["files"] if not p.startswith((*prefixes, here))]
+
+
+@dataclass(frozen=True)
+class Floor:
+    files: int
+    megabytes: float
+    timing: Timing
+
+
+@dataclass(frozen=True)
+class Job:
+    """What a command's floor does: the command's arguments (for its reads), the one git
+    process, the files it writes, and the environment both run in."""
+
+    args: tuple[str, ...]
+    git: tuple[str, ...]
+    writes: tuple[Path, ...]
+    env: dict[str, str]
+
+
+def floor(job: Job, runs: int) -> Floor:
+    """The floor of `upstream-sync ARGS`: its reads once, one git process, its writes."""
+    files = files_read(job.args, job.env)
+    git, writes = job.git, job.writes
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = Path(tmp) / "spec.json"
+        targets = [(str(Path(tmp) / f"out{i}"), str(w)) for i, w in enumerate(writes)]
+        spec.write_text(json.dumps({"files": files, "git": list(git), "writes": targets}))
+        timing = timed([sys.executable, "-I", "-c", _FLOOR, str(spec)], runs)
+    size = sum(os.path.getsize(f) for f in files) / 1e6
+    return Floor(len(files), size, timing)
+
+
+def command(port: Path, *args: str) -> list[str]:
+    return [sys.executable, "-m", "sync", "--port", str(port), *args]
+
+
+@dataclass(frozen=True)
+class Result:
+    """One command on one input against its floor, and the bar it is held to."""
+
+    input: str
+    name: str
+    timing: Timing
+    floor: Floor
+    bar: float  # the highest allowed ratio of wall medians
+
+    @property
+    def ratio(self) -> float:
+        return self.timing.wall_median / max(self.floor.timing.wall_median, 1e-9)
+
+    @property
+    def ok(self) -> bool:
+        return self.ratio <= self.bar
+
+    def as_doc(self) -> dict[str, Any]:
+        t, f = self.timing, self.floor.timing
+        return {"input": self.input, "command": self.name, "wall_min_s": t.wall_min,
+                "wall_median_s": t.wall_median, "cpu_median_s": t.cpu_median,
+                "peak_rss_mb": t.peak_rss_mb, "floor_wall_median_s": f.wall_median,
+                "floor_files": self.floor.files, "floor_mb": self.floor.megabytes,
+                "ratio": self.ratio, "bar": self.bar, "ok": self.ok}
+
+
+def row(r: Result) -> str:
+    t, f = r.timing, r.floor.timing
+    return (f"| {r.input} | `{r.name}` | {t.wall_min:.2f} / {t.wall_median:.2f} | "
+            f"{t.cpu_median:.2f} | {f.wall_median:.2f} ({r.floor.files} files, "
+            f"{r.floor.megabytes:.0f} MB) | {r.ratio:.1f}x | {r.bar:g}x | "
+            f"{'met' if r.ok else 'NOT MET'} |")
+
+
+HEADER = ("| input | command | wall min / median s | CPU s | floor s | ratio | bar | |\n"
+          "|---|---|---|---|---|---|---|---|")
+
+
+def reset_sync(port: Path) -> None:
+    """A first run: no report, no cache (the cache lives outside the tracked tree)."""
+    shutil.rmtree(port / ".agents/sync", ignore_errors=True)

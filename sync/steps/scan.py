@@ -1,0 +1,110 @@
+"""Reading the port's files: each scanned file's header, inline paths and DEFERRED paragraphs,
+worked out once per content.
+
+A file's scan is a function of its bytes (and of its name and the mirrored subtrees), so
+it is cached by a digest of them (`infra.cache`): a re-run parses only the files that
+changed. A file whose size, modification time and inode are what they were when its scan
+was cached is not even read again, unless it was modified within `RACY_S` of being
+cached (its time stamp could then hide a second change, as git's index knows).
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from sync.headers import citations as headers
+from sync.headers import deferred as deferred_mod
+from sync.infra.cache import Store, digest
+
+RACY_S = 2.0
+_STORE = "scan"
+
+
+@dataclass(frozen=True)
+class FileScan:
+    """What one port file says, before attribution (which depends on the port's oracles)."""
+
+    header: headers.Header  # as parsed
+    inline: headers.Inline  # upstream paths named in the file, cited or mentioned
+    first_lines: tuple[tuple[str, int], ...]  # each inline path's first line (1-based)
+    deferred: tuple[deferred_mod.Deferred, ...]
+
+
+def scan_text(rel: str, text: str, mirrored: tuple[str, ...]) -> FileScan:
+    inline = headers.inline_paths(text, mirrored)
+    first = tuple((up, _line_of(text, up)) for up in sorted(inline.cited | inline.mentioned))
+    return FileScan(headers.parse_header(text, rel), inline, first,
+                    deferred_mod.deferred(text, rel))
+
+
+def _line_of(text: str, needle: str) -> int:
+    at = text.find(needle)
+    return 0 if at < 0 else text.count("\n", 0, at) + 1
+
+
+_Stat = tuple[int, int, int]  # size, mtime_ns, inode
+
+
+@dataclass
+class _Cached:
+    stats: dict[str, tuple[_Stat, str]]  # rel -> (its stat when cached, its content key)
+    scans: dict[str, FileScan]  # content key -> scan
+
+
+def _load(store: Store) -> _Cached:
+    raw = store.load()
+    stats, scans = raw.get("stats"), raw.get("scans")
+    if isinstance(stats, dict) and isinstance(scans, dict):
+        return _Cached(stats, scans)
+    return _Cached({}, {})
+
+
+def scan_files(root: Path, files: Iterable[Path], mirrored: tuple[str, ...]) -> dict[str, FileScan]:
+    """port file -> its scan, for every readable file of `files` (in their order)."""
+    store = Store(root, _STORE)
+    cached = _load(store)
+    now = time.time()
+    out: dict[str, FileScan] = {}
+    stats: dict[str, tuple[_Stat, str]] = {}
+    scans: dict[str, FileScan] = {}
+    for path in files:
+        rel = path.relative_to(root).as_posix()
+        found = _scan(path, rel, mirrored, cached, now)
+        if found is None:
+            continue
+        key, stat, scan = found
+        out[rel] = scan
+        scans[key] = scan
+        if stat is not None:
+            stats[rel] = (stat, key)
+    if stats != cached.stats or scans.keys() != cached.scans.keys():
+        store.save({"stats": stats, "scans": scans})
+    return out
+
+
+def _scan(path: Path, rel: str, mirrored: tuple[str, ...], cached: _Cached,
+          now: float) -> tuple[str, _Stat | None, FileScan] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    stat = (st.st_size, st.st_mtime_ns, st.st_ino)
+    racy = now - st.st_mtime_ns / 1e9 < RACY_S
+    known = cached.stats.get(rel)
+    if known is not None and known[0] == stat and not racy and known[1] in cached.scans:
+        return known[1], stat, cached.scans[known[1]]
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    # The key covers what the scan depends on besides the bytes: the name (its comment
+    # style) and the mirrored subtrees.
+    key = digest(data + b"\0" + rel.encode() + b"\0" + "\0".join(mirrored).encode())
+    scan = cached.scans.get(key)
+    if scan is None:
+        scan = scan_text(rel, data.decode("utf-8", errors="replace"), mirrored)
+    return key, None if racy else stat, scan

@@ -1,0 +1,98 @@
+"""The cache of what is computed from content (`infra/cache.py`): a re-run parses only what
+changed, reads no unchanged port file, gives the same report, and a broken or planted cache
+is only a miss."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import time
+from pathlib import Path
+
+import pytest
+from openhook import reads_during, under
+from portfixture import Fixture, build, run, write
+
+from sync.infra import cache
+
+
+@pytest.fixture
+def fx(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Fixture:
+    monkeypatch.setenv("SYNC_CACHE_DIR", str(tmp_path / "cache"))
+    f = build(tmp_path)
+    _age(f.port / "src")
+    return f
+
+
+def _age(folder: Path) -> None:
+    """Files last modified a minute ago: their time stamps can be trusted (not racy)."""
+    past = time.time() - 60
+    for path in folder.rglob("*"):
+        os.utime(path, (past, past))
+
+
+def _report(fx: Fixture) -> tuple[str, str]:
+    md = fx.report()
+    return md.read_text(encoding="utf-8"), md.with_suffix(".json").read_text(encoding="utf-8")
+
+
+def test_a_rerun_reads_no_unchanged_port_file_and_writes_the_same_report(fx: Fixture) -> None:
+    first = under(fx, reads_during(fx, "sync"), "src")
+    assert first and all(n == 1 for n in first.values())
+    report = _report(fx)
+    assert under(fx, reads_during(fx, "sync"), "src") == {}
+    assert _report(fx) == report
+
+
+def test_a_changed_file_is_read_again_and_what_it_says_counts(fx: Fixture) -> None:
+    assert run(fx.port, "sync").rc == 0
+    write(fx.port, "src/orig.cpp", "// Ported from: vllm/b.py @ "
+          f"{fx.pin[:10]}\n\nint o;\n")
+    again = under(fx, reads_during(fx, "sync"), "src")
+    assert again == {"src/orig.cpp": 1}
+    assert "src/orig.cpp" in fx.report().with_suffix(".json").read_text(encoding="utf-8")
+
+
+def test_the_cached_report_equals_an_uncached_one(fx: Fixture,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    assert run(fx.port, "sync").rc == 0
+    assert run(fx.port, "sync").rc == 0
+    cached = _report(fx)
+    monkeypatch.setenv("SYNC_CACHE_DIR", cache.OFF)
+    fx.report().unlink()
+    assert run(fx.port, "sync").rc == 0
+    assert _report(fx) == cached
+
+
+def test_off_writes_no_cache(fx: Fixture, tmp_path: Path,
+                             monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SYNC_CACHE_DIR", cache.OFF)
+    assert run(fx.port, "sync").rc == 0
+    assert not (tmp_path / "cache").exists()
+
+
+class _Planted:
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        return (os.system, ("touch planted",))
+
+
+@pytest.mark.parametrize("content", [b"", b"not a pickle", b"\x80\x05K", "planted"])
+def test_a_broken_or_planted_cache_is_a_miss(fx: Fixture, content: bytes | str) -> None:
+    assert run(fx.port, "sync").rc == 0
+    report = _report(fx)
+    files = list(Path(os.environ["SYNC_CACHE_DIR"]).rglob("*.pickle"))
+    assert files
+    for f in files:
+        f.write_bytes(pickle.dumps((cache.fingerprint(), {"x": _Planted()}))
+                      if content == "planted" else bytes(content))
+    r = run(fx.port, "sync")
+    assert r.rc == 0, r.err
+    assert _report(fx) == report
+    assert not (fx.port / "planted").exists() and not Path("planted").exists()
+
+
+def test_the_cache_lives_outside_the_port(fx: Fixture) -> None:
+    assert run(fx.port, "sync").rc == 0
+    folder = cache.location(fx.port)
+    assert folder is not None and folder.is_dir()
+    assert not folder.is_relative_to(fx.port)
