@@ -13,7 +13,7 @@ import pytest
 from openhook import reads_during, under
 from portfixture import Fixture, build, run, write
 
-from sync.infra import cache
+from sync.infra import atomic, cache
 
 
 @pytest.fixture
@@ -96,3 +96,14 @@ def test_the_cache_lives_outside_the_port(fx: Fixture) -> None:
     folder = cache.location(fx.port)
     assert folder is not None and folder.is_dir()
     assert not folder.is_relative_to(fx.port)
+
+
+@pytest.mark.parametrize("planted", [atomic.write_bytes, cache.Store, os.system])
+def test_the_cache_unpickles_no_callable_but_records(planted: object, tmp_path: Path) -> None:
+    """A function (even this package's own) or a class that is not a record of data could be
+    called by the pickle's REDUCE: the unpickler refuses to build it."""
+    store = cache.Store(tmp_path, "scan")
+    assert store.path is not None
+    store.path.parent.mkdir(parents=True)
+    store.path.write_bytes(pickle.dumps((cache.fingerprint(), {"x": planted})))
+    assert store.load() == {}

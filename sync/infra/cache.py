@@ -18,6 +18,8 @@ package's own classes: a planted file cannot make loading run anything else.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import enum
 import hashlib
 import io
 import os
@@ -56,7 +58,12 @@ class _Unpickler(pickle.Unpickler):
         if module == "builtins" and name in _SAFE_BUILTINS:
             return super().find_class(module, name)
         if module == "sync" or module.startswith("sync."):
-            return super().find_class(module, name)
+            found = super().find_class(module, name)
+            # Only records of data: a function or any other callable could be invoked by
+            # the pickle's REDUCE.
+            if isinstance(found, type) and (dataclasses.is_dataclass(found)
+                                            or issubclass(found, enum.Enum)):
+                return found
         raise pickle.UnpicklingError(f"{module}.{name} is not allowed in the cache")
 
 
