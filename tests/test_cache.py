@@ -84,7 +84,7 @@ def test_a_broken_or_planted_cache_is_a_miss(fx: Fixture, content: bytes | str) 
     assert files
     for f in files:
         f.write_bytes(pickle.dumps((cache.fingerprint(), {"x": _Planted()}))
-                      if content == "planted" else bytes(content))
+                      if isinstance(content, str) else content)
     r = run(fx.port, "sync")
     assert r.rc == 0, r.err
     assert _report(fx) == report
@@ -107,3 +107,16 @@ def test_the_cache_unpickles_no_callable_but_records(planted: object, tmp_path: 
     store.path.parent.mkdir(parents=True)
     store.path.write_bytes(pickle.dumps((cache.fingerprint(), {"x": planted})))
     assert store.load() == {}
+
+
+def test_a_killed_save_leaves_no_temp_file_after_the_next_run(fx: Fixture) -> None:
+    assert run(fx.port, "sync").rc == 0
+    folder = cache.location(fx.port)
+    assert folder is not None
+    orphan = folder / ".scan.pickle.us999999999-dead.tmp"  # its writer (a pid) is gone
+    orphan.write_bytes(b"half a pickle")
+    assert atomic.is_orphan(orphan.name)
+    changed = min((fx.port / "src").rglob("*.*"))
+    changed.write_text(changed.read_text() + "\n// a change: the scan cache is saved again\n")
+    assert run(fx.port, "sync").rc == 0
+    assert not orphan.exists()

@@ -27,7 +27,7 @@ import pickle
 from pathlib import Path
 from typing import Any
 
-from sync.infra.atomic import write_bytes
+from sync.infra import atomic
 
 OFF = "off"
 _SAFE_BUILTINS = frozenset({"dict", "list", "tuple", "set", "frozenset", "str", "bytes", "int",
@@ -109,4 +109,5 @@ class Store:
         with contextlib.suppress(OSError, pickle.PicklingError, RecursionError, TypeError,
                                  AttributeError):
             data = pickle.dumps((fingerprint(), values), protocol=pickle.HIGHEST_PROTOCOL)
-            write_bytes(self.path, data)
+            atomic.sweep([(self.path.parent, False)])  # a killed save's temp file
+            atomic.write_bytes(self.path, data)
