@@ -252,7 +252,7 @@ def test_explain_prints_the_whole_derivation(world: World) -> None:
     assert lines[-2] == (f"result: PORT-NOW: {SCHED}::Scheduler.update_from_output → "
                          "src/scheduler.cpp (auto: symbol-hit)")
     # One git log for the range, one patch listing, one blob read.
-    assert lines[-1] == "git processes: 3"
+    assert lines[-1] == "git processes: 4"
 
 
 def test_explain_by_pr_and_json(world: World) -> None:

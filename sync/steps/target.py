@@ -206,7 +206,7 @@ def move(ref: gitio.Reference, commit: str, upstream_ref: str) -> str:
     head = gitio.head_sha(ref)
     if head == commit:
         return "kept"
-    on_branch = not ref.repo.head.is_detached
+    on_branch = not gitio.is_detached(ref)
     if (on_branch and head is not None and gitio.is_ancestor(ref, head, commit)
             and gitio.resolve(ref, upstream_ref) is not None
             and gitio.is_ancestor(ref, commit, upstream_ref)):

@@ -31,6 +31,7 @@ Every git process, ours and GitPython's, runs with one hardened environment (`en
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 import subprocess
@@ -38,10 +39,12 @@ import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-
-import git
+from typing import TYPE_CHECKING
 
 from sync.infra.errors import EnvironmentUnresolved, UsageError
+
+if TYPE_CHECKING:
+    import git
 
 # Counted so the benchmark can prove the number of git processes is constant.
 PROCESS_COUNT = 0
@@ -233,11 +236,28 @@ def start(repo: Path, args: Sequence[str]) -> Started:
 class Reference:
     """A reference checkout (upstream clone) opened for reading."""
 
-    path: Path
-    repo: git.Repo
+    path: Path  # its work tree (the repository itself when it is bare)
+    git_dir: Path
+
+    @property
+    def repo(self) -> git.Repo:
+        """GitPython's view of it, opened on first use: importing GitPython costs about a
+        tenth of a second and two `git version` processes, which most commands never need."""
+        return _gitpython(self.path)
 
     def git(self, *args: str, input: bytes | None = None, check: bool = True) -> bytes:
         return run(self.path, args, input=input, check=check).stdout
+
+
+@functools.cache
+def _gitpython(path: Path) -> git.Repo:
+    import git  # imported on first use: see Reference.repo
+
+    repo = git.Repo(path)
+    # GitPython's own git processes (status, fetch) get our hardened environment.
+    repo.git.update_environment(**{k: v for k, v in clean_env(path).items()
+                                   if k.startswith("GIT_")})
+    return repo
 
 
 def open_repo(path: Path, *, what: str = "reference checkout", variable: str = "VLLM_SOURCE",
@@ -248,17 +268,12 @@ def open_repo(path: Path, *, what: str = "reference checkout", variable: str = "
             f"{what} {path} does not exist", f"set {variable} to a full clone of the upstream"
         )
     scrub_environ()
-    try:
-        repo = git.Repo(path)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+    ref = _locate(path)
+    if ref is None:
         raise EnvironmentUnresolved(
             f"{what} {path} is not a git repository",
             f"set {variable} to a full clone of the upstream",
-        ) from None
-    ref = Reference(Path(repo.working_tree_dir or path), repo)
-    # GitPython's own git processes (status, fetch, cat-file) get our hardened environment.
-    repo.git.update_environment(**{k: v for k, v in clean_env(ref.path).items()
-                                   if k.startswith("GIT_")})
+        )
     if not allow_shallow and is_shallow(ref):
         raise EnvironmentUnresolved(
             f"{what} {path} is a shallow clone: history before its cut is invisible",
@@ -267,8 +282,24 @@ def open_repo(path: Path, *, what: str = "reference checkout", variable: str = "
     return ref
 
 
+def _locate(path: Path) -> Reference | None:
+    """`path` as a repository: its work tree's top (or the bare repository, or the work tree
+    whose git directory it is), never a folder inside some other repository."""
+    proc = run(path, ["rev-parse", "--is-bare-repository", "--absolute-git-dir",
+                      "--show-prefix"], check=False)
+    lines = proc.stdout.decode("utf-8", "surrogateescape").split("\n")
+    if proc.returncode != 0 or len(lines) < 3 or lines[2]:
+        return None
+    here, git_dir = Path(os.path.abspath(path)), Path(lines[1])
+    if lines[0] == "true":
+        return Reference(here, git_dir)
+    if here.resolve() == git_dir.resolve():
+        return Reference(here.parent, git_dir)  # the work tree's .git itself
+    return Reference(here, git_dir)
+
+
 def is_shallow(ref: Reference) -> bool:
-    return Path(ref.repo.git_dir, "shallow").exists()
+    return (ref.git_dir / "shallow").exists()
 
 
 def resolve(ref: Reference, rev: str) -> str | None:
@@ -303,10 +334,13 @@ def is_dirty(ref: Reference) -> bool:
 
 
 def head_sha(ref: Reference) -> str | None:
-    try:
-        return str(ref.repo.head.commit.hexsha)
-    except ValueError:
-        return None
+    """The commit HEAD is at; None on an unborn branch."""
+    proc = run(ref.path, ["rev-parse", "--verify", "--quiet", "HEAD^{commit}"], check=False)
+    return proc.stdout.decode().strip() or None if proc.returncode == 0 else None
+
+
+def is_detached(ref: Reference) -> bool:
+    return run(ref.path, ["symbolic-ref", "--quiet", "HEAD"], check=False).returncode != 0
 
 
 def fetch(ref: Reference, remote: str, branch: str,
@@ -319,6 +353,8 @@ def fetch(ref: Reference, remote: str, branch: str,
     however large the fetch: a log gets no line per percent). `tag`, when the checkout
     does not have it yet, is fetched too (a release tag off the fetched branch).
     """
+    import git  # imported on first use: see Reference.repo
+
     check_rev(remote)
     check_rev(branch)
     try:
@@ -356,6 +392,8 @@ def _wants_tag(ref: Reference, tag: str) -> bool:
 
 
 def _progress(say: Callable[[str], None] | None, live: bool) -> git.RemoteProgress:
+    import git  # imported on first use: see Reference.repo
+
     class _Progress(git.RemoteProgress):
         def update(self, op_code: int, cur_count: str | float,
                    max_count: str | float | None = None, message: str = "") -> None:

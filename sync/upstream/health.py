@@ -60,7 +60,7 @@ def _n(n: int, noun: str) -> str:
 
 def tree(ref: gitio.Reference) -> Tree:
     """The work tree's state from one `git status --porcelain -z` (untracked files ignored)."""
-    index = Path(ref.repo.git_dir) / "index"
+    index = ref.git_dir / "index"
     out = ref.git("status", "--porcelain=v1", "-z", "--untracked-files=no",
                   "--ignore-submodules", check=False)
     staged = staged_deleted = unstaged = unstaged_deleted = 0
