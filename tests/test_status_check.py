@@ -251,3 +251,10 @@ def test_check_on_a_port_without_a_registry_says_so_and_passes(copy: Path) -> No
     r = run(copy, "check", "--no-audit")
     assert r.rc == 0, r.out + r.err
     assert "no oracle registry (.agents/oracles/*.md)" in r.out + r.err
+
+
+def test_check_reports_a_broken_carry_over_record(copy: Path) -> None:
+    (copy / ".agents/sync").mkdir(exist_ok=True)
+    (copy / ".agents/sync/carry-over.toml").write_text('schema = 1\n[carried."zz"]\n')
+    lines = _check_lines(copy)
+    assert len(lines) == 1 and lines[0].startswith(".agents/sync/carry-over.toml"), lines

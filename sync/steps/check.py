@@ -17,6 +17,7 @@ from sync.infra.atomic import read_record
 from sync.infra.errors import MalformedRecord, SyncError
 from sync.port import Port
 from sync.records import (
+    carryover,
     cycle,
     decisions,
     events,
@@ -124,13 +125,15 @@ def _oracle_file(path: Path, root: Path, pin: pins.Pin | None) -> list[Finding]:
 
 
 def _records(port: Port) -> list[Finding]:
-    """The ledger (when there is one), the decisions and the cycle load."""
+    """The ledger (when there is one), the decisions, the carry-over record and the cycle
+    load."""
     out: list[Finding] = []
     ledger_path = port.root / port.config.ledger
     if ledger_path.exists():
         out += _ledger(port, ledger_path)
     dec = port.sync_dir / decisions.FILE
     out += _loads(lambda: decisions.load(dec, rel=port.rel(dec)))
+    out += _loads(lambda: carryover.load(port.carry_over_path, rel=port.rel(port.carry_over_path)))
     out += _loads(lambda: cycle.load(port))
     out += _loads(lambda: inventory.load(port))  # it must read as text, like every record
     return out

@@ -104,6 +104,7 @@ def test_a_broken_protocol_file_is_a_typed_refusal_for_every_command(
 # Each record, and the commands that read it: (record path, commands).
 RECORDS: dict[str, tuple[str, tuple[tuple[str, ...], ...]]] = {
     "decisions": (".agents/sync/decisions.toml", (("sync",), ("check", "--no-audit"))),
+    "carry-over": (".agents/sync/carry-over.toml", (("sync",), ("check", "--no-audit"))),
     "cycle": (".agents/sync/cycle.toml", (("sync",), ("check", "--no-audit"), ("status",))),
     "ledger": (".agents/parity-ledger.md", (("sync",), ("check", "--no-audit"))),
     "inventory": (".agents/porting-inventory.md", (("sync",), ("check", "--no-audit"))),
