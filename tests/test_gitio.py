@@ -50,3 +50,16 @@ def test_a_failed_background_git_is_a_typed_error(fx: Fixture) -> None:
     job = gitio.start(fx.reference, ["log", "--end-of-options", "no-such-revision"])
     with pytest.raises(EnvironmentUnresolved, match="git log failed"):
         job.wait()
+
+
+def test_a_checkout_opens_at_its_top_and_by_its_git_dir_never_from_inside(fx: Fixture) -> None:
+    top = gitio.open_repo(fx.reference)
+    assert top.path == fx.reference and top.git_dir == (fx.reference / ".git").resolve()
+    assert gitio.open_repo(fx.reference / ".git").path == fx.reference
+    inside = fx.reference / "vllm"
+    assert inside.is_dir()
+    with pytest.raises(EnvironmentUnresolved, match="is not a git repository"):
+        gitio.open_repo(inside)
+    assert not gitio.is_detached(top) and gitio.head_sha(top) == fx.pin
+    gitio.run(fx.reference, ["checkout", "-q", "--detach", "HEAD"])
+    assert gitio.is_detached(top)
