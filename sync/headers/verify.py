@@ -39,14 +39,14 @@ def probe(ref: gitio.Reference, pin: str, shas: Iterable[str], upstream_ref: str
     """Where each cited SHA (as written) stands against `pin` on the upstream line.
 
     Three git processes whatever the number of SHAs: one cat-file to resolve
-    them all, one rev-list for the pin's ancestry, one for `pin..upstream_ref`.
+    them all, one rev-list for those the pin does not reach, one for `pin..upstream_ref`.
     """
     gitio.check_rev(pin)
     gitio.check_rev(upstream_ref)
     wanted = list(dict.fromkeys(shas))
     probe = [s for s in wanted if _SHA_WORD.fullmatch(s)]
     pin_sha, up_sha, commits = _resolve(ref, pin, upstream_ref, probe)
-    behind = set(ref.git("rev-list", "--end-of-options", pin_sha).decode().split())
+    behind = _reached(ref, pin_sha, set(commits.values()))
     ahead = set(ref.git("rev-list", "--end-of-options", up_sha, f"^{pin_sha}").decode().split())
     out: dict[str, ShaStatus] = {s: "not-upstream" for s in wanted}
     for s, commit in commits.items():
@@ -57,6 +57,19 @@ def probe(ref: gitio.Reference, pin: str, shas: Iterable[str], upstream_ref: str
         elif commit in ahead:
             out[s] = "ahead"
     return Probe(pin_sha, out, commits)
+
+
+def _reached(ref: gitio.Reference, pin: str, commits: set[str]) -> set[str]:
+    """Which of `commits` the pin reaches: those `rev-list COMMITS ^PIN` does not list.
+
+    Bounded by what lies between the commits and the pin, never the pin's whole history
+    (about 18,000 commits upstream, a third of a second).
+    """
+    if not commits:
+        return set()
+    listed = ref.git("rev-list", "--stdin", "--end-of-options", f"^{pin}",
+                     input="".join(f"{c}\n" for c in sorted(commits)).encode())
+    return commits - set(listed.decode().split())
 
 
 def _resolve(ref: gitio.Reference, pin: str, upstream_ref: str,
