@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 
 _CACHE: dict[str, re.Pattern[str]] = {}
+_ANY: dict[tuple[str, ...], re.Pattern[str]] = {}  # any_of, by its globs
 
 
 def pattern(glob: str) -> re.Pattern[str]:
@@ -43,9 +44,8 @@ def match(path: str, glob: str) -> bool:
 
 def any_of(globs: tuple[str, ...]) -> re.Pattern[str]:
     """One pattern matching what any of `globs` matches (one regex call per path)."""
-    key = "\0".join(globs)
-    pat = _CACHE.get(key)
+    pat = _ANY.get(globs)
     if pat is None:
         pat = re.compile("|".join(f"(?:{pattern(g).pattern})" for g in globs) or r"(?!)")
-        _CACHE[key] = pat
+        _ANY[globs] = pat
     return pat

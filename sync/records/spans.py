@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from sync.infra import globs as globs_mod
 from sync.infra.atomic import read_text
 from sync.infra.errors import MalformedRecord, UsageError
-from sync.infra.globs import match as glob_match
 from sync.records.pins import Pin
 
 Kind = Literal["commit", "label"]
@@ -151,16 +151,17 @@ def files(root: Path, globs: tuple[str, ...], skip: tuple[str, ...] = ()) -> lis
     upstream's, escaped, and never a restatement of the pin by a person)."""
     found: list[Path] = []
     skipped = {d.strip("/") for d in skip}
+    wanted = globs_mod.any_of(globs)
     for dirpath, dirnames, filenames in os.walk(root):
         rel_dir = Path(dirpath).relative_to(root).as_posix()
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS
                              and (d if rel_dir == "." else f"{rel_dir}/{d}") not in skipped)
         for name in sorted(filenames):
             rel = name if rel_dir == "." else f"{rel_dir}/{name}"
+            if wanted.match(rel) is None:
+                continue  # most files: no system call at all
             full = Path(dirpath) / name
-            if full.is_symlink() or not full.is_file():
-                continue
-            if any(glob_match(rel, g) for g in globs):
+            if not full.is_symlink() and full.is_file():
                 found.append(full)
     return found
 
