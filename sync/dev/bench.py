@@ -48,6 +48,7 @@ class Input:
     reference: Path
     pin: str
     target: str
+    cache: Path  # the runs' SYNC_CACHE_DIR (emptied before each first run)
 
 
 def _git_log(inp: Input) -> list[str]:
@@ -62,10 +63,11 @@ def _report(inp: Input) -> list[Path]:
 
 def measure(inp: Input, runs: int) -> list[Result]:
     """sync (first run, re-run), check, audit, status on `inp`, each against its floor."""
-    env = {**floors.child_env(), "VLLM_SOURCE": str(inp.reference)}
+    env = _env(inp)
     sync = floors.command(inp.port, "sync", "--target", inp.target)
     say(f"{inp.name}: sync, first runs")
-    first = floors.timed(sync, runs, env=env, before=lambda: floors.reset_sync(inp.port))
+    first = floors.timed(sync, runs, env=env,
+                         before=lambda: floors.reset_sync(inp.port, inp.cache))
     again = floors.timed(sync, runs, env=env)
     out = [Result(inp.name, "sync", first, _floor(inp, sync, _git_log(inp), runs), 3.0)]
     out.append(Result(inp.name, "sync (unchanged tree)", again, out[0].floor, 1.5))
@@ -78,9 +80,14 @@ def measure(inp: Input, runs: int) -> list[Result]:
     return out
 
 
+def _env(inp: Input) -> dict[str, str]:
+    return {**floors.child_env(), "VLLM_SOURCE": str(inp.reference),
+            "SYNC_CACHE_DIR": str(inp.cache)}
+
+
 def _floor(inp: Input, argv: list[str], git: list[str], runs: int, *,
            writes: bool = True) -> floors.Floor:
-    env = {**floors.child_env(), "VLLM_SOURCE": str(inp.reference)}
+    env = _env(inp)
     args = tuple(argv[argv.index("-m") + 2:])  # after `-m sync`
     job = floors.Job(args, tuple(git), tuple(_report(inp)) if writes else (), env)
     return floors.floor(job, runs)
@@ -93,12 +100,12 @@ def real_shaped(root: Path, commits: int, runs: int) -> list[Result]:
     for size in (300, commits):
         pin = up.shas[-1 - size]
         port = realshape.build_port(root / f"rs-{size}", up, pin)
-        out += measure(Input(f"real-shaped, {size} commits", port, up.repo, pin, up.shas[-1]),
-                       runs)
+        out += measure(Input(f"real-shaped, {size} commits", port, up.repo, pin, up.shas[-1],
+                             root / f"cache-{size}"), runs)
     return out
 
 
-def real_case(case: Path, runs: int) -> list[Result]:
+def real_case(case: Path, runs: int, cache: Path) -> list[Result]:
     """The shared real case, prepared by its prepare.sh; `init` first when it has no config."""
     import subprocess
 
@@ -111,7 +118,7 @@ def real_case(case: Path, runs: int) -> list[Result]:
     target = subprocess.run(["git", "-C", str(ref), "rev-parse", "origin/main"],
                             env=hermetic_env(), check=True, capture_output=True,
                             text=True).stdout.strip()
-    return measure(Input(f"real case ({case.name})", port, ref, pin, target), runs)
+    return measure(Input(f"real case ({case.name})", port, ref, pin, target, cache), runs)
 
 
 def synthetic_rows(root: Path, commits: int) -> list[dict[str, Any]]:
@@ -164,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         root = Path(tmp)
         results = real_shaped(root, args.real_commits, args.runs)
         if args.case is not None:
-            results += real_case(args.case.resolve(), args.runs)
+            results += real_case(args.case.resolve(), args.runs, root / "cache-case")
         rows = synthetic_rows(root, args.commits)
         warm = _warm(args, root, rows)
     constant = len({r["git_processes"] for r in rows}) == 1

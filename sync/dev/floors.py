@@ -109,7 +109,9 @@ def files_read(args: Sequence[str], env: dict[str, str]) -> list[str]:
     """Every file `upstream-sync ARGS` opens for reading, found with an audit hook."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "trace.json"
-        subprocess.run([sys.executable, "-c", _TRACE, str(out), *args], env=env, check=True)
+        # Traced without the cache: the floor reads every file a run must scan at least once.
+        subprocess.run([sys.executable, "-c", _TRACE, str(out), *args],
+                       env={**env, "SYNC_CACHE_DIR": "off"}, check=True)
         doc = json.loads(out.read_text())
     # The interpreter's own modules are start-up, not the job: count only the job's files.
     prefixes = tuple({os.path.realpath(p) for p in (sys.prefix, sys.base_prefix)})
@@ -191,6 +193,7 @@ HEADER = ("| input | command | wall min / median s | CPU s | floor s | ratio | b
           "|---|---|---|---|---|---|---|---|")
 
 
-def reset_sync(port: Path) -> None:
-    """A first run: no report, no cache (the cache lives outside the tracked tree)."""
+def reset_sync(port: Path, cache: Path) -> None:
+    """A first run: no report, and an empty cache (`cache`, the run's SYNC_CACHE_DIR)."""
     shutil.rmtree(port / ".agents/sync", ignore_errors=True)
+    shutil.rmtree(cache, ignore_errors=True)

@@ -141,9 +141,11 @@ def run_sync(port: Path, pin: str, target: str, shim: tuple[Path, Path],
     shim_dir, counter = shim
     env = floors.child_env()
     env["PATH"] = f"{shim_dir}{os.pathsep}{env.get('PATH', '')}"
+    cache = port.parent / "cache"
+    env["SYNC_CACHE_DIR"] = str(cache)
     argv = floors.command(port, "sync", "--json", "--target", target)
     counter.write_text("")
-    timing = floors.timed(argv, runs, env=env, before=lambda: floors.reset_sync(port))
+    timing = floors.timed(argv, runs, env=env, before=lambda: floors.reset_sync(port, cache))
     calls = len(counter.read_text().splitlines()) // runs
     doc = json.loads(subprocess.run(argv, env=env, capture_output=True, check=True).stdout)
     return {"wall_s": timing.wall_median, "wall_min_s": timing.wall_min,
