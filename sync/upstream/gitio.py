@@ -302,14 +302,28 @@ def is_shallow(ref: Reference) -> bool:
     return (ref.git_dir / "shallow").exists()
 
 
+# What a full SHA names, and which of two full SHAs is an ancestor of the other, never
+# change (objects are immutable, replace objects are off): asked by several steps of one
+# command, they are answered by git once. Only what was found is kept: an object may
+# arrive (a fetch) later in the same command.
+_FULL_SHA = re.compile(r"[0-9a-f]{40}|[0-9a-f]{64}")
+_KNOWN: dict[tuple[Path, str, str, str], str | bool] = {}
+
+
 def resolve(ref: Reference, rev: str) -> str | None:
     """Full SHA of the commit `rev` names, or None when it does not resolve."""
     check_rev(rev)
+    key = (ref.path, "commit", rev, "")
+    if key in _KNOWN:
+        return str(_KNOWN[key])
     proc = run(ref.path, ["rev-parse", "--verify", "--quiet", "--end-of-options",
                           f"{rev}^{{commit}}"], check=False)
     if proc.returncode != 0:
         return None
-    return proc.stdout.decode().strip()
+    sha = proc.stdout.decode().strip()
+    if _FULL_SHA.fullmatch(rev):
+        _KNOWN[key] = sha
+    return sha
 
 
 def has_commit(ref: Reference, sha: str) -> bool:
@@ -319,6 +333,9 @@ def has_commit(ref: Reference, sha: str) -> bool:
 def is_ancestor(ref: Reference, ancestor: str, descendant: str) -> bool:
     check_rev(ancestor)
     check_rev(descendant)
+    key = (ref.path, "ancestor", ancestor, descendant)
+    if key in _KNOWN:
+        return bool(_KNOWN[key])
     proc = run(ref.path, ["merge-base", "--is-ancestor", "--end-of-options", ancestor, descendant],
                check=False)
     if proc.returncode not in (0, 1):
@@ -326,6 +343,8 @@ def is_ancestor(ref: Reference, ancestor: str, descendant: str) -> bool:
             f"cannot compare {short(ancestor)} and {short(descendant)} in {ref.path}",
             "make sure both commits exist in the reference checkout",
         )
+    if _FULL_SHA.fullmatch(ancestor) and _FULL_SHA.fullmatch(descendant):
+        _KNOWN[key] = proc.returncode == 0
     return proc.returncode == 0
 
 
