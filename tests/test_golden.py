@@ -24,7 +24,7 @@ from sync.steps.verify import golden
 
 CONFIG = """\
 [oracles.vllm]
-build_env = { VLLM_USE_PRECOMPILED = "1" }
+build_env = { VLLM_PRECOMPILED_WHEEL_LOCATION = "{wheel}" }
 build_mode = "precompiled"
 require_flashinfer = false
 

@@ -12,7 +12,7 @@ import tomli_w
 from sync.cli.context import Context, add_json
 from sync.infra.atomic import read_text, write_text
 from sync.infra.errors import UsageError
-from sync.records import config, prefs
+from sync.records import config, modes, prefs
 from sync.steps import discover
 
 
@@ -39,6 +39,7 @@ def _config(root: Path, found: dict[str, Any]) -> dict[str, Any]:
     doc: dict[str, Any] = {"schema": config.SCHEMA, "paths": found["paths"]}
     if found["port_roots"]:
         doc["surface"] = {"port_roots": found["port_roots"], "mirrored": ["vllm/"]}
+    doc.update(modes.init_doc(root / found["paths"]["protocol"]))  # build_mode from the suffix
     config.parse(tomli_w.dumps(doc))  # what we write must load
     return doc
 

@@ -184,9 +184,7 @@ def _new_pin(port: Port, m: Measured) -> tuple[syncrun.Result, Probe, pins.Pin]:
     if probe.runtime_version is None or probe.distribution_version is None:
         raise BlockedCycle("the oracle measurement has no version strings",
                            "rebuild the oracle at the target")
-    new = pins.from_values(m.cycle.target, probe.runtime_version, probe.distribution_version,
-                           probe.flashinfer_version or port.pin_record().pin.flashinfer_version,
-                           path=port.rel(port.protocol))
+    new = oracle_verify.measured_pin(port, probe)  # at m.cycle.target: verified there
     return result, probe, new
 
 
