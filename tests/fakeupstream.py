@@ -143,7 +143,8 @@ touch = os.environ.get("FAKE_UPSTREAM_TOUCH")
 if touch:
     with open(touch, "a") as fh:
         fh.write("touched by the %s build\\n" % DIST)
-setup(name=DIST, version=dist_version, packages=[PACKAGE], package_data={{PACKAGE: ["*.so"]}})
+setup(name=DIST, version=dist_version, packages=[PACKAGE], package_data={{PACKAGE: ["*.so"]}},
+      entry_points={{"console_scripts": ["%s-add = %s.ops:add" % (DIST, PACKAGE)]}})
 '''
 
 PYPROJECT = '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n'
@@ -296,8 +297,15 @@ def add_distribution(site: Path, name: str, version: str) -> Path:
     return d
 
 
-def copy_env(src: Path, dst: Path) -> Path:
+def copy_env(src: Path, dst: Path, *, relocate: bool = True) -> Path:
+    """A copy of an environment; `relocate` points its scripts' shebangs at the copy's own
+    Python, as a relocation would (without it, they still run the original's)."""
     shutil.copytree(src, dst, symlinks=True)
+    for script in (dst / "bin").iterdir() if relocate else ():
+        if script.is_file() and not script.is_symlink():
+            data = script.read_bytes()
+            if data.startswith(f"#!{src}/".encode()):
+                script.write_bytes(data.replace(str(src).encode(), str(dst).encode(), 1))
     return dst
 
 

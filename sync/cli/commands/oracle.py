@@ -174,7 +174,7 @@ def run_adopt(args: argparse.Namespace, ctx: Context) -> int:
         print(f"adopted {done.real} as oracle {args.oracle} at {v.probe.commit[:10]}: "
               f"{done.env}; {_describe(v.identity)}", file=ctx.out)
     if done.record is None:
-        raise oracle_verify.refusal(args.oracle, v)
+        raise oracle_verify.refusal(args.oracle, v, adopting=True)
     return 0
 
 

@@ -106,16 +106,15 @@ def adopt(port: Port, prefs: Preferences, oracle_id: str, path: Path,
     commit, role = verify_commit(port, prefs, oracle_id, commit_spec)
     real = _target(path, port, prefs)
     env = env_path(home, oracle_id, commit)
-    if (env.exists() or env.is_symlink()) and env.resolve() != real:
-        raise UsageError(f"{env} already exists (it is {env.resolve()})",
-                         "drop it ('upstream-sync oracle gc', or remove it), then adopt again")
-    note(f"measuring {real} as oracle {oracle_id} at {commit[:10]} ({role})")
     p = probe_env(port, prefs, oracle_id, commit, real, home)
     record = _measured(port, prefs, p, real)
     found = oracle_verify.check(port, prefs, replace(p, build=record), role)
     v = oracle_verify.Verification(p, tuple(found), oracle_verify.identity(p), role)
     if found or record is None:
         return Adopted(env, real, v, None)
+    if (env.exists() or env.is_symlink()) and env.resolve() != real:
+        raise UsageError(f"{env} already exists (it is {env.resolve()})",
+                         "drop it ('upstream-sync oracle gc', or remove it), then adopt again")
     uv = build.find_uv()
     record = replace(record, freeze_sha256=build.freeze(real, uv, _runner(real)))
     write_marker(real, record)

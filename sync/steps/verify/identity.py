@@ -500,13 +500,15 @@ def verify_gate(port: Port, prefs: Preferences, oracle_id: str, commit_spec: str
     return v
 
 
-def refusal(oracle_id: str, v: Verification) -> IdentityMismatch:
+def refusal(oracle_id: str, v: Verification, *, adopting: bool = False) -> IdentityMismatch:
     n = len(v.mismatches)
+    build = f"upstream-sync oracle build --oracle {oracle_id} --commit {v.probe.commit}"
+    fix = (f"it is not the oracle of {v.probe.commit[:10]}: build one ('{build}') instead "
+           "(--json lists every mismatch)" if adopting else
+           f"rebuild it ('{build} --rebuild') or correct the records from a measured oracle")
     return IdentityMismatch(
         f"oracle {oracle_id} at {v.probe.commit[:10]} refused ({n} mismatch"
-        f"{'es' if n != 1 else ''}): {v.verdict}",
-        f"rebuild it ('upstream-sync oracle build --oracle {oracle_id} --commit "
-        f"{v.probe.commit} --rebuild') or correct the records from a measured oracle")
+        f"{'es' if n != 1 else ''}): {v.verdict}", fix)
 
 
 def require(port: Port, prefs: Preferences, oracle_id: str, commit_spec: str | None = None,

@@ -2,8 +2,8 @@
 
 Three readings, none of which runs the oracle's code:
 
-- its RECORD (what pip or uv wrote at the install): every hashed file is hashed again,
-  and the RECORD's own digest is what the build record is bound to, so a record copied
+- its RECORD (what pip or uv wrote at the install): every hashed file in site-packages is
+  hashed again, and the RECORD's own digest is what the build record is bound to, so a record copied
   from another environment, or written by hand, no longer matches;
 - the `_version.py` setuptools-scm wrote, read as literals (`ast`), never imported: its
   `__commit_id__` is the second measurement of the commit, beside the version string;
@@ -85,7 +85,9 @@ def read(dist_info: Path, module: str) -> Installed:
     record = (dist_info / "RECORD").read_bytes()
     site = dist_info.parent
     rows = _rows(record)
-    hashed = [r for r in rows if len(r) > 1 and r[1]]
+    # Scripts outside site-packages (`../../../bin/vllm`) carry the env's own path in their
+    # shebang, which a relocation rewrites; they are checked by `foreign_scripts` instead.
+    hashed = [r for r in rows if len(r) > 1 and r[1] and not r[0].startswith("..")]
     changed = tuple(r[0] for r in hashed if not _check(site, r))
     blobs: dict[str, str] = {}
     for row in rows:
