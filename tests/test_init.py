@@ -87,7 +87,9 @@ def test_init_writes_a_loadable_config(tmp: Path) -> None:
         "]\n"
         "mirrored = [\n"
         '    "vllm/",\n'
-        "]\n"
+        "]\n\n"
+        "[oracles.vllm]\n"  # the build mode the pin block's suffix (.precompiled) names
+        'build_mode = "precompiled"\n'
     )
     cfg = config.load(root)
     assert (cfg.protocol, cfg.ledger, cfg.inventory, cfg.oracles) == (
