@@ -118,35 +118,6 @@ def oracle(session: nox.Session) -> None:
     _run(session, "oracle", "verify")
 
 
-@nox.session(name="real-oracle", default=False)
-def real_oracle(session: nox.Session) -> None:
-    """A real vLLM oracle from a real case, Python-only (`empty`), built and verified:
-    nox -s real-oracle -- CASE [--work DIR] [--at REF] (not in CI; minutes, ~3 GB)."""
-    ap = argparse.ArgumentParser(prog="nox -s real-oracle --")
-    ap.add_argument("case", help="the case folder: prepare.sh (shared/cases/late-july), or "
-                    "one holding vllm/ and port/")
-    ap.add_argument("--work", default=str(Path(tempfile.gettempdir()) / "upstream-sync-real"),
-                    help="where the case is prepared (default: %(default)s)")
-    ap.add_argument("--at", metavar="REF", help="also pin a copy of the port to the oracle "
-                    "measured at REF (a release tag, e.g. v0.23.1rc0) and verify it there")
-    args = ap.parse_args(session.posargs)
-    _install(session)
-    said = session.run("python", "-m", "sync.dev.realoracle", "prepare", args.case, "--work",
-                       args.work, silent=True)
-    session.log(str(said).strip())
-    where = json.loads(str(said).strip().splitlines()[-1])
-    env = {"VLLM_SOURCE": where["source"], "SYNC_ORACLE_HOME": where["home"]}
-    for action in (["build", "--if-missing"], ["verify"]):
-        session.run("upstream-sync", "--port", where["port"], "oracle", *action, env=env)
-    session.run("upstream-sync", "--port", where["port"], "status", env=env)
-    if args.at:
-        said = session.run("python", "-m", "sync.dev.realoracle", "pin-at", args.at, "--case",
-                           args.case, "--work", args.work, env=env, silent=True)
-        session.log(str(said).strip())
-        at = json.loads(str(said).strip().splitlines()[-1])["port"]
-        session.run("upstream-sync", "--port", at, "oracle", "verify", env=env)
-
-
 @nox.session(default=False, tags=["gate"])
 def golden(session: nox.Session) -> None:
     """Step 6: regenerate goldens with the verified oracle (PENDING off gate hosts)."""
@@ -209,3 +180,34 @@ def bench(session: nox.Session) -> None:
     """Measure the speed and memory bars (10,000-commit synthetic upstream, 2,000-file port)."""
     _install(session)
     session.run("python", "-m", "sync.dev.bench", *session.posargs)
+
+
+@nox.session(name="real-oracle", default=False)
+def real_oracle(session: nox.Session) -> None:
+    """Build a real vLLM oracle (Python-only) from a case and verify it: -- CASE [--at REF].
+
+    CASE: shared/cases/late-july (prepared into --work) or a folder holding vllm/ and port/.
+    Not in CI: minutes and about 3 GB per oracle (docs/adopting.md §9)."""
+    ap = argparse.ArgumentParser(prog="nox -s real-oracle --")
+    ap.add_argument("case", help="the case folder: prepare.sh (shared/cases/late-july), or "
+                    "one holding vllm/ and port/")
+    ap.add_argument("--work", default=str(Path(tempfile.gettempdir()) / "upstream-sync-real"),
+                    help="where the case is prepared (default: %(default)s)")
+    ap.add_argument("--at", metavar="REF", help="also pin a copy of the port to the oracle "
+                    "measured at REF (a release tag, e.g. v0.23.1rc0) and verify it there")
+    args = ap.parse_args(session.posargs)
+    _install(session)
+    said = session.run("python", "-m", "sync.dev.realoracle", "prepare", args.case, "--work",
+                       args.work, silent=True)
+    session.log(str(said).strip())
+    where = json.loads(str(said).strip().splitlines()[-1])
+    env = {"VLLM_SOURCE": where["source"], "SYNC_ORACLE_HOME": where["home"]}
+    for action in (["build", "--if-missing"], ["verify"]):
+        session.run("upstream-sync", "--port", where["port"], "oracle", *action, env=env)
+    session.run("upstream-sync", "--port", where["port"], "status", env=env)
+    if args.at:
+        said = session.run("python", "-m", "sync.dev.realoracle", "pin-at", args.at, "--case",
+                           args.case, "--work", args.work, env=env, silent=True)
+        session.log(str(said).strip())
+        at = json.loads(str(said).strip().splitlines()[-1])["port"]
+        session.run("upstream-sync", "--port", at, "oracle", "verify", env=env)
