@@ -452,7 +452,7 @@ def _port(tmp: Path) -> tuple[Path, str]:
 
 
 REPORT = (
-    "# Upstream sync report 2026-01-05 — target 872c6c4\n\n"
+    "# Upstream sync report 2026-01-05 — target cc05d1a\n\n"
     "- Pin: `147b89ac926dabf0d3a3ac630941428c07798a7c`\n\n"
     "## Summary\n\n| disposition | commits |\n|---|---|\n| PORT-NOW | 1 |\n\n"
     "## PORT-NOW\n\n- `7a42bc31b3` vllm#37215 \\[Core\\] x — PORT-NOW: y\n"
@@ -461,14 +461,14 @@ REPORT = (
 
 def test_cycle_summary_writes_the_body_and_the_patch_the_pr_job_applies(tmp: Path) -> None:
     port, _ = _port(tmp)
-    rel = ".agents/sync/2026-01-05-872c6c4.md"
+    rel = ".agents/sync/2026-01-05-cc05d1a.md"
     (port / rel).write_text(REPORT, encoding="utf-8")
     (port / ".agents/sync/.lock").write_text("4242\n")
-    (tmp / "sync.json").write_text(json.dumps({"report": rel, "target": "872c6c402b" + "0" * 30}))
+    (tmp / "sync.json").write_text(json.dumps({"report": rel, "target": "cc05d1a35f" + "0" * 30}))
     script = step_named(CYCLE, "cycle", "Summarise")["run"]
     proc = _bash(script, tmp, _env(tmp))
     assert proc.returncode == 0, proc.stderr
-    assert _outputs(tmp) == {"report": rel, "target7": "872c6c4"}
+    assert _outputs(tmp) == {"report": rel, "target7": "cc05d1a"}
     body = (tmp / "cycle" / "body.md").read_text(encoding="utf-8")
     assert body.startswith("# Upstream sync report 2026-01-05")
     assert "| PORT-NOW | 1 |" in body and "## PORT-NOW" not in body

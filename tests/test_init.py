@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sync import cli
-from sync.records import config, prefs
+from sync.records import config, prefs, starter
 from sync.steps import discover as init_cmd
 
 COMMIT = "5559679229bc961848b121ccdeaa8fa5d79bec98"
@@ -90,7 +90,7 @@ def test_init_writes_a_loadable_config(tmp: Path) -> None:
         "]\n\n"
         "[oracles.vllm]\n"  # the build mode the pin block's suffix (.precompiled) names
         'build_mode = "precompiled"\n'
-    )
+    ) + starter.RULES
     cfg = config.load(root)
     assert (cfg.protocol, cfg.ledger, cfg.inventory, cfg.oracles) == (
         "docs/sync-protocol.md", "docs/ledger.md", "docs/porting-inventory.md",

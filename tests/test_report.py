@@ -48,8 +48,8 @@ def md_entries(text: str) -> list[tuple[str, str, str | None, str]]:
         if line.startswith("## "):
             section = line[3:]
         m = _ENTRY.match(line)
-        if m and section in report.SECTIONS:
-            assert m.group(5) == section
+        if m and section in (*report.SECTIONS, report.NOT_PORTED):
+            assert m.group(5) == section or section == report.NOT_PORTED
             out.append((section, m.group(1), m.group(8), m.group(2)))
     return out
 
@@ -63,7 +63,7 @@ def test_report_golden(fx: Fixture) -> None:
         GOLDEN.write_text(text, encoding="utf-8")
     assert text == GOLDEN.read_text(encoding="utf-8")
     assert f"report: {fx.report()}" in r.out
-    assert "13 commits" in r.out and "7 PORT-NOW, 2 INVENTORY, 4 IGNORE, 0 UNCLASSIFIED" in r.out
+    assert "13 commits" in r.out and "5 PORT-NOW, 3 INVENTORY, 5 IGNORE, 0 UNCLASSIFIED" in r.out
 
 
 def test_json_companion_matches_the_markdown(fx: Fixture) -> None:
@@ -80,13 +80,17 @@ def test_json_companion_matches_the_markdown(fx: Fixture) -> None:
     assert len(rows) == len(doc["entries"]) == len(by_sha)
     for section, sha10, auto, pr in rows:
         e = by_sha[sha10]
-        assert e["disposition"] == section
+        # Touching cited files but not the mirrored code: its own section, any disposition.
+        assert (e["disposition"] == section) is not e.get("not_ported_code", False)
         assert e["rule"] == auto and e["auto"] is (auto is not None)
         assert pr == (f"vllm#{e['pr']}" if e["pr"] is not None else "(no PR)")
     for d in report.SECTIONS:
         in_md = [sha for s, sha, _, _ in rows if s == d]
-        assert in_md == [e["sha"][:10] for e in doc["entries"] if e["disposition"] == d]
+        assert in_md == [e["sha"][:10] for e in doc["entries"] if e["disposition"] == d
+                         and not e.get("not_ported_code")]
         assert f"| {d} | {doc['counts'][d]} |" in text
+    assert [sha for s, sha, _, _ in rows if s == report.NOT_PORTED] == [
+        e["sha"][:10] for e in doc["entries"] if e.get("not_ported_code")]
     assert f"| total | {len(doc['entries'])} |" in text
     rng = doc["range"]
     assert (f"- Range: {rng['commits']} non-merge commits, {rng['files_changed']} files changed, "
@@ -99,8 +103,17 @@ def test_json_companion_matches_the_markdown(fx: Fixture) -> None:
     assert rng["commits"] == int(count)
     assert {k: doc[k] for k in ("pin", "target", "report")} == {
         "pin": fx.pin, "target": fx.tip, "report": f".agents/sync/{md.name}"}
-    assert set(doc["entries"][0]) == {"sha", "pr", "subject", "disposition", "reason", "rule",
-                                      "auto", "upstream_paths", "port_files"}
+    keys = {"sha", "pr", "subject", "disposition", "reason", "rule", "auto", "upstream_paths",
+            "port_files"}
+    # An entry the symbol pass read carries its evidence: per path the changed definitions,
+    # per citation what it names and how it was judged.
+    assert set(doc["entries"][0]) == keys | {"not_ported_code", "evidence"}
+    assert all(set(e) == keys for e in doc["entries"] if not e["upstream_paths"])
+    ev = doc["entries"][0]["evidence"]
+    assert ev["paths"][0]["changed"] == [{"name": "a", "kind": "statement", "change": "modified",
+                                          "detail": "", "old_lines": ["1"], "new_lines": ["1"]}]
+    assert [(c["port_file"], c["how"], c["outcome"]) for c in ev["citations"]] == [
+        ("src/a.cpp", "whole-file", "whole-file")]
 
 
 def test_rerun_with_nothing_changed_is_byte_identical(fx: Fixture) -> None:

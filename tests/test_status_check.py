@@ -52,7 +52,7 @@ def test_status_json_keys(tmp_path: Path) -> None:
     assert doc["cycle"] is None
     assert run(fx.port, "sync").rc == 0
     after = json.loads(run(fx.port, "status", "--json").out)
-    assert after["cycle"]["counts"] == {"PORT-NOW": 7, "INVENTORY": 2, "IGNORE": 4,
+    assert after["cycle"]["counts"] == {"PORT-NOW": 5, "INVENTORY": 3, "IGNORE": 5,
                                         "UNCLASSIFIED": 0}
     text = run(fx.port, "status")
     assert text.rc == 0 and "behind origin/main: 13 commits" in text.out

@@ -61,22 +61,29 @@ def edit_report(fx: Fixture, old: str, new: str) -> None:
 
 def test_defaults_rules_and_demotions(fx: Fixture) -> None:
     e = {k: entries(synced(fx))[v] for k, v in fx.marks.items() if k in fx.range_names()}
-    assert (e["change_a"]["disposition"], e["change_a"]["rule"]) == ("PORT-NOW", "ported-path")
-    assert e["change_a"]["reason"] == "vllm/a.py → src/a.cpp"
+    # The fixture's headers cite whole files: any semantic change is PORT-NOW, and the reason
+    # says the citation is whole-file (so ports learn to cite symbols).
+    assert (e["change_a"]["disposition"], e["change_a"]["rule"]) == ("PORT-NOW", "whole-file")
+    assert e["change_a"]["reason"] == "vllm/a.py (whole-file citation; changes a) → src/a.cpp"
     assert e["change_a"]["upstream_paths"] == ["vllm/a.py"]
     assert e["change_a"]["port_files"] == ["src/a.cpp"]
-    assert e["fix_c"]["reason"] == "vllm/c.py → src/c.cpp, src/c_old.cpp"
-    # A tag rule demotes a ported-path commit, but the entry keeps the port files and rule id.
+    assert e["fix_c"]["reason"] == ("vllm/c.py (whole-file citation; changes c) → src/c.cpp, "
+                                    "src/c_old.cpp")
+    # A tag rule demotes a ported-code commit, but the entry keeps the port files and rule id.
     rocm = e["rocm_b"]
     assert (rocm["disposition"], rocm["rule"], rocm["auto"]) == ("IGNORE", "rule rocm", True)
     assert rocm["port_files"] == ["src/b.cpp"]
-    assert rocm["reason"] == "platform we don't target; touches ported code: vllm/b.py → src/b.cpp"
+    assert rocm["reason"] == ("platform we don't target; touches ported code: vllm/b.py "
+                              "(whole-file citation; changes b) → src/b.cpp")
+    # A deleted cited file and a pure rename are not changes to port: each says what to re-point.
+    assert (e["delete"]["disposition"], e["delete"]["rule"]) == ("INVENTORY", "cited-deleted")
+    assert (e["rename"]["disposition"], e["rename"]["rule"]) == ("IGNORE", "renamed-only")
     assert (e["lora"]["disposition"], e["lora"]["rule"]) == ("INVENTORY", "rule lora")
     assert (e["tests_only"]["disposition"], e["tests_only"]["rule"]) == ("IGNORE",
                                                                          "rule tests-only")
     # paths_all needs every path to match: tests/ plus vllm/a.py falls through to the default.
     assert (e["tests_and_a"]["disposition"], e["tests_and_a"]["rule"]) == ("PORT-NOW",
-                                                                           "ported-path")
+                                                                           "whole-file")
     assert (e["add_model"]["disposition"], e["add_model"]["rule"]) == ("INVENTORY",
                                                                        "mirrored-path")
     assert e["add_model"]["reason"] == "not yet ported: vllm/models/new.py"
@@ -95,6 +102,11 @@ SURF = Surface({"vllm/a.py": ("src/a.cpp",), "vllm/b.py": ("src/b.cpp", "src/b.h
                ("vllm/",))
 
 
+
+def _one(commit: Commit, rules: tuple[Rule, ...],
+         decided: dict[str, decisions.Decision]) -> classify.Entry:
+    return classify.classify_one(commit, classify.Inputs(SURF, rules, decided))
+
 def test_classify_order_decision_then_rules_then_defaults() -> None:
     tag = Rule("rocm", "IGNORE", "not our platform", tags=("ROCm",))
     any_ = Rule("lora", "INVENTORY", "later", paths_any=("vllm/lora/**",))
@@ -104,30 +116,30 @@ def test_classify_order_decision_then_rules_then_defaults() -> None:
     rules = (tag, any_, all_, both)
     c = _commit("[rocm][Core] Tune (#5)", "vllm/b.py")
     # Rules match tags case-insensitively, in order; the first match wins.
-    e = classify.classify_one(c, SURF, rules, {})
+    e = _one(c, rules, {})
     assert (e.disposition, e.rule, e.port_files) == ("IGNORE", "rule rocm",
                                                      ("src/b.cpp", "src/b.h"))
     assert e.reason == "not our platform; touches ported code: vllm/b.py → src/b.cpp, src/b.h"
     # A decision outranks every rule and carries no auto tag.
     d = decisions.Decision(c.sha, "PORT-NOW", "we need it", "me", "2026-01-01")
-    e = classify.classify_one(c, SURF, rules, {c.sha: d})
+    e = _one(c, rules, {c.sha: d})
     assert (e.disposition, e.reason, e.rule, e.auto) == ("PORT-NOW", "we need it", None, False)
     assert e.port_files == ("src/b.cpp", "src/b.h")
-    assert classify.classify_one(_commit("x", "vllm/lora/a.py"), SURF, rules, {}).rule == \
+    assert _one(_commit("x", "vllm/lora/a.py"), rules, {}).rule == \
         "rule lora"
-    assert classify.classify_one(_commit("x", "tests/a.py", "tests/b.py"), SURF, rules,
+    assert _one(_commit("x", "tests/a.py", "tests/b.py"), rules,
                                  {}).rule == "rule tests"
-    assert classify.classify_one(_commit("x", "tests/a.py", "vllm/a.py"), SURF, rules,
+    assert _one(_commit("x", "tests/a.py", "vllm/a.py"), rules,
                                  {}).rule == "ported-path"
     # tags AND paths: both must hold.
-    assert classify.classify_one(_commit("[Core] x", "vllm/lora/a.py"), SURF, (both,),
+    assert _one(_commit("[Core] x", "vllm/lora/a.py"), (both,),
                                  {}).rule == "rule both"
-    assert classify.classify_one(_commit("[Core] x", "vllm/c.py"), SURF, (both,),
+    assert _one(_commit("[Core] x", "vllm/c.py"), (both,),
                                  {}).rule == "mirrored-path"
-    assert classify.classify_one(_commit("x", "docs/a.md", "README.md"), SURF, (), {}).reason \
+    assert _one(_commit("x", "docs/a.md", "README.md"), (), {}).reason \
         == "touches no mirrored path (README.md, docs/)"
-    assert classify.classify_one(_commit("empty"), SURF, (), {}).reason == "changes no files"
-    many = classify.classify_one(_commit("x", *(f"vllm/m{i}.py" for i in range(5))), SURF,
+    assert _one(_commit("empty"), (), {}).reason == "changes no files"
+    many = _one(_commit("x", *(f"vllm/m{i}.py" for i in range(5))),
                                  (), {})
     assert many.reason == "not yet ported: vllm/m0.py, vllm/m1.py, vllm/m2.py (+2 more)"
 
@@ -197,7 +209,7 @@ def test_unparseable_line_is_kept_verbatim_with_a_warning(fx: Fixture) -> None:
     section = after.split("## Unparsed lines (kept verbatim)\n\n", 1)[1].split("\n\n")[0]
     assert section.splitlines() == [bad, stray]
     # The commit itself is still classified (once), from the rules.
-    assert line_of(after.split("## Unparsed")[0], sha).endswith("_(auto: ported-path)_")
+    assert line_of(after.split("## Unparsed")[0], sha).endswith("_(auto: whole-file)_")
     assert run(fx.port, "sync").rc == 0
     assert fx.report().read_text(encoding="utf-8") == after
 

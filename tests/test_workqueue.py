@@ -35,9 +35,9 @@ def test_queue_json(world: World) -> None:
     assert doc["report"].startswith(".agents/sync/") and doc["report"].endswith(
         f"-{up.target[:7]}.md")
     items = doc["items"]
-    # Upstream order; only PORT-NOW (vllm#14 is INVENTORY).
+    # Upstream order; only PORT-NOW (vllm#14 adds a model, vllm#13 deletes a cited file).
     assert [(i["index"], i["sha"], i["pr"]) for i in items] == [
-        (1, up.a_again, 12), (2, up.delete, 13), (3, up.target, 15)]
+        (1, up.a_again, 12), (2, up.target, 15)]
     first = items[0]
     assert first["port_files"] == ["src/a.cpp", "src/hot.cpp", "src/pr.cpp"]
     assert first["pins"] == [
@@ -48,30 +48,52 @@ def test_queue_json(world: World) -> None:
         {"port_file": "src/pr.cpp", "upstream_path": "vllm/a.py", "sha": up.pr_head[:10],
          "status": "not-upstream"},
     ]
+    # The commit's own diff, not the drift since each file pin: its definitions marked, the
+    # ones a citation hits with the port files that cite them.
+    assert first["commit_diffs"] == [{
+        "upstream_path": "vllm/a.py", "new_path": None, "insertions": 2, "deletions": 1,
+        "binary": False, "command": f"git show {up.a_again[:12]} -M -- vllm/a.py",
+        "definitions": [
+            {"name": "a", "change": "modified",
+             "cited_by": ["src/a.cpp", "src/hot.cpp", "src/pr.cpp"]},
+            {"name": "extra", "change": "added", "cited_by": []}],
+        "hunks": [{"old": "1", "new": "1-2", "definitions": [
+            "a (modified; cited by src/a.cpp, src/hot.cpp, src/pr.cpp)", "extra (added)"]}],
+    }]
+    assert first["diffs"] == []  # the drift is the second view: --drift
+    last = items[1]
+    assert [(d["upstream_path"], d["insertions"], d["deletions"])
+            for d in last["commit_diffs"]] == [("vllm/b.py", 1, 1), ("vllm/c.py", 1, 1)]
+    assert not any(i["ledgered"] for i in items)
+    assert all(i["patch"] is None for i in items)
+
+
+def test_queue_drift_view(world: World) -> None:
+    up = world.up
+    doc = json.loads(run(world.root, "queue", "--json", "--drift").out)
+    first, last = doc["items"]
     assert first["diffs"][0] == {
         "upstream_path": "vllm/a.py", "base": up.older, "base_from": f"file pin {up.older[:10]}",
         "insertions": 2, "deletions": 1, "binary": False,
         "command": f"git diff {up.older[:12]}..{up.target[:12]} -- vllm/a.py"}
     assert [d["base"] for d in first["diffs"]] == [up.older, up.beyond, up.pr_head]
-    gone = items[1]["diffs"]
-    assert [(d["upstream_path"], d["insertions"], d["deletions"]) for d in gone] == [
-        ("vllm/gone.py", 0, 1)]
-    last = items[2]
     assert [(d["upstream_path"], d["base"]) for d in last["diffs"]] == [
         ("vllm/b.py", up.pin), ("vllm/c.py", up.pin), ("vllm/c.py", up.older)]
     assert [d["insertions"] for d in last["diffs"]] == [1, 1, 1]
-    assert not any(i["ledgered"] for i in items)
-    assert all(i["patch"] is None for i in items)
 
 
 def test_queue_numbers_match_git(world: World) -> None:
     ref = gitio.open_repo(world.up.repo)
-    q = workqueue.build(world.port, ref, "origin/main")
+    q = workqueue.build(world.port, ref, "origin/main", drift=True)
     for item in q.items:
         for d in item.diffs:
             out = git(world.up.repo, "diff", "--numstat", d.base, world.up.target, "--",
                       d.upstream_path).split()
             assert (d.insertions, d.deletions) == (int(out[0]), int(out[1]))
+        for own in item.own:
+            out = git(world.up.repo, "show", "--format=", "--numstat", "-M", item.entry.sha,
+                      "--", own.upstream_path).split()
+            assert (own.insertions, own.deletions) == (int(out[0]), int(out[1]))
 
 
 def test_queue_text_golden(world: World) -> None:
@@ -81,7 +103,12 @@ def test_queue_text_golden(world: World) -> None:
     lines = r.out.splitlines()
     assert lines[1] == f"1. `{up.a_again[:10]}` vllm#12 [Core] Change a again (#12) [open]"
     assert lines[2] == f"   src/a.cpp: vllm/a.py @ {up.older[:10]} (behind)"
-    assert lines[5] == (f"   git diff {up.older[:12]}..{up.target[:12]} -- vllm/a.py   "
+    assert lines[5:8] == [
+        f"   git show {up.a_again[:12]} -M -- vllm/a.py   (+2 -1)",
+        "     * a (modified; cited by src/a.cpp, src/hot.cpp, src/pr.cpp)",
+        "       extra (added)"]
+    drift = run(world.root, "queue", "--drift").out.splitlines()
+    assert drift[8] == (f"   drift: git diff {up.older[:12]}..{up.target[:12]} -- vllm/a.py   "
                         f"(+2 -1; from the file pin {up.older[:10]})")
 
 
@@ -92,22 +119,24 @@ def test_queue_patch_files(world: World, tmp_path: Path) -> None:
     assert r.rc == 0, r.err
     doc = json.loads(r.out)
     names = sorted(p.name for p in out.iterdir())
-    assert names == [f"001-{up.a_again[:10]}-vllm12.patch", f"002-{up.delete[:10]}-vllm13.patch",
-                     f"003-{up.target[:10]}-vllm15.patch"]
+    assert names == [f"001-{up.a_again[:10]}-vllm12.patch", f"002-{up.target[:10]}-vllm15.patch"]
     assert doc["items"][0]["patch"] == str(out / names[0])
     text = (out / names[0]).read_text()
     assert text.startswith(f"# 1. {up.a_again} vllm#12 [Core] Change a again (#12)\n"
-                           f"# git diff {up.older[:12]}..{up.target[:12]} -- vllm/a.py")
-    assert text.count("diff --git a/vllm/a.py b/vllm/a.py") == 3
-    assert "+extra = True" in text
-    gone = (out / names[1]).read_text()
-    assert "deleted file mode" in gone and "-gone = 1" in gone
-    # The patch is the upstream diff itself: it applies to the file pin's tree.
-    body = text[text.index("diff --git"):]
-    first = body[: body.index("diff --git", 1)]
+                           f"# git show {up.a_again[:12]} -M -- vllm/a.py\n"
+                           "#   vllm/a.py: a (modified; cited by src/a.cpp, src/hot.cpp, "
+                           "src/pr.cpp)\n")
+    assert text.count("diff --git a/vllm/a.py b/vllm/a.py") == 1
+    assert "@@ -1 +1,2 @@  [a (modified; cited by" in text and "+extra = True" in text
+    # The patch is the commit's own diff, marks and all: it applies to the commit's parent.
     work = tmp_path / "wt"
-    git(up.repo, "worktree", "add", "-q", "--detach", str(work), up.older)
-    git(work, "apply", "--check", input=first.encode())
+    git(up.repo, "worktree", "add", "-q", "--detach", str(work), up.pin)
+    git(work, "apply", "--check", input=text[text.index("diff --git"):].encode())
+    # --drift writes the cumulative view beside it.
+    r = run(world.root, "queue", "--patch", str(out), "--drift")
+    assert r.rc == 0, r.err
+    drift = (out / f"001-{up.a_again[:10]}-vllm12-drift.patch").read_text()
+    assert drift.count("diff --git a/vllm/a.py b/vllm/a.py") == 3
 
 
 def test_queue_marks_ledgered_items(world: World) -> None:
@@ -115,26 +144,26 @@ def test_queue_marks_ledgered_items(world: World) -> None:
             "--status", "ok")
     assert r.rc == 0, r.err
     doc = json.loads(run(world.root, "queue", "--json").out)
-    assert [i["ledgered"] for i in doc["items"]] == [True, False, False]
+    assert [i["ledgered"] for i in doc["items"]] == [True, False]
 
 
 def test_queue_after_bump_diffs_from_the_target(world: World) -> None:
     assert run(world.root, "bump-headers", "src/a.cpp").rc == 0
-    doc = json.loads(run(world.root, "queue", "--json").out)
+    doc = json.loads(run(world.root, "queue", "--json", "--drift").out)
     d = doc["items"][0]["diffs"][0]
     assert d["base"] == world.up.target and (d["insertions"], d["deletions"]) == (0, 0)
     assert doc["items"][0]["pins"][0]["status"] == "ahead"
 
 
 def test_queue_missing_port_file_and_unknown_pin(world: World) -> None:
-    (world.root / "src/gone.cpp").unlink()
+    (world.root / "src/c.cpp").unlink()
     write(world.root, "src/pr.cpp", "// Ported from: vllm/a.py @ 0123abcd\n")
-    r = run(world.root, "queue", "--json")
+    r = run(world.root, "queue", "--json", "--drift")
     assert r.rc == 0, r.err
     doc = json.loads(r.out)
-    assert doc["items"][1]["pins"] == [{"port_file": "src/gone.cpp", "upstream_path":
-                                        "vllm/gone.py", "sha": None, "status": "missing file"}]
-    assert doc["items"][1]["diffs"][0]["base_from"] == "parity pin"
+    assert {"port_file": "src/c.cpp", "upstream_path": "vllm/c.py", "sha": None,
+            "status": "missing file"} in doc["items"][1]["pins"]
+    assert doc["items"][0]["diffs"][2]["base_from"] == "parity pin"
     assert any("0123abcd is not a commit" in n for n in doc["notes"])
     assert "note: src/pr.cpp:1: cited SHA 0123abcd" in r.err
 
@@ -166,11 +195,14 @@ def test_queue_needs_an_open_cycle(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 def test_git_processes_do_not_depend_on_item_count(world: World) -> None:
     ref = gitio.open_repo(world.up.repo)
     start = gitio.PROCESS_COUNT
-    q = workqueue.build(world.port, ref, "origin/main")
-    used = gitio.PROCESS_COUNT - start
+    workqueue.build(world.port, ref, "origin/main")
+    # classify (3) + resolve (1) + one patch listing for every item's own diff.
+    assert gitio.PROCESS_COUNT - start == 5
+    start = gitio.PROCESS_COUNT
+    q = workqueue.build(world.port, ref, "origin/main", drift=True)
     bases = {d.base for it in q.items for d in it.diffs}
-    # classify (3) + resolve (1) + one numstat per distinct base commit.
-    assert used == 4 + len(bases)
+    # ...and the drift: one numstat per distinct base commit.
+    assert gitio.PROCESS_COUNT - start == 5 + len(bases)
 
 
 _JSON = st.recursive(
@@ -211,7 +243,7 @@ def test_example_port_step5(tmp_path: Path) -> None:
     assert run(root, "sync").rc == 0
     doc = json.loads(run(root, "queue", "--json").out)
     items = doc["items"]
-    assert items and all(i["diffs"] for i in items)
+    assert items and all(i["commit_diffs"] for i in items)
     ported = [i for i in items if i["pins"] and all(p["status"] == "at-pin" for p in i["pins"])]
     item = ported[0]
     files = sorted({p["port_file"] for p in item["pins"]})
@@ -224,7 +256,7 @@ def test_example_port_step5(tmp_path: Path) -> None:
     r = run(root, "ledger", "add", "--commit", "abc1234", "--what", "port it", "--pr",
             str(item["pr"]), "--status", "✅ goldens")
     assert r.rc == 0, r.err
-    again = json.loads(run(root, "queue", "--json").out)["items"]
+    again = json.loads(run(root, "queue", "--json", "--drift").out)["items"]
     mine = next(i for i in again if i["sha"] == item["sha"])
     assert mine["ledgered"] is True
-    assert all(d["base"] == doc["target"] for d in mine["diffs"])
+    assert mine["diffs"] and all(d["base"] == doc["target"] for d in mine["diffs"])

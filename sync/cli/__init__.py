@@ -20,7 +20,7 @@ from sync.upstream import gitio
 # this is `--help`'s order. Only the command being run is imported (with the steps it runs);
 # the others stand in as bare names so a typo still lists every command.
 COMMANDS = (
-    "init", "status", "fetch", "sync", "decide",
+    "init", "status", "fetch", "sync", "explain", "decide",
     "queue", "bump_headers", "ledger", "inventory", "audit",
     "oracle", "golden", "parity", "gates",
     "advance", "rollback", "advance_omni",

@@ -165,6 +165,9 @@ class Rule:
                                       "of these upstream globs matches")
     paths_all: tuple[str, ...] = _key((), _strs, "matches a commit when each path it changes "
                                       "matches one of these upstream globs")
+    paths_none: tuple[str, ...] = _key((), _strs, "matches a commit changing no path that one "
+                                       "of these upstream globs matches (`[CI]` → IGNORE, "
+                                       "unless it edits `vllm/`)")
 
 
 @dataclass(frozen=True)
@@ -300,7 +303,7 @@ def _rule(r: object, seen: set[str]) -> Rule:
         raise _bad(f"rule {rid}: reason is required")
     matchers = _fields(Rule, r, f"rules.{rid}")
     if not any(matchers.values()):
-        raise _bad(f"rule {rid} matches nothing (no tags, paths_any or paths_all)")
+        raise _bad(f"rule {rid} matches nothing (no tags, paths_any, paths_all or paths_none)")
     return Rule(rid, cast(Disposition, disp), reason.strip(), **matchers)
 
 
@@ -347,13 +350,18 @@ class Config:
     header_globs: tuple[str, ...] = _key(
         ("**/*.h", "**/*.hpp", "**/*.cc", "**/*.cpp", "**/*.cu", "**/*.py"), _paths,
         "files whose leading comment is read for citations", table="surface")
+    model_globs: tuple[str, ...] = _key(
+        ("vllm/model_executor/models/**", "vllm/models/**"), _paths,
+        "upstream model files: a registry row naming a model changed in the same commit "
+        "that no port file cites is an addition for a model the port lacks", table="surface")
     span_globs: tuple[str, ...] = _key(("**/*.md",), _paths, "files scanned for "
                                        "`<!--pin:commit-->` / `<!--pin:label-->` spans",
                                        table="surface")
     mappings: tuple[Mapping, ...] = _key((), _mappings, "a port glob mirrored from an upstream "
                                          "template", table="surface", item=Mapping)
     rules: tuple[Rule, ...] = _key((), _rules, "a classification rule. It needs at least one "
-                                   "matcher (`tags`, `paths_any`, `paths_all`) and matches a "
+                                   "matcher (`tags`, `paths_any`, `paths_all`, `paths_none`) "
+                                   "and matches a "
                                    "commit when each matcher it has matches. The first rule "
                                    "that matches classifies the commit; a decision outranks "
                                    "every rule", item=Rule)

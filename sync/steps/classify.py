@@ -1,20 +1,92 @@
-"""Classify every enumerated commit exactly once: decisions, then rules, then defaults.
+"""Classify every enumerated commit exactly once: decisions, then rules, then the symbol pass,
+then defaults.
 
 A rule may demote a commit that touches ported code, but the entry keeps the
 port files and names the rule, so nothing that touches ported code disappears
 silently.
+
+The symbol pass (`steps.evidence`) says, per cited path a commit changes, which
+definitions changed and how; each citation of that path is then judged:
+
+- a changed definition that equals, nests in, or (a class's own statements, changed)
+  contains a cited one is a hit; so is any semantic change under a whole-file
+  citation (the reason says "whole-file citation", so ports learn to cite symbols),
+  and any change at path level (not Python, or not parseable) outside a line anchor;
+- a hit whose every changed line sits under an `if` naming a word of the port file's
+  own DEFERRED / "not ported" paragraphs is "under a deferred feature";
+- a line anchor inside a huge definition hits only when the change reaches the cited
+  statements ("same definition, other statements" otherwise);
+- a cited definition that the commit deletes is "cited definitions deleted upstream";
+- a commit that only adds (definitions, fields, members, rows) is INVENTORY "adds";
+  one that changes definitions no citation names is INVENTORY "not the mirrored
+  code"; one whose changes are only comments, docstrings, annotations, logging,
+  imports or a consistent renaming is an IGNORE candidate, with that reason;
+- a path in a port file's body without a citing verb is a mention: never PORT-NOW on
+  its own.
+
+Any hit makes the commit PORT-NOW. Every other outcome is listed in the report's
+"touches ported files, not ported code" section, with the port files, so a reviewer
+can scan them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Literal
 
 from sync.infra.globs import match as glob_match
 from sync.records.config import Rule
 from sync.records.decisions import Decision, Disposition
-from sync.steps.surface import Surface
+from sync.steps import evidence as ev
+from sync.steps import symbols
+from sync.steps.surface import Cite, Surface
+from sync.upstream import patch
 from sync.upstream.history import Commit
+
+Outcome = Literal["hit", "whole-file", "path-level", "deferred", "other-statements", "deleted",
+                  "miss", "mention", "adds", "non-semantic", "no-change"]
+# Strongest first: the commit's outcome is the strongest of its citations' outcomes.
+ORDER: tuple[Outcome, ...] = ("hit", "path-level", "whole-file", "deleted", "deferred",
+                              "other-statements", "miss", "mention", "adds", "non-semantic",
+                              "no-change")
+# The auto rule each outcome gives, and its disposition.
+AUTO: dict[Outcome, tuple[str, Disposition]] = {
+    "hit": ("symbol-hit", "PORT-NOW"), "path-level": ("path-level", "PORT-NOW"),
+    "whole-file": ("whole-file", "PORT-NOW"), "deleted": ("cited-deleted", "INVENTORY"),
+    "deferred": ("deferred-feature", "INVENTORY"),
+    "other-statements": ("other-statements", "INVENTORY"),
+    "miss": ("not-mirrored", "INVENTORY"), "mention": ("mentioned-only", "INVENTORY"),
+    "adds": ("adds-only", "INVENTORY"),
+    "non-semantic": ("non-semantic", "IGNORE"), "no-change": ("renamed-only", "IGNORE"),
+}
+NOT_PORTED_CODE = frozenset(AUTO[o][0] for o in ORDER[3:])
+MARKER = "touches ported files, not ported code"
+SHOWN = 2  # hits (and definitions per hit) named in a reason before "+N more"
+FILES_SHOWN = 2  # port files named per hit before "+N"
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One citation of one changed path, judged."""
+
+    path: str
+    cited: ev.Cited
+    outcome: Outcome
+    units: tuple[str, ...] = ()  # the changed definitions the outcome is about
+    why: str = ""
+    related: bool = True  # False: what changed is not what this citation names
+
+
+@dataclass(frozen=True)
+class Evidence:
+    files: tuple[ev.FileChange, ...]
+    verdicts: tuple[Verdict, ...]
+    models: tuple[str, ...] = ()
+
+    def outcome(self) -> Outcome | None:
+        found = {v.outcome for v in self.verdicts}
+        return next((o for o in ORDER if o in found), None)
 
 
 @dataclass(frozen=True)
@@ -24,20 +96,50 @@ class Entry:
     subject: str
     disposition: Disposition
     reason: str
-    rule: str | None  # the auto rule ("ported-path", "rule rocm", ...); None when decided
+    rule: str | None  # the auto rule ("symbol-hit", "rule rocm", ...); None when decided
     auto: bool
     upstream_paths: tuple[str, ...]
     port_files: tuple[str, ...]
     date: str = ""
+    evidence: Evidence | None = field(default=None, compare=False)
+
+    @property
+    def not_ported_code(self) -> bool:
+        """Touches files the port cites, but not code it mirrors (its own report section)."""
+        return self.rule in NOT_PORTED_CODE
+
+
+# -- rules ----------------------------------------------------------------------------------------
+
+
+def rule_miss(rule: Rule, commit: Commit) -> str | None:
+    """Why the rule does not match the commit (the first condition that fails); None: it does."""
+    if rule.tags and not _tagged(commit, rule.tags):
+        shown = ", ".join(commit.tags) or "none"
+        return f"no subject tag {' / '.join(rule.tags)} (tags: {shown})"
+    paths = commit.paths
+    if rule.paths_any and not _any_path(paths, rule.paths_any):
+        return f"no changed path matches paths_any {', '.join(rule.paths_any)}"
+    return _all_miss(rule, paths) or _none_miss(rule, paths)
+
+
+def _all_miss(rule: Rule, paths: tuple[str, ...]) -> str | None:
+    if not rule.paths_all:
+        return None
+    odd = next((p for p in paths if not any(glob_match(p, g) for g in rule.paths_all)), None)
+    if odd is None and paths:
+        return None
+    return f"{odd or 'no path'} matches none of paths_all {', '.join(rule.paths_all)}"
+
+
+def _none_miss(rule: Rule, paths: tuple[str, ...]) -> str | None:
+    hit = next((p for p in paths for g in rule.paths_none if glob_match(p, g)), None)
+    return None if hit is None else f"{hit} matches paths_none {', '.join(rule.paths_none)}"
 
 
 def rule_matches(rule: Rule, commit: Commit) -> bool:
-    """Every condition the rule sets holds: a tag, any path, all paths (each glob-matched)."""
-    if rule.tags and not _tagged(commit, rule.tags):
-        return False
-    paths = commit.paths
-    return ((not rule.paths_any or _any_path(paths, rule.paths_any))
-            and (not rule.paths_all or _all_paths(paths, rule.paths_all)))
+    """Every condition the rule sets holds: a tag, any path, all paths, no path."""
+    return rule_miss(rule, commit) is None
 
 
 def _tagged(commit: Commit, wanted: tuple[str, ...]) -> bool:
@@ -49,43 +151,360 @@ def _any_path(paths: tuple[str, ...], globs: tuple[str, ...]) -> bool:
     return any(glob_match(p, g) for p in paths for g in globs)
 
 
-def _all_paths(paths: tuple[str, ...], globs: tuple[str, ...]) -> bool:
-    return bool(paths) and all(any(glob_match(p, g) for g in globs) for p in paths)
+# -- judging one citation -----------------------------------------------------------------------
+
+
+def _related(changed: str, cited: str, class_changed: bool) -> bool:
+    """The changed definition equals the cited one, nests in it, or contains it (a class
+    whose own statements changed contains its methods)."""
+    return (changed == cited or changed.startswith(cited + ".")
+            or (class_changed and cited.startswith(changed + ".")))
+
+
+def _term(guard: frozenset[str], words: frozenset[str]) -> str | None:
+    """The deferred word an `if` test names (`speculator` names `spec`), if any."""
+    exact = sorted(guard & words)
+    if exact:
+        return exact[0]
+    for w in sorted(guard):
+        for t in sorted(words):
+            short, long_ = sorted((w, t), key=len)
+            if w == t or (len(short) >= 4 and long_.startswith(short)):
+                return t
+    return None
+
+
+def _deferred(units: list[symbols.UnitChange], cite: Cite,
+              surf: Surface) -> str | None:
+    """"'spec' (runner.h:44)" when every changed line of `units` sits under an `if` naming a
+    word of the port file's deferred paragraphs."""
+    paras = surf.deferred.get(cite.port_file, ())
+    found: list[str] = []
+    for u in units:
+        if not u.guards:
+            return None
+        for guard in u.guards:
+            hit = next(((t, d.line) for d in paras if (t := _term(guard, d.words))), None)
+            if hit is None:
+                return None
+            found.append(f"'{hit[0]}' ({cite.port_file}:{hit[1]})")
+    return found[0] if found else None
+
+
+def _spans(hunks: tuple[patch.Hunk, ...]) -> list[tuple[int, int]]:
+    """Each hunk's changed lines in the old blob (an insertion: the lines around it)."""
+    out = []
+    for h in hunks:
+        if h.deleted:
+            out.append((h.deleted[0], h.deleted[-1]))
+        elif h.insertion is not None:
+            out.append((h.insertion, h.insertion + 1))
+    return out
+
+
+def _overlaps(spans: Iterable[tuple[int, int]], ranges: Iterable[tuple[int, int]]) -> bool:
+    rs = list(ranges)
+    return any(a <= d and c <= b for a, b in spans for c, d in rs)
+
+
+def _unchanged(fc: ev.FileChange, c: ev.Cited) -> Verdict:
+    if fc.new_path and fc.new_path != fc.path:
+        return Verdict(fc.path, c, "no-change", why=f"renamed to {fc.new_path}; re-point the "
+                       "citation")
+    return Verdict(fc.path, c, "no-change", why="mode change only")
+
+
+def _path_level(fc: ev.FileChange, c: ev.Cited) -> Verdict:
+    if not fc.hunks:
+        return _unchanged(fc, c)
+    if c.ranges:
+        if _overlaps(_spans(fc.hunks), c.ranges):
+            return Verdict(fc.path, c, "path-level", why=f"{fc.fallback}; a hunk overlaps the "
+                           f"cited lines {_ranges(c.ranges)}")
+        return Verdict(fc.path, c, "miss", why=f"{fc.fallback}; changed lines "
+                       f"{_ranges(_spans(fc.hunks))} lie outside the cited lines "
+                       f"{_ranges(c.ranges)}")
+    return Verdict(fc.path, c, "path-level", why=f"{fc.fallback}: compared as a whole file")
+
+
+def _ranges(ranges: Iterable[tuple[int, int]]) -> str:
+    return ",".join(f"{a}-{b}" if a != b else str(a) for a, b in ranges)
+
+
+def _whole_file(fc: ev.FileChange, c: ev.Cited, surf: Surface) -> Verdict:
+    mods = [u for u in fc.units if u.change == "modified"]
+    names = tuple(u.name for u in mods)
+    removed = _outermost([u for u in fc.units if u.change == "removed"])
+    if not mods and removed:
+        gone = "the file" if fc.status == "D" else ", ".join(u.name for u in removed)
+        return Verdict(fc.path, c, "deleted", tuple(u.name for u in removed), f"deletes {gone}")
+    if mods:
+        feature = _deferred(mods, c.cite, surf)
+        if feature is not None:
+            return Verdict(fc.path, c, "deferred", names, f"every changed line of "
+                           f"{', '.join(names)} is under an if naming {feature}")
+        return Verdict(fc.path, c, "whole-file", names, "whole-file citation; changes "
+                       + ", ".join(names))
+    return _lesser(fc, c, list(fc.units))
+
+
+def _lesser(fc: ev.FileChange, c: ev.Cited, units: list[symbols.UnitChange],
+            related: bool = True) -> Verdict:
+    """Only additions, or only non-semantic changes, among `units`."""
+    adds = [u for u in units if u.change in ("added", "extended")]
+    if adds:
+        return Verdict(fc.path, c, "adds", tuple(u.name for u in adds), "adds " + "; ".join(
+            u.detail.removeprefix("adds ") if u.detail else u.name for u in adds), related)
+    quiet = [u for u in units if u.change == "non-semantic"]
+    if quiet:
+        return Verdict(fc.path, c, "non-semantic", tuple(u.name for u in quiet),
+                       "; ".join(f"{u.name}: {u.detail}" for u in quiet), related)
+    return Verdict(fc.path, c, "no-change", why="no definition changed", related=related)
+
+
+def _named(fc: ev.FileChange, c: ev.Cited) -> list[symbols.UnitChange]:
+    """The changed definitions related to one the citation names (a class a line range names
+    by its own lines: only those)."""
+    return [u for u in fc.units if any(
+        u.name == n if n in c.own else _related(u.name, n, u.kind == "class"
+                                                 and u.change == "modified")
+        for n in c.names)]
+
+
+def _in_statements(fc: ev.FileChange, c: ev.Cited,
+                   strong: list[symbols.UnitChange]) -> list[symbols.UnitChange]:
+    """Of `strong`, those whose hunks reach the cited statements of a huge definition."""
+    spans = _spans(fc.hunks)
+    return [u for u in strong if u.old_span is not None and _overlaps(
+        [s for s in spans if _overlaps([s], [u.old_span])], c.statements)]
+
+
+def _changed_named(fc: ev.FileChange, c: ev.Cited, surf: Surface,
+                   strong: list[symbols.UnitChange]) -> Verdict:
+    """A cited definition changed: a hit, unless only under a feature the port defers, or
+    (in a huge definition cited by lines) only in other statements."""
+    if c.statements:
+        inside = _in_statements(fc, c, strong)
+        if not inside:
+            first = strong[0]
+            return Verdict(fc.path, c, "other-statements", tuple(u.name for u in strong),
+                           f"{first.name} changes outside the cited statements "
+                           f"{_ranges(c.statements)} ({_size(first)})")
+        strong = inside
+    names = tuple(u.name for u in strong)
+    feature = _deferred(strong, c.cite, surf)
+    if feature is not None:
+        return Verdict(fc.path, c, "deferred", names,
+                       f"every changed line is under an if naming {feature}")
+    return Verdict(fc.path, c, "hit", names, ", ".join(
+        f"{u.name} {_relation(u.name, c.names)}" for u in strong))
+
+
+def _anchored(fc: ev.FileChange, c: ev.Cited, surf: Surface) -> Verdict:
+    hits = _named(fc, c)
+    strong = [u for u in hits if u.change == "modified"]
+    if strong:
+        return _changed_named(fc, c, surf, strong)
+    removed = _outermost([u for u in hits if u.change == "removed"])
+    if removed:
+        return Verdict(fc.path, c, "deleted", tuple(u.name for u in removed),
+                       "deletes " + ", ".join(u.name for u in removed))
+    if hits:
+        return _lesser(fc, c, hits)
+    changed = [u for u in fc.units if u.semantic]
+    if changed:
+        return Verdict(fc.path, c, "miss", tuple(u.name for u in changed),
+                       f"changes {', '.join(u.name for u in changed)}", related=False)
+    return _lesser(fc, c, list(fc.units), related=False)
+
+
+def _outermost(units: list[symbols.UnitChange]) -> list[symbols.UnitChange]:
+    """`units` without those nested in another of them (a deleted class, not its methods)."""
+    names = {u.name for u in units}
+    return [u for u in units if not any(u.name.startswith(n + ".") for n in names)]
+
+
+def _size(u: symbols.UnitChange) -> str:
+    a, b = u.old_span or (0, 0)
+    return f"a {b - a + 1}-line definition"
+
+
+def _relation(changed: str, cited: tuple[str, ...]) -> str:
+    for n in cited:
+        if changed == n:
+            return "is cited"
+        if changed.startswith(n + "."):
+            return f"nests in the cited {n}"
+    return f"contains the cited {next(n for n in cited if n.startswith(changed + '.'))}"
+
+
+def judge(fc: ev.FileChange, c: ev.Cited, surf: Surface) -> Verdict:
+    if c.how == "path-level" or fc.fallback is not None:
+        return _path_level(fc, c)
+    if not fc.hunks:
+        return _unchanged(fc, c)
+    if c.how == "whole-file":
+        v = _whole_file(fc, c, surf)
+        if c.cite.source == "inline" and v.outcome == "whole-file":
+            # A path in a comment's body with no citing verb is a mention (DESIGN §3): it never
+            # makes a commit PORT-NOW on its own.
+            return Verdict(fc.path, c, "mention", v.units, f"mentioned at {c.cite.where()}; "
+                           f"changes {_few(v.units)}")
+        return v
+    return _anchored(fc, c, surf)
+
+
+def evidence_for(changes: ev.CommitChanges, surf: Surface) -> Evidence:
+    verdicts = tuple(judge(fc, c, surf) for fc in changes.files for c in fc.cited)
+    return Evidence(changes.files, verdicts, changes.models)
+
+
+# -- reasons ------------------------------------------------------------------------------------
+
+
+def _files(files: Iterable[str]) -> str:
+    fs = sorted(set(files))
+    more = f" (+{len(fs) - FILES_SHOWN} port files)" if len(fs) > FILES_SHOWN else ""
+    return ", ".join(fs[:FILES_SHOWN]) + more
+
+
+def _grouped(verdicts: list[Verdict], label: bool) -> str:
+    """`path::Unit → files` per changed definition (or `path (why) → files`), merged."""
+    groups: dict[str, list[str]] = {}
+    for v in verdicts:
+        if v.outcome == "deleted" and (v.cited.how == "whole-file" or not v.units):
+            keys = [f"{v.path} ({v.why})"]
+        elif v.outcome in ("hit", "deleted", "deferred") and v.units:
+            keys = [f"{v.path}::{u}" for u in v.units]
+        elif v.outcome == "whole-file":
+            keys = [f"{v.path} (whole-file citation; changes {_few(v.units)})"]
+        elif v.outcome == "path-level":
+            keys = [f"{v.path} (path level: {v.why})"]
+        else:
+            keys = [f"{v.path}" + (f" ({v.why})" if label else "")]
+        for k in keys:
+            groups.setdefault(k, []).append(v.cited.cite.port_file)
+    items = [f"{k} → {_files(fs)}" for k, fs in groups.items()]
+    more = f"; +{len(items) - SHOWN} more" if len(items) > SHOWN else ""
+    return "; ".join(items[:SHOWN]) + more
+
+
+def _few(names: Iterable[str]) -> str:
+    ns = list(dict.fromkeys(names))
+    return ", ".join(ns[:SHOWN]) + (f" +{len(ns) - SHOWN}" if len(ns) > SHOWN else "")
+
+
+_LEAD: dict[Outcome, str] = {
+    "deleted": "cited definitions deleted upstream (re-point the citation)",
+    "deferred": "changes only under a feature the port file defers",
+    "other-statements": "same definition, other statements than the cited lines",
+    "miss": MARKER,
+    "mention": "mentioned in a port file's body, not cited",
+    "adds": "only adds",
+    "non-semantic": "IGNORE candidate",
+    "no-change": "IGNORE candidate: no lines changed",
+}
+
+
+def reason(e: Evidence) -> str:
+    out = e.outcome()
+    if out is None:
+        return ""
+    chosen = [v for v in e.verdicts if v.outcome == out]
+    if AUTO[out][1] == "PORT-NOW":  # symbol hits first: they are what a reviewer reads
+        strong = [v for v in e.verdicts if AUTO[v.outcome][1] == "PORT-NOW"]
+        return _grouped(sorted(strong, key=lambda v: ORDER.index(v.outcome)), False)
+    if out == "deleted":
+        return f"{_LEAD[out]}: {_grouped(chosen, False)}"
+    if out == "deferred":
+        return f"{_LEAD[out]}: {_grouped(chosen, False)}; {chosen[0].why}"
+    return f"{_LEAD[out]}: {_summary(chosen)}"
+
+
+def _summary(chosen: list[Verdict]) -> str:
+    """`path: why (port files)` per path, the shortest reading: the citations the change
+    concerns (or all of them, when it concerns none), and for a miss what each one names."""
+    by_path: dict[str, list[Verdict]] = {}
+    for v in chosen:
+        by_path.setdefault(v.path, []).append(v)
+    items = []
+    for path, vs in by_path.items():
+        near = [v for v in vs if v.related] or vs
+        why = near[0].why
+        if near[0].outcome == "miss":
+            mirrored = [f"{', '.join(v.cited.names)} ({v.cited.cite.port_file})" for v in near]
+            why += "; the port mirrors " + _few(mirrored)
+            items.append(f"{path}: {why}")
+            continue
+        items.append(f"{path}: {why} ({_files(v.cited.cite.port_file for v in near)})")
+    more = f"; +{len(items) - SHOWN} more" if len(items) > SHOWN else ""
+    return "; ".join(items[:SHOWN]) + more
+
+
+# -- one commit -----------------------------------------------------------------------------------
 
 
 def _arrow(ported: tuple[str, ...], surface: Surface) -> str:
     parts = []
     for up in ported:
         files = surface.by_upstream.get(up, ())
-        parts.append(f"{up} → {', '.join(files)}")
+        parts.append(f"{up} → {_files(files)}")
     return "; ".join(parts)
 
 
-def classify_one(commit: Commit, surface: Surface, rules: Iterable[Rule],
-                 decisions: dict[str, Decision]) -> Entry:
+@dataclass(frozen=True)
+class Inputs:
+    """What classifying a commit reads besides the commit."""
+
+    surface: Surface
+    rules: tuple[Rule, ...]
+    decisions: dict[str, Decision]
+    symbols: ev.Pass = field(default_factory=ev.Pass)
+
+
+def classify_one(commit: Commit, inputs: Inputs) -> Entry:
+    surface = inputs.surface
     paths = commit.paths
     ported = surface.ported(paths)
     port_files = surface.port_files(ported)
     mirrored = surface.mirrored_paths(paths)
     shown = ported or mirrored
+    changes = inputs.symbols.commits.get(commit.sha)
+    found = evidence_for(changes, surface) if changes is not None else None
 
     def entry(disposition: Disposition, reason: str, rule: str | None) -> Entry:
         return Entry(commit.sha, commit.pr, commit.subject, disposition, reason, rule,
-                     rule is not None, shown, port_files, commit.date)
+                     rule is not None, shown, port_files, commit.date, found)
 
-    decided = decisions.get(commit.sha)
+    decided = inputs.decisions.get(commit.sha)
     if decided is not None:
         return entry(decided.disposition, decided.reason, None)
-    rule = next((r for r in rules if rule_matches(r, commit)), None)
+    rule = next((r for r in inputs.rules if rule_matches(r, commit)), None)
     if rule is not None:
-        touches = f"; touches ported code: {_arrow(ported, surface)}" if ported else ""
-        return entry(rule.disposition, rule.reason + touches, f"rule {rule.id}")
+        return entry(rule.disposition, rule.reason + _touches(ported, surface, found),
+                     f"rule {rule.id}")
+    if found is not None and found.outcome() is not None:
+        out = found.outcome()
+        assert out is not None
+        name, disposition = AUTO[out]
+        return entry(disposition, reason(found), name)
     return entry(*_default(paths, ported, mirrored, surface))
+
+
+def _touches(ported: tuple[str, ...], surface: Surface, found: Evidence | None) -> str:
+    """What a rule-classified commit touches of the port, as exactly as the pass knows it."""
+    if not ported:
+        return ""
+    if found is None or found.outcome() is None:
+        return f"; touches ported code: {_arrow(ported, surface)}"
+    if AUTO[found.outcome() or "no-change"][1] == "PORT-NOW":
+        return "; touches ported code: " + reason(found)
+    return f"; {MARKER}: {_arrow(ported, surface)}"
 
 
 def _default(paths: tuple[str, ...], ported: tuple[str, ...], mirrored: tuple[str, ...],
              surface: Surface) -> tuple[Disposition, str, str]:
-    """(disposition, reason, auto rule) for a commit no decision or rule claims."""
+    """(disposition, reason, auto rule) for a commit no decision, rule or symbol pass claims."""
     if ported:
         return "PORT-NOW", _arrow(ported, surface), "ported-path"
     if mirrored:
@@ -97,6 +516,5 @@ def _default(paths: tuple[str, ...], ported: tuple[str, ...], mirrored: tuple[st
     return "IGNORE", f"touches no mirrored path ({', '.join(tops[:4])})", "unmirrored"
 
 
-def classify(commits: list[Commit], surface: Surface, rules: tuple[Rule, ...],
-             decisions: dict[str, Decision]) -> list[Entry]:
-    return [classify_one(c, surface, rules, decisions) for c in commits]
+def classify(commits: list[Commit], inputs: Inputs) -> list[Entry]:
+    return [classify_one(c, inputs) for c in commits]

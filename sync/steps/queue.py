@@ -3,10 +3,16 @@
 The work queue is the sync report (protocol step 4), so the entries come from the
 report's JSON companion for the cycle's frozen target, refused when it is missing
 or was written for another pin or target. Per item: the port files, their current
-per-file pins read from the headers now, and per upstream path the diff to read
-(`git diff <file-pin>..TARGET -- <path>`) with its diffstat. Git work is grouped
-by base commit, so the number of git processes depends on how many distinct
-per-file pins are cited, never on the number of items.
+per-file pins read from the headers now, and that commit's own diff of the cited
+paths (`git show <sha> -M -- <paths>`, renames followed) with the definitions it
+changes marked (from the report's symbol-pass evidence: which ones a citation
+names, and by which port file). All items' diffs come from one `git diff-tree
+--stdin`, so a one-line fix never shows an unrelated change of the same file.
+
+`--drift` adds the second view: the cumulative diff since each file's pin (`git
+diff <file-pin>..TARGET -- <path>`) with its diffstat, grouped by base commit, so
+the number of git processes depends on how many distinct per-file pins are cited,
+never on the number of items.
 """
 
 from __future__ import annotations
@@ -26,8 +32,9 @@ from sync.port import Port
 from sync.records import cycle
 from sync.records.decisions import ALL
 from sync.steps import carry
-from sync.steps.classify import Entry
-from sync.upstream import gitio
+from sync.steps.classify import AUTO, Entry
+from sync.steps.evidence import parse_ranges
+from sync.upstream import gitio, history, patch
 from sync.upstream.gitio import short
 
 SHOW_LEN = 12
@@ -55,13 +62,38 @@ class Diff:
 
 
 @dataclass(frozen=True)
+class Marked:
+    """A definition the item's own diff changes."""
+
+    name: str
+    change: str  # modified, added, removed, extended, non-semantic
+    cited_by: tuple[str, ...]  # the port files whose citation it hits
+
+
+@dataclass(frozen=True)
+class CommitDiff:
+    """The item's own change to one cited path."""
+
+    upstream_path: str
+    new_path: str | None  # after a rename
+    insertions: int
+    deletions: int
+    binary: bool
+    command: str
+    definitions: tuple[Marked, ...]
+    hunks: tuple[tuple[str, str, tuple[str, ...]], ...]  # (old lines, new lines, definitions)
+    text: bytes  # the patch, each hunk header naming the definitions it changes
+
+
+@dataclass(frozen=True)
 class Item:
     index: int
     entry: Entry
     pins: tuple[FilePin, ...]
-    diffs: tuple[Diff, ...]
+    diffs: tuple[Diff, ...]  # the cumulative drift since each file pin (with --drift)
     ledgered: bool  # a ledger row names its PR or SHA already
     patch: str | None  # the patch file written for it, if any
+    own: tuple[CommitDiff, ...] = ()  # the commit's own diff of each cited path
 
 
 @dataclass(frozen=True)
@@ -198,34 +230,137 @@ def patches(ref: gitio.Reference, base: str, target: str, paths: list[str]) -> d
 
 
 def build(port: Port, ref: gitio.Reference, upstream_ref: str, *,
-          patch_dir: Path | None = None) -> Queue:
+          patch_dir: Path | None = None, drift: bool = False) -> Queue:
     c = port.open_cycle()
     pin = port.pin_record().pin.commit
     jpath = report_json(port, c)
-    work = [e for e in _report_entries(port, jpath, pin, c.target)
-            if e.disposition == "PORT-NOW"]
+    entries, found = _report_entries(port, jpath, pin, c.target)
+    work = [e for e in entries if e.disposition == "PORT-NOW"]
     notes: list[str] = []
     cited = _cited(port, ref, work, upstream_ref)
     plans = [_plan(e, cited, notes) for e in work]
-    by_base = _by_base(plans)
+    own = _own_diffs(ref, work, found)
+    by_base = _by_base(plans) if drift else {}
     stats = {b: numstat(ref, b, c.target, ps) for b, ps in by_base.items()}
     sections = ({b: patches(ref, b, c.target, ps) for b, ps in by_base.items()}
                 if patch_dir is not None else {})
     led = carry.ledger_refs(port)
     items: list[Item] = []
     for index, p in enumerate(plans, start=1):
-        diffs = _diffs(p.bases, stats, c.target)
-        patch = None
+        diffs = _diffs(p.bases, stats, c.target) if drift else []
+        mine = own.get(p.entry.sha, ())
+        written = None
         if patch_dir is not None:
-            patch = _write_patch(patch_dir, index, p.entry, diffs, sections, c.target)
+            written = _write_patch(patch_dir, _Patch(index, p.entry, mine, diffs, sections,
+                                                     c.target))
         items.append(Item(index, p.entry, p.pins, tuple(diffs), carry.ported(p.entry, led),
-                          patch))
+                          written, mine))
     return Queue(pin, c.target, port.rel(jpath.with_suffix(".md")), str(ref.path), tuple(items),
                  tuple(dict.fromkeys(notes)))
 
 
-def _report_entries(port: Port, jpath: Path, pin: str, target: str) -> list[Entry]:
-    """The entries of the cycle's report JSON, refused unless it was written for pin..target."""
+# -- the commit's own diff, its definitions marked ----------------------------------------------
+
+
+_HITS = frozenset(o for o, (_rule, d) in AUTO.items() if d == "PORT-NOW")
+
+
+def _evidence(raw: object) -> dict[str, Any]:
+    """An entry's `evidence` object, or {} when absent or of another shape."""
+    if not isinstance(raw, dict):
+        return {}
+    ok = all(isinstance(raw.get(k), list) for k in ("paths", "citations"))
+    return raw if ok else {}
+
+
+def _paths_of(e: Entry, found: dict[str, Any]) -> list[str]:
+    """The cited paths of an entry, with the other name of each rename among them."""
+    paths = list(e.upstream_paths)
+    for p in found.get("paths", []):
+        if isinstance(p, dict):
+            paths += [v for v in (p.get("old_path"), p.get("new_path")) if isinstance(v, str)]
+    return paths
+
+
+def _own_diffs(ref: gitio.Reference, work: list[Entry],
+               found: dict[str, dict[str, Any]]) -> dict[str, tuple[CommitDiff, ...]]:
+    """sha -> its own diff of its cited paths: one patch listing for every item."""
+    spec = {p for e in work for p in _paths_of(e, found.get(e.sha, {}))}
+    listed = history.commit_patches(ref, [e.sha for e in work], spec)
+    return {e.sha: tuple(_own(e, listed.get(e.sha), found.get(e.sha, {}))) for e in work}
+
+
+def _marks(found: dict[str, Any], path: str) -> list[tuple[str, str, list[str], list[str]]]:
+    """(name, change, old line ranges, new line ranges) the evidence gives for `path`."""
+    out = []
+    for p in found.get("paths", []):
+        if not isinstance(p, dict) or p.get("path") != path:
+            continue
+        for u in p.get("changed", []) if isinstance(p.get("changed"), list) else []:
+            if isinstance(u, dict) and isinstance(u.get("name"), str):
+                old = [x for x in u.get("old_lines", []) if isinstance(x, str)]
+                new = [x for x in u.get("new_lines", []) if isinstance(x, str)]
+                out.append((u["name"], str(u.get("change", "")), old, new))
+    return out
+
+
+def _cited_by(found: dict[str, Any], path: str, name: str) -> tuple[str, ...]:
+    files = {c.get("port_file") for c in found.get("citations", []) if isinstance(c, dict)
+             and c.get("path") == path and c.get("outcome") in _HITS
+             and name in (c.get("definitions") or [])}
+    return tuple(sorted(f for f in files if isinstance(f, str)))
+
+
+def _own(e: Entry, cp: patch.CommitPatch | None, found: dict[str, Any]) -> list[CommitDiff]:
+    out = []
+    for path in e.upstream_paths:
+        fp = cp.for_path(path) if cp is not None else None
+        if fp is not None and fp.new_path == path and fp.old_path in e.upstream_paths and (
+                fp.old_path != path):
+            continue  # one rename, shown once under its old name
+        marked = tuple(Marked(n, ch, _cited_by(found, path, n))
+                       for n, ch, _o, _n in _marks(found, path))
+        hunks, text = _annotated(fp, found, path) if fp is not None else ((), b"")
+        ins = sum(len(h.added) for h in fp.hunks) if fp else 0
+        dels = sum(len(h.deleted) for h in fp.hunks) if fp else 0
+        moved = fp.new_path if fp and fp.new_path != path else None
+        out.append(CommitDiff(path, moved, ins, dels, bool(fp and fp.binary),
+                              f"git show {e.sha[:SHOW_LEN]} -M -- {path}", marked, hunks, text))
+    return out
+
+
+def _annotated(fp: patch.FilePatch, found: dict[str, Any], path: str) -> tuple[
+        tuple[tuple[str, str, tuple[str, ...]], ...], bytes]:
+    """Each hunk's definitions, and the file's patch with each hunk header naming them
+    (after the second `@@`, where git apply reads nothing)."""
+    marks = _marks(found, path)
+    out = [fp.header]
+    hunks = []
+    for h in fp.hunks:
+        names = tuple(_label(n, ch, _cited_by(found, path, n)) for n, ch, old, new in marks
+                      if _touches(h.deleted, old) or _touches(h.added, new))
+        hunks.append((h.old_range(), h.new_range(), names))
+        head, nl, body = h.text.partition(b"\n")
+        if names:
+            head += ("  [" + "; ".join(names) + "]").encode()
+        out.append(head + nl + body)
+    return tuple(hunks), b"".join(out)
+
+
+def _touches(lines: tuple[int, ...], ranges: list[str]) -> bool:
+    spans = parse_ranges(",".join(ranges))
+    return any(a <= n <= b for n in lines for a, b in spans)
+
+
+def _label(name: str, change: str, cited_by: tuple[str, ...]) -> str:
+    cited = f"; cited by {', '.join(cited_by)}" if cited_by else ""
+    return f"{name} ({change}{cited})"
+
+
+def _report_entries(port: Port, jpath: Path, pin: str,
+                    target: str) -> tuple[list[Entry], dict[str, dict[str, Any]]]:
+    """The entries of the cycle's report JSON (and each one's symbol-pass evidence, by SHA),
+    refused unless it was written for pin..target."""
     rel = port.rel(jpath)
     if not jpath.exists():
         raise UsageError(f"the cycle's report {rel} does not exist",
@@ -238,7 +373,9 @@ def _report_entries(port: Port, jpath: Path, pin: str, target: str) -> list[Entr
     if rpin != pin or rtarget != target:
         raise UsageError(f"{rel} was written for {short(rpin)}..{short(rtarget)}, but the cycle "
                          f"is {short(pin)}..{short(target)}", "run 'upstream-sync sync' again")
-    return entries
+    raw = json.loads(text).get("entries", [])
+    found = {e.sha: _evidence(r.get("evidence")) for e, r in zip(entries, raw, strict=True)}
+    return entries, found
 
 
 @dataclass(frozen=True)
@@ -350,17 +487,45 @@ def patch_name(index: int, e: Entry) -> str:
     return f"{index:03d}-{short(e.sha)}{pr}.patch"
 
 
-def _write_patch(directory: Path, index: int, e: Entry, diffs: list[Diff],
-                 sections: dict[str, dict[str, bytes]], target: str) -> str:
+@dataclass(frozen=True)
+class _Patch:
+    index: int
+    entry: Entry
+    own: tuple[CommitDiff, ...]
+    drift: list[Diff]
+    sections: dict[str, dict[str, bytes]]
+    target: str
+
+
+def _write_patch(directory: Path, p: _Patch) -> str:
+    """The item's own diff, definitions marked (and with --drift a second file: the drift)."""
+    e = p.entry
     pr = f"vllm#{e.pr} " if e.pr is not None else ""
-    head = [f"# {index}. {e.sha} {pr}{' '.join(e.subject.split())}",
-            *(f"# {d.command}   ({d.base_from})" for d in diffs)]
-    body = [sections.get(d.base, {}).get(d.upstream_path, b"") for d in diffs]
-    if not any(body):
-        head.append(f"# no upstream change to these paths up to {target[:SHOW_LEN]}")
-    path = directory / patch_name(index, e)
+    title = f"# {p.index}. {e.sha} {pr}{' '.join(e.subject.split())}"
+    head = [title, *(f"# {d.command}" for d in p.own)]
+    head += [f"#   {d.upstream_path}: {_label(m.name, m.change, m.cited_by)}"
+             for d in p.own for m in d.definitions]
+    body = [d.text for d in p.own]
+    path = directory / patch_name(p.index, e)
     write_bytes(path, ("\n".join(head) + "\n").encode() + b"".join(body))
+    if p.drift:
+        dhead = [title, *(f"# {d.command}   ({d.base_from})" for d in p.drift)]
+        dbody = [p.sections.get(d.base, {}).get(d.upstream_path, b"") for d in p.drift]
+        if not any(dbody):
+            dhead.append(f"# no upstream change to these paths up to {p.target[:SHOW_LEN]}")
+        write_bytes(path.with_name(path.stem + "-drift.patch"),
+                    ("\n".join(dhead) + "\n").encode() + b"".join(dbody))
     return str(path)
+
+
+def _own_doc(d: CommitDiff) -> dict[str, Any]:
+    return {"upstream_path": d.upstream_path, "new_path": d.new_path,
+            "insertions": d.insertions, "deletions": d.deletions, "binary": d.binary,
+            "command": d.command,
+            "definitions": [{"name": m.name, "change": m.change, "cited_by": list(m.cited_by)}
+                            for m in d.definitions],
+            "hunks": [{"old": o, "new": n, "definitions": list(names)}
+                      for o, n, names in d.hunks]}
 
 
 def to_json(q: Queue) -> dict[str, Any]:
@@ -368,10 +533,12 @@ def to_json(q: Queue) -> dict[str, Any]:
         "pin": q.pin, "target": q.target, "report": q.report, "reference": q.reference,
         "items": [{
             "index": it.index, "sha": it.entry.sha, "pr": it.entry.pr,
-            "subject": it.entry.subject, "upstream_paths": list(it.entry.upstream_paths),
+            "subject": it.entry.subject, "reason": it.entry.reason,
+            "upstream_paths": list(it.entry.upstream_paths),
             "port_files": list(it.entry.port_files), "ledgered": it.ledgered,
             "pins": [{"port_file": p.port_file, "upstream_path": p.upstream_path,
                       "sha": p.sha, "status": p.status} for p in it.pins],
+            "commit_diffs": [_own_doc(d) for d in it.own],
             "diffs": [{"upstream_path": d.upstream_path, "base": d.base,
                        "base_from": d.base_from, "insertions": d.insertions,
                        "deletions": d.deletions, "binary": d.binary, "command": d.command}
@@ -382,9 +549,20 @@ def to_json(q: Queue) -> dict[str, Any]:
     }
 
 
+def _own_lines(d: CommitDiff) -> list[str]:
+    moved = f" (renamed → {d.new_path})" if d.new_path else ""
+    stat = "binary" if d.binary else f"+{d.insertions} -{d.deletions}"
+    lines = [f"   {d.command}   ({stat}){moved}"]
+    for m in d.definitions:
+        star = "*" if m.cited_by else " "
+        lines.append(f"     {star} {_label(m.name, m.change, m.cited_by)}")
+    return lines
+
+
 def render(q: Queue) -> list[str]:
     lines = [f"PORT-NOW queue: {len(q.items)} item(s), pin {short(q.pin)} → target "
-             f"{short(q.target)} (report {q.report}; run the diffs in {q.reference})"]
+             f"{short(q.target)} (report {q.report}; run the diffs in {q.reference}; "
+             "* marks a definition a port file cites)"]
     for it in q.items:
         e = it.entry
         pr = f"vllm#{e.pr}" if e.pr is not None else "(no PR)"
@@ -395,9 +573,11 @@ def render(q: Queue) -> list[str]:
             lines.append(f"   {p.port_file}: {p.upstream_path}{pin} ({p.status})")
         if not it.pins:
             lines.append("   no port file cites these paths in its header yet")
+        for own in it.own:
+            lines += _own_lines(own)
         for d in it.diffs:
             stat = "binary" if d.binary else f"+{d.insertions} -{d.deletions}"
-            lines.append(f"   {d.command}   ({stat}; from the {d.base_from})")
+            lines.append(f"   drift: {d.command}   ({stat}; from the {d.base_from})")
         if it.patch:
             lines.append(f"   patch: {it.patch}")
     return lines

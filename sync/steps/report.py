@@ -21,7 +21,8 @@ from sync.records.mdtext import SUBJECT_MAX as SUBJECT_MAX
 from sync.records.mdtext import escape as escape
 from sync.records.mdtext import short_subject as short_subject
 from sync.records.mdtext import unescape as unescape
-from sync.steps.classify import Entry
+from sync.steps.classify import Entry, Evidence
+from sync.steps.evidence import FileChange
 from sync.upstream.gitio import SHA_LEN as SHA_LEN  # entry lines are keyed by it
 from sync.upstream.gitio import short
 from sync.upstream.history import RangeStats
@@ -29,6 +30,9 @@ from sync.upstream.history import RangeStats
 State = Literal["ACTIVE", "STALLED", "ADVANCED"]
 SCHEMA = 1
 SECTIONS: tuple[Disposition, ...] = ("PORT-NOW", "INVENTORY", "IGNORE", "UNCLASSIFIED")
+# Entries the symbol pass found in cited files but outside the code the port mirrors: listed
+# once, here, between PORT-NOW and INVENTORY, whatever their disposition.
+NOT_PORTED = "Touches ported files, not ported code"
 UNPARSED = "Unparsed lines (kept verbatim)"
 NOTES = "Notes"
 NONE = "_None._"
@@ -107,9 +111,50 @@ def checks(model: Model) -> list[tuple[bool, str]]:
 
 
 def entry_doc(e: Entry) -> dict[str, Any]:
-    return {"sha": e.sha, "pr": e.pr, "subject": e.subject, "disposition": e.disposition,
-            "reason": e.reason, "rule": e.rule, "auto": e.auto,
-            "upstream_paths": list(e.upstream_paths), "port_files": list(e.port_files)}
+    doc: dict[str, Any] = {
+        "sha": e.sha, "pr": e.pr, "subject": e.subject, "disposition": e.disposition,
+        "reason": e.reason, "rule": e.rule, "auto": e.auto,
+        "upstream_paths": list(e.upstream_paths), "port_files": list(e.port_files)}
+    if e.evidence is not None:
+        doc["not_ported_code"] = e.not_ported_code
+        doc["evidence"] = evidence_doc(e.evidence)
+    return doc
+
+
+def line_runs(lines: tuple[int, ...]) -> list[str]:
+    """[3, 4, 5, 9] as ["3-5", "9"]."""
+    runs: list[list[int]] = []
+    for n in lines:
+        if runs and n == runs[-1][1] + 1:
+            runs[-1][1] = n
+        else:
+            runs.append([n, n])
+    return [str(a) if a == b else f"{a}-{b}" for a, b in runs]
+
+
+def file_doc(fc: FileChange) -> dict[str, Any]:
+    return {
+        "path": fc.path, "status": fc.status, "old_path": fc.old_path, "new_path": fc.new_path,
+        "path_level": fc.fallback,
+        "hunks": [{"old": h.old_range(), "new": h.new_range()} for h in fc.hunks],
+        "changed": [{"name": u.name, "kind": u.kind, "change": u.change, "detail": u.detail,
+                     "old_lines": line_runs(u.old_lines), "new_lines": line_runs(u.new_lines)}
+                    for u in fc.units],
+    }
+
+
+def evidence_doc(found: Evidence) -> dict[str, Any]:
+    """Per path the changed definitions; per citation what it named and how it was judged."""
+    return {
+        "outcome": found.outcome(), "models_without_port_files": list(found.models),
+        "paths": [file_doc(fc) for fc in found.files],
+        "citations": [{
+            "path": v.path, "port_file": v.cited.cite.port_file, "line": v.cited.cite.line,
+            "anchor": v.cited.cite.anchor(), "source": v.cited.cite.source, "how": v.cited.how,
+            "read_at": v.cited.at, "names": list(v.cited.names), "note": v.cited.note,
+            "outcome": v.outcome, "definitions": list(v.units), "why": v.why,
+        } for v in found.verdicts],
+    }
 
 
 @dataclass(frozen=True)
@@ -218,7 +263,11 @@ def _summary(m: Model) -> list[str]:
 def _entries(m: Model) -> list[str]:
     lines: list[str] = []
     for d in SECTIONS:
-        lines += _section(d, [entry_line(e) for e in m.entries if e.disposition == d])
+        lines += _section(d, [entry_line(e) for e in m.entries
+                              if e.disposition == d and not e.not_ported_code])
+        if d == "PORT-NOW":
+            lines += _section(NOT_PORTED, [entry_line(e) for e in m.entries
+                                           if e.not_ported_code])
     return lines
 
 
@@ -284,8 +333,8 @@ def _read_notes(r: _Reading, raw: str) -> None:
 LAYOUT: tuple[Section, ...] = (
     Section(("",), _head, _head_doc, _read_state),
     Section(("Summary",), _summary, lambda m: {"counts": m.counts()}),
-    Section(SECTIONS, _entries, lambda m: {"entries": [entry_doc(e) for e in m.entries]},
-            _read_entry),
+    Section((SECTIONS[0], NOT_PORTED, *SECTIONS[1:]), _entries,
+            lambda m: {"entries": [entry_doc(e) for e in m.entries]}, _read_entry),
     _titled("Reverts and cherry-picks", _related,
             lambda m: {"reverts": [{"sha": a, "reverts": b} for a, b in m.reverts],
                        "duplicates": [list(g) for g in m.duplicates]}),

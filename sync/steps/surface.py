@@ -4,16 +4,22 @@ Three sources, merged into one many-to-many map: per-file header citations
 (PORTED headers only: an ORIGINAL file that cites upstream is not a port of it),
 inline citations of upstream `*.py` paths anywhere in the ported roots, and the
 configured mapping rules (`src/vllm/**/*.cpp` <- `vllm/{stem}.py`).
+
+Each citation is also kept as a `Cite`, with its anchors (`::Sym`, `(A, B)`, `:A-B`)
+and where it is in the port file, for the symbol pass; and each port file's DEFERRED
+/ "not ported" paragraphs (`headers.deferred`) for the deferred-feature signal.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal
 
 from sync.headers import citations as headers
+from sync.headers import deferred as deferred_mod
 from sync.infra import globs
 from sync.port import Port
 from sync.records.config import Config, Mapping
@@ -21,11 +27,42 @@ from sync.records.config import Config, Mapping
 _SKIP_DIRS = {".git", ".nox", "node_modules", "__pycache__", "build", ".venv"}
 
 
+CiteSource = Literal["header", "inline", "mapping"]
+
+
+@dataclass(frozen=True)
+class Cite:
+    """One port file citing one upstream path, with the anchors it gives."""
+
+    port_file: str
+    path: str  # the upstream path
+    line: int  # 1-based line in the port file; 0 when a mapping rule implies the citation
+    symbols: tuple[str, ...] = ()  # `path::Sym`, `path (A, B)`: () when none
+    lines: str | None = None  # `path:A-B`, `path:N` (comma lists allowed)
+    sha: str | None = None  # the cited SHA as written; None: read at the pin
+    source: CiteSource = "header"
+
+    @property
+    def whole_file(self) -> bool:
+        return not self.symbols and not self.lines
+
+    def where(self) -> str:
+        return f"{self.port_file}:{self.line}" if self.line else self.port_file
+
+    def anchor(self) -> str:
+        parts = [f"::{s}" for s in self.symbols] + ([f":{self.lines}"] if self.lines else [])
+        at = f" @ {self.sha}" if self.sha else ""
+        return f"{self.path}{''.join(parts) or ' (whole file)'}{at}"
+
+
 @dataclass(frozen=True)
 class Surface:
     by_upstream: dict[str, tuple[str, ...]]  # upstream path -> port files (sorted)
     file_headers: dict[str, headers.Header]  # port file -> its parsed header
     mirrored: tuple[str, ...]
+    cites: dict[str, tuple[Cite, ...]] = field(default_factory=dict)  # upstream path -> cites
+    deferred: dict[str, tuple[deferred_mod.Deferred, ...]] = field(default_factory=dict)
+    model_globs: tuple[str, ...] = ()
 
     def port_files(self, upstream_paths: Iterable[str]) -> tuple[str, ...]:
         out: set[str] = set()
@@ -80,10 +117,43 @@ def mapped_upstream(rel: str, mapping: Mapping) -> str | None:
     return mapping.upstream.replace("{stem}", stem)
 
 
+def _resolved(citation: headers.Citation, header: headers.Header) -> str:
+    """The full upstream path a citation names: a bare `name.py` (`basename::Sym`) is the
+    header's full path with that name, when there is exactly one."""
+    if "/" in citation.path:
+        return citation.path
+    full = {c.path for c in header.citations
+            if "/" in c.path and c.path.rsplit("/", 1)[1] == citation.path}
+    return full.pop() if len(full) == 1 else citation.path
+
+
+def _line_of(text: str, needle: str) -> int:
+    at = text.find(needle)
+    return 0 if at < 0 else text.count("\n", 0, at) + 1
+
+
+def _file_cites(rel: str, text: str, header: headers.Header, cfg: Config) -> list[Cite]:
+    cites: list[Cite] = []
+    if header.kind == "PORTED":
+        cites += [Cite(rel, _resolved(c, header), c.line, c.symbols, c.lines, c.sha)
+                  for c in header.citations]
+    if header.kind != "ORIGINAL":
+        named = {c.path for c in cites}
+        cites += [Cite(rel, up, _line_of(text, up), source="inline")
+                  for up in sorted(headers.inline_citations(text, cfg.mirrored) - named)]
+    for m in cfg.mappings:
+        up = mapped_upstream(rel, m)
+        if up is not None and all(c.path != up for c in cites):
+            cites.append(Cite(rel, up, 0, source="mapping"))
+    return cites
+
+
 def build(port: Port) -> Surface:
     cfg: Config = port.config
     by_upstream: dict[str, set[str]] = {}
+    cites: dict[str, list[Cite]] = {}
     file_headers: dict[str, headers.Header] = {}
+    deferred: dict[str, tuple[deferred_mod.Deferred, ...]] = {}
     for path in port_files(port):
         rel = path.relative_to(port.root).as_posix()
         try:
@@ -92,16 +162,14 @@ def build(port: Port) -> Surface:
             continue
         header = headers.parse_header(text, rel)
         file_headers[rel] = header
-        cited: set[str] = set()
-        if header.kind == "PORTED":
-            cited.update(c.path for c in header.citations)
-        if header.kind != "ORIGINAL":
-            cited.update(headers.inline_citations(text, cfg.mirrored))
-        for m in cfg.mappings:
-            up = mapped_upstream(rel, m)
-            if up is not None:
-                cited.add(up)
-        for up in cited:
-            by_upstream.setdefault(up, set()).add(rel)
+        found = _file_cites(rel, text, header, cfg)
+        for cite in found:
+            by_upstream.setdefault(cite.path, set()).add(rel)
+            cites.setdefault(cite.path, []).append(cite)
+        if found:
+            paras = deferred_mod.deferred(text, rel)
+            if paras:
+                deferred[rel] = paras
     return Surface({k: tuple(sorted(v)) for k, v in sorted(by_upstream.items())}, file_headers,
-                   cfg.mirrored)
+                   cfg.mirrored, {k: tuple(v) for k, v in sorted(cites.items())}, deferred,
+                   cfg.model_globs)

@@ -21,7 +21,7 @@ from sync.infra.errors import EnvironmentUnresolved, UsageError
 from sync.infra.notes import Notes
 from sync.port import Port
 from sync.records import cycle, decisions, deviations, gates, pins
-from sync.steps import audit, carry, classify, report, surface
+from sync.steps import audit, carry, classify, evidence, report, surface
 from sync.steps.target import Wanted, freeze
 from sync.upstream import gitio, history
 from sync.upstream.gitio import short
@@ -71,6 +71,7 @@ class _Range:
     stats: history.RangeStats
     surf: surface.Surface
     divergent: bool
+    symbols: evidence.Pass = field(default_factory=evidence.Pass)
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,9 @@ def report_path(port: Port, c: cycle.Cycle) -> Path:
     return port.sync_dir / cycle.report_name(c)
 
 
-def moves(commits: list[history.Commit], surf: surface.Surface) -> tuple[report.Move, ...]:
+def moves(commits: list[history.Commit], surf: surface.Surface,
+          entries: list[classify.Entry] | None = None) -> tuple[report.Move, ...]:
+    """Renames and deletions of cited paths, then of cited definitions (from the symbol pass)."""
     out = []
     for c in commits:
         for ch in c.changes:
@@ -97,7 +100,24 @@ def moves(commits: list[history.Commit], surf: surface.Surface) -> tuple[report.
             elif ch.status == "R" and ch.old_path in surf.by_upstream and ch.old_path:
                 out.append(report.Move(ch.old_path, "renamed", ch.path, c.sha, c.pr,
                                        surf.by_upstream[ch.old_path]))
-    return tuple(out)
+    return tuple(out) + _deleted_definitions(entries or [])
+
+
+def _deleted_definitions(entries: list[classify.Entry]) -> tuple[report.Move, ...]:
+    """`path::Sym` of each cited definition a commit deletes (a whole deleted file is above)."""
+    out: dict[tuple[str, str], set[str]] = {}
+    prs: dict[str, int | None] = {}
+    for e in entries:
+        for v in e.evidence.verdicts if e.evidence is not None else ():
+            if v.outcome == "deleted" and v.cited.cite.path == v.path:
+                for unit in v.units:
+                    out.setdefault((e.sha, f"{v.path}::{unit}"), set()).add(v.cited.cite.port_file)
+                    prs[e.sha] = e.pr
+    deleted_files = {(e.sha, p) for e in entries if e.evidence is not None
+                     for fc in e.evidence.files if fc.status == "D" for p in [fc.path]}
+    return tuple(report.Move(path, "deleted", None, sha, prs[sha], tuple(sorted(files)))
+                 for (sha, path), files in out.items()
+                 if (sha, path.split("::", 1)[0]) not in deleted_files)
 
 
 def run_cycle(port: Port, notes: Notes | None = None,
@@ -152,12 +172,16 @@ def _enumerate(port: Port, frame: _Frame, notes: Notes | None, req: CycleRequest
     stats_job = history.begin_stats(ref, base, target)
     surf = surface.build(port)
     commits = history.finish_log(log_job)
-    return _Range(commits, history.finish_stats(stats_job, len(commits)), surf, divergent)
+    stats = history.finish_stats(stats_job, len(commits))
+    # The symbol pass: one patch listing and one blob read, whatever the range.
+    found = evidence.gather(ref, commits, surf, base, notes)
+    return _Range(commits, stats, surf, divergent, found)
 
 
 def _classify(port: Port, rng: _Range,
               decided: dict[str, decisions.Decision]) -> list[classify.Entry]:
-    return classify.classify(rng.commits, rng.surf, port.config.rules, decided)
+    return classify.classify(rng.commits, classify.Inputs(rng.surf, port.config.rules, decided,
+                                                          rng.symbols))
 
 
 def _read_back(port: Port, frame: _Frame, rng: _Range, decided_now: str | None) -> _Earlier:
@@ -236,7 +260,7 @@ def _assemble(port: Port, frame: _Frame, rng: _Range, earlier: _Earlier,
         entries=tuple(entries),
         reverts=tuple(sorted(history.find_reverts(rng.commits).items())),
         duplicates=tuple(history.find_duplicates(frame.ref, rng.commits)),
-        moves=moves(rng.commits, rng.surf),
+        moves=moves(rng.commits, rng.surf, entries),
         deviations=tuple(touched),
         file_pins=pins_summary.lines, file_pin_counts=pins_summary.counts,
         gates=tuple(gates.render_section(recorded).splitlines()),

@@ -268,6 +268,39 @@ def batch_check(ref: Reference, names: list[str]) -> list[tuple[str, str] | None
     return out
 
 
+def cat_blobs(ref: Reference, names: list[str]) -> list[bytes | None]:
+    """The content of each blob named (an object id or `rev:path`), None where git has no
+    such blob: one `git cat-file --batch` whatever the number of names."""
+    ok = [bool(n) and "\n" not in n and "\r" not in n for n in names]
+    sendable = [n for n, good in zip(names, ok, strict=True) if good]
+    if not sendable:
+        return [None] * len(names)
+    raw = ref.git("cat-file", "--batch", input="".join(f"{n}\n" for n in sendable).encode())
+    found = iter(_batch_records(raw, len(sendable), ref))
+    return [next(found) if good else None for good in ok]
+
+
+def _batch_records(raw: bytes, count: int, ref: Reference) -> list[bytes | None]:
+    out: list[bytes | None] = []
+    pos = 0
+    for _ in range(count):
+        eol = raw.find(b"\n", pos)
+        if eol < 0:
+            raise EnvironmentUnresolved(
+                f"git cat-file --batch stopped early in {ref.path}",
+                "check the reference checkout with 'git fsck'")
+        head = raw[pos:eol].split(b" ")
+        pos = eol + 1
+        if len(head) == 3 and head[2].isdigit() and _OBJECT_ID.fullmatch(head[0].decode(
+                "ascii", "replace")):
+            size = int(head[2])
+            body, pos = raw[pos:pos + size], pos + size + 1
+            out.append(body if head[1] == b"blob" else None)
+        else:
+            out.append(None)  # "<name> missing" / "<name> ambiguous"
+    return out
+
+
 @dataclass(frozen=True)
 class TreeEntry:
     mode: str

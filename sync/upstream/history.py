@@ -2,8 +2,10 @@
 
 The whole range comes from one `git log -z` process parsed here in a single pass;
 range stats from one `git diff --shortstat`; duplicate detection confirms its
-candidates with one `git diff-tree` piped into one `git patch-id`. The number of
-git processes never depends on the number of commits.
+candidates with one `git diff-tree` piped into one `git patch-id`; the symbol pass
+reads the patches of the commits that touch cited paths with one more `git
+diff-tree --stdin` (`commit_patches`). The number of git processes never depends
+on the number of commits.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from dataclasses import dataclass
 from typing import Literal, cast
 
 from sync.infra.errors import EnvironmentUnresolved
-from sync.upstream import gitio
+from sync.upstream import gitio, patch
 from sync.upstream.gitio import short
 
 ChangeStatus = Literal["A", "M", "D", "R", "C", "T"]
@@ -353,3 +355,25 @@ def _patch_ids(ref: gitio.Reference, shas: list[str]) -> bytes:
         "--no-ext-diff", "--no-textconv",
     ], input=stdin).stdout
     return gitio.run(ref.path, ["patch-id", "--stable"], input=patches).stdout
+
+
+def commit_patches(ref: gitio.Reference, shas: Sequence[str],
+                   paths: Iterable[str]) -> dict[str, patch.CommitPatch]:
+    """sha -> its patch of `paths` (renames found, on either side), for every commit in
+    `shas`: one `git diff-tree --stdin` whatever their number.
+
+    No pathspec: git matches every tree entry against every pathspec item, which cost 30x
+    the listing itself for 600 paths; the other files' patches are dropped here instead.
+    """
+    wanted = set(paths)
+    if not shas or not wanted:
+        return {}
+    stdin = b"".join(sha.encode() + b"\n" for sha in shas if _HEX.fullmatch(sha))
+    out = gitio.run(ref.path, [
+        "-c", "core.quotePath=false", "diff-tree", "--stdin", "-p", "-r", "-M", "--root",
+        "--full-index", "--no-color", "--no-ext-diff", "--no-textconv", "--no-relative",
+        "--src-prefix=a/", "--dst-prefix=b/",
+    ], input=stdin).stdout
+    return {c.sha: patch.CommitPatch(c.sha, tuple(f for f in c.files
+                                                  if wanted.intersection(f.paths())))
+            for c in patch.parse(out)}

@@ -12,7 +12,7 @@ import tomli_w
 from sync.cli.context import Context, add_json
 from sync.infra.atomic import read_text, write_text
 from sync.infra.errors import UsageError
-from sync.records import config, modes, prefs
+from sync.records import config, modes, prefs, starter
 from sync.steps import discover
 
 
@@ -40,7 +40,7 @@ def _config(root: Path, found: dict[str, Any]) -> dict[str, Any]:
     if found["port_roots"]:
         doc["surface"] = {"port_roots": found["port_roots"], "mirrored": ["vllm/"]}
     doc.update(modes.init_doc(root / found["paths"]["protocol"]))  # build_mode from the suffix
-    config.parse(tomli_w.dumps(doc))  # what we write must load
+    config.parse(tomli_w.dumps(doc) + starter.RULES)  # what we write must load
     return doc
 
 
@@ -79,7 +79,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     found = discover.discover(root)
     doc = _config(root, found)
     write_text(cfg_path, "# upstream-sync configuration (keys: docs/adopting.md in upstream-sync)\n"
-               + tomli_w.dumps(doc))
+               + tomli_w.dumps(doc) + starter.RULES)
     example = root / (config.Config().preferences + ".example")
     if not example.exists():
         write_text(example, prefs.example_text())

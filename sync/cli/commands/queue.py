@@ -1,4 +1,4 @@
-"""`queue` (step 5): the PORT-NOW worklist with per-file pins and diffs."""
+"""`queue` (step 5): the PORT-NOW worklist: per item its own diff, definitions marked."""
 
 from __future__ import annotations
 
@@ -14,10 +14,15 @@ from sync.upstream import gitio
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("queue", help="step 5: the PORT-NOW worklist with per-file pins and diffs",
                        description="List the open cycle's PORT-NOW items in upstream order: the "
-                       "port files, their per-file pins, and per upstream path the diff to read "
-                       "(git diff <file-pin>..TARGET -- <path>) with its diffstat.")
+                       "port files, their per-file pins, and per cited path that commit's own "
+                       "diff (git show <sha> -M -- <path>) with the definitions it changes "
+                       "marked (* for one a port file cites).")
     p.add_argument("--patch", metavar="DIR", type=Path,
-                   help="also write each item's upstream diff to DIR/NNN-<sha>-vllm<PR>.patch")
+                   help="also write each item's own diff to DIR/NNN-<sha>-vllm<PR>.patch, each "
+                   "hunk header naming the definitions it changes")
+    p.add_argument("--drift", action="store_true",
+                   help="also the cumulative diff since each file's pin (git diff "
+                   "<file-pin>..TARGET -- <path>; with --patch, NNN-...-drift.patch)")
     add_json(p)
     p.set_defaults(func=run)
 
@@ -32,7 +37,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         patch_dir = patch_dir.expanduser().resolve()
         if patch_dir.exists() and not patch_dir.is_dir():
             raise UsageError(f"--patch {patch_dir} is not a directory", "give a directory")
-    q = workqueue.build(port, ref, upstream, patch_dir=patch_dir)
+    q = workqueue.build(port, ref, upstream, patch_dir=patch_dir, drift=args.drift)
     for n in q.notes:
         ctx.note(f"note: {n}")
     if ctx.json:

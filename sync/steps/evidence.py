@@ -1,0 +1,409 @@
+"""The symbol pass: what each commit changed in the upstream files the port cites, per definition,
+and what each citation of those files names.
+
+For the commits that touch a cited path, one `git diff-tree --stdin` lists their patches
+(renames followed; only the files of cited paths and their rename partners are kept) and
+one `git cat-file --batch` reads every blob the comparison needs: both sides of each
+changed Python file, and each anchored citation's file at its cited SHA and at the
+pin. So the pass adds two
+git processes to a run, whatever the number of commits. Python blobs are mapped to
+definitions by `steps.symbols`; a file that is not Python or does not parse stays at
+path level, with the reason.
+
+A citation's anchor is read at its cited SHA (at the pin when that SHA is not a commit
+in the checkout, or the file is not at it): `::Sym` by name, `:A-B` as the definitions
+enclosing those lines there. When it names both and they disagree, the name wins and
+the disagreement is noted. A line range inside a definition longer than `HUGE` lines
+keeps its statements (translated to the commit's parent), so a change elsewhere in a
+700-line `__post_init__` is told apart from one in the cited lines.
+"""
+
+from __future__ import annotations
+
+import difflib
+import gc
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Literal
+
+from sync.infra import globs
+from sync.infra.notes import Notes
+from sync.steps import symbols
+from sync.steps.surface import Cite, Surface
+from sync.upstream import gitio, history, patch
+
+HUGE = 150  # lines: a definition this long is compared statement by statement for :A-B cites
+SUSPECT_UNITS = 3  # a line range over more top-level definitions than this is suspect
+_PY = (".py", ".pyi")
+_RANGE = re.compile(r"(\d+)(?:-(\d+))?")
+
+How = Literal["symbols", "lines", "whole-file", "path-level"]
+
+
+@dataclass(frozen=True)
+class Cited:
+    """One citation of a path, read against one commit."""
+
+    cite: Cite
+    how: How
+    names: tuple[str, ...] = ()  # the definitions it names; () for the whole file
+    note: str = ""  # why it fell back, or where its anchors disagree
+    at: str = ""  # where the anchor was read: "d28fbddc", "the pin", "the commit's parent"
+    ranges: tuple[tuple[int, int], ...] = ()  # its line ranges in the parent's blob
+    statements: tuple[tuple[int, int], ...] = ()  # in a huge definition: the cited statements
+    own: tuple[str, ...] = ()  # classes a line range names by their own statements only
+
+
+@dataclass(frozen=True)
+class FileChange:
+    """One cited path as one commit changed it."""
+
+    path: str  # the cited path (the old name of a rename when that is cited)
+    status: str
+    old_path: str | None
+    new_path: str | None
+    hunks: tuple[patch.Hunk, ...]
+    units: tuple[symbols.UnitChange, ...]
+    fallback: str | None  # path level: "not Python (.cu)", "does not parse after: line 3 ..."
+    cited: tuple[Cited, ...]
+    old_lines: int = 0  # lengths of the two blobs (0: absent or not read)
+    new_lines: int = 0
+
+
+@dataclass(frozen=True)
+class CommitChanges:
+    sha: str
+    files: tuple[FileChange, ...]
+    models: tuple[str, ...] = ()  # models this commit changes that no port file cites
+
+
+@dataclass(frozen=True)
+class Pass:
+    """The symbol pass over a range: per commit that touches a cited path."""
+
+    commits: dict[str, CommitChanges] = field(default_factory=dict)
+    git_processes: int = 0
+
+
+def _python(path: str) -> bool:
+    return path.lower().endswith(_PY)
+
+
+def _related(commit: history.Commit, cited: set[str]) -> set[str]:
+    """The commit's cited paths plus the other name of each rename that involves one."""
+    out = {p for p in commit.paths if p in cited}
+    for ch in commit.changes:
+        if ch.old_path is not None and (ch.old_path in cited or ch.path in cited):
+            out.update((ch.old_path, ch.path))
+    return out
+
+
+def models(commit: history.Commit, surf: Surface) -> tuple[str, ...]:
+    """Model names (the first path part under a model glob's folder) the commit changes
+    and no port file cites: `vllm/models/kimi_k3/...` gives `kimi_k3`."""
+    names: set[str] = set()
+    cited_names: set[str] = set()
+    for p in commit.paths:
+        for g in surf.model_globs:
+            prefix = re.split(r"[*?\[]", g, maxsplit=1)[0]
+            if prefix and p.startswith(prefix) and globs.match(p, g):
+                head = p[len(prefix):].split("/", 1)[0]
+                stem = head.rsplit(".", 1)[0] if head.endswith(_PY) else head
+                (cited_names if p in surf.by_upstream else names).add(stem.lower())
+    return tuple(sorted(names - cited_names))
+
+
+def gather(ref: gitio.Reference, commits: Iterable[history.Commit], surf: Surface, pin: str,
+           notes: Notes | None = None) -> Pass:
+    """The symbol pass for every commit that touches a cited path (two git processes)."""
+    before = gitio.PROCESS_COUNT
+    cited = set(surf.cites)
+    touching = [c for c in commits if any(p in cited for p in c.paths)]
+    if not touching:
+        return Pass()
+    if notes is not None:
+        notes.progress(f"reading the patches of {len(touching)} commits that touch cited paths")
+    # Patches and syntax trees are acyclic and dropped when the pass returns; the cyclic
+    # collector would only rescan the millions of objects kept meanwhile (it more than
+    # doubled the pass's time).
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        out = _read(ref, touching, surf, pin)
+    finally:
+        if enabled:
+            gc.enable()
+    return Pass(out, gitio.PROCESS_COUNT - before)
+
+
+def _read(ref: gitio.Reference, touching: list[history.Commit], surf: Surface,
+          pin: str) -> dict[str, CommitChanges]:
+    cited = set(surf.cites)
+    spec: set[str] = set()
+    for c in touching:
+        spec |= _related(c, cited)
+    listed = history.commit_patches(ref, [c.sha for c in touching], spec)
+    blobs = _Blobs(ref, pin)
+    plans = [(c, listed.get(c.sha)) for c in touching]
+    for c, cp in plans:
+        blobs.want_commit(c, cp, surf)
+    blobs.read()
+    return {c.sha: _commit(c, cp, surf, blobs) for c, cp in plans}
+
+
+# -- blobs: every one the pass needs, in one read -----------------------------------------------
+
+
+@dataclass
+class _Blobs:
+    ref: gitio.Reference
+    pin: str
+    names: dict[str, int] = field(default_factory=dict)
+    data: list[bytes | None] = field(default_factory=list)
+    outlines: dict[bytes, symbols.Outline | str] = field(default_factory=dict)  # by content
+
+    def want(self, name: str | None) -> None:
+        if name and name not in self.names:
+            self.names[name] = len(self.names)
+
+    def want_commit(self, commit: history.Commit, cp: patch.CommitPatch | None,
+                    surf: Surface) -> None:
+        for path in sorted(p for p in commit.paths if p in surf.cites):
+            fp = cp.for_path(path) if cp is not None else None
+            anchored = [c for c in surf.cites[path] if not c.whole_file]
+            if fp is not None and (_python(fp.path) or anchored):
+                self.want(fp.old_blob)
+                self.want(fp.new_blob)
+            for c in anchored:
+                self.want(_at(c.sha, path))
+                self.want(_at(self.pin, path))
+
+    def read(self) -> None:
+        self.data = gitio.cat_blobs(self.ref, list(self.names))
+
+    def get(self, name: str | None) -> bytes | None:
+        i = self.names.get(name or "")
+        return None if i is None or i >= len(self.data) else self.data[i]
+
+    def outline(self, name: str | None) -> symbols.Outline | str | None:
+        """The outline of a blob, a string saying why it has none, or None when absent."""
+        data = self.get(name)
+        if data is None:
+            return None
+        if data not in self.outlines:  # the pin's, a cited SHA's and a parent's blob often agree
+            try:
+                self.outlines[data] = symbols.outline(data)
+            except symbols.ParseFailure as exc:
+                self.outlines[data] = str(exc)
+        return self.outlines[data]
+
+    def lines(self, name: str | None) -> list[str]:
+        data = self.get(name)
+        return [] if data is None else data.decode("utf-8", "replace").splitlines()
+
+
+def _at(sha: str | None, path: str) -> str | None:
+    if sha is None or not re.fullmatch(r"[0-9a-f]{4,64}", sha):
+        return None
+    return f"{sha}:{path}"
+
+
+# -- one commit ---------------------------------------------------------------------------------
+
+
+def _commit(c: history.Commit, cp: patch.CommitPatch | None, surf: Surface,
+            blobs: _Blobs) -> CommitChanges:
+    ctx = symbols.Context(frozenset(models(c, surf)))
+    files = []
+    for path in sorted(p for p in c.paths if p in surf.cites):
+        fp = cp.for_path(path) if cp is not None else None
+        if fp is None:
+            continue  # listed under its other name: a rename's target that is also cited
+        if fp.new_path == path and fp.old_path in surf.cites and fp.old_path != path:
+            continue  # one rename, read once under the old (cited) name
+        files.append(_file(path, fp, surf.cites[path], blobs, ctx))
+    return CommitChanges(c.sha, tuple(files), tuple(sorted(ctx.models)))
+
+
+def _sides(fp: patch.FilePatch, blobs: _Blobs) -> tuple[
+        symbols.Outline | None, symbols.Outline | None, str | None]:
+    """(old outline, new outline, path-level reason) of a changed file."""
+    if fp.binary:
+        return None, None, "binary file"
+    name = fp.path.rsplit("/", 1)[-1]
+    if not _python(name):
+        return None, None, f"not Python (.{name.rsplit('.', 1)[1]})" if "." in name else (
+            "not Python")
+    old, new = blobs.outline(fp.old_blob), blobs.outline(fp.new_blob)
+    for side, o in (("before", old), ("after", new)):
+        if isinstance(o, str):
+            return None, None, f"does not parse {side} the commit ({o})"
+    if (fp.old_blob and old is None) or (fp.new_blob and new is None):
+        return None, None, "blob not readable"
+    assert not isinstance(old, str) and not isinstance(new, str)
+    return old, new, None
+
+
+def _file(path: str, fp: patch.FilePatch, cites: tuple[Cite, ...], blobs: _Blobs,
+          ctx: symbols.Context) -> FileChange:
+    old, new, fallback = _sides(fp, blobs)
+    units: tuple[symbols.UnitChange, ...] = ()
+    if fallback is None:
+        deleted = [n for h in fp.hunks for n in h.deleted]
+        added = [n for h in fp.hunks for n in h.added]
+        units = tuple(symbols.changes(old, new, deleted, added, ctx))
+    reader = _Reader(blobs, path, fp.old_blob, old, fallback)
+    return FileChange(path, fp.status, fp.old_path, fp.new_path, fp.hunks, units, fallback,
+                      tuple(reader.cited(c) for c in cites),
+                      len(blobs.lines(fp.old_blob)), len(blobs.lines(fp.new_blob)))
+
+
+# -- citations, read at their SHA ---------------------------------------------------------------
+
+
+def parse_ranges(lines: str | None) -> list[tuple[int, int]]:
+    out = []
+    for m in _RANGE.finditer(lines or ""):
+        a = int(m.group(1)[:9])
+        b = int(m.group(2)[:9]) if m.group(2) else a
+        out.append((min(a, b), max(a, b)))
+    return out
+
+
+@dataclass
+class _Reader:
+    blobs: _Blobs
+    path: str
+    parent_blob: str | None
+    parent: symbols.Outline | None
+    fallback: str | None
+
+    def cited(self, cite: Cite) -> Cited:
+        if cite.whole_file:
+            how: How = "path-level" if self.fallback else "whole-file"
+            return Cited(cite, how, note=_source_note(cite))
+        name, at = self._anchor_blob(cite)
+        ranges = self._translate(name, parse_ranges(cite.lines))
+        if self.fallback is not None:
+            return Cited(cite, "path-level", at=at, ranges=ranges,
+                         note="" if ranges else "symbol anchors are not read outside Python")
+        outl = self.blobs.outline(name)
+        where = outl if isinstance(outl, symbols.Outline) else self.parent
+        if where is None:
+            return Cited(cite, "whole-file", at=at, note=f"{self.path} not readable at {at}")
+        if cite.symbols:
+            return self._by_name(cite, where, at, ranges)
+        return self._by_lines(cite, where, at, ranges)
+
+    def _anchor_blob(self, cite: Cite) -> tuple[str | None, str]:
+        """The blob an anchor is read in, and what it is: the cited SHA's, else the pin's,
+        else the commit's parent's."""
+        for name, label in ((_at(cite.sha, self.path), cite.sha or ""),
+                            (_at(self.blobs.pin, self.path), "the pin")):
+            if name is not None and self.blobs.get(name) is not None:
+                return name, label
+        return self.parent_blob, "the commit's parent"
+
+    def _translate(self, name: str | None, ranges: list[tuple[int, int]]) -> tuple[
+            tuple[int, int], ...]:
+        """`ranges` of blob `name` as lines of the parent's blob (by a line diff)."""
+        if not ranges or name is None:
+            return ()
+        if name == self.parent_blob or self.blobs.get(name) == self.blobs.get(self.parent_blob):
+            return tuple(ranges)
+        a, b = self.blobs.lines(name), self.blobs.lines(self.parent_blob)
+        move = _line_map(a, b)
+        return tuple((move(x), max(move(x), move(y))) for x, y in ranges)
+
+    def _by_name(self, cite: Cite, where: symbols.Outline, at: str,
+                 ranges: tuple[tuple[int, int], ...]) -> Cited:
+        names: list[str] = []
+        missing: list[str] = []
+        for sym in cite.symbols:
+            found = where.find(sym) or (self.parent.find(sym) if self.parent else ())
+            (names.extend(found) if found else missing.append(sym))
+        note = f"anchor {', '.join(missing)} names no definition at {at}" if missing else ""
+        if not names:
+            return Cited(cite, "whole-file", at=at, note=note + ": read as a whole-file citation")
+        drift = _disagreement(cite, where, names)
+        return Cited(cite, "symbols", tuple(dict.fromkeys(names)),
+                     "; ".join(n for n in (note, drift) if n), at, ranges)
+
+    def _by_lines(self, cite: Cite, where: symbols.Outline, at: str,
+                  ranges: tuple[tuple[int, int], ...]) -> Cited:
+        spans = parse_ranges(cite.lines)
+        owners = [u for a, b in spans for n in range(a, b + 1)
+                  if where.code(n) and (u := where.at(n)) is not None]
+        names = tuple(dict.fromkeys(u.name for u in owners))
+        # A range over a class's own lines (a field, its header) cites those, not its methods.
+        own = tuple(dict.fromkeys(u.name for u in owners if u.kind == "class"))
+        if not names:
+            return Cited(cite, "whole-file", at=at,
+                         note=f"lines {cite.lines} hold no definition at {at}: whole file")
+        tops = {n.split(".", 1)[0] for n in names}
+        note = (f"suspect range: :{cite.lines} spans {len(tops)} top-level definitions"
+                if len(tops) > SUSPECT_UNITS else "")
+        statements = self._statements(owners, ranges)
+        return Cited(cite, "lines", names, note, at, ranges, statements, own)
+
+    def _statements(self, owners: list[symbols.Unit],
+                    ranges: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
+        """In the one huge definition a range falls in: its statements there, in the parent."""
+        units = {u.name for u in owners}
+        if len(units) != 1 or owners[0].length <= HUGE or self.parent is None or not ranges:
+            return ()
+        parents = self.parent.named(owners[0].name)
+        if len(parents) != 1:
+            return ()
+        out = []
+        for a, b in ranges:
+            first = self.parent.statement(parents[0], a) or (a, a)
+            last = self.parent.statement(parents[0], b) or (b, b)
+            out.append((min(first[0], a), max(last[1], b)))
+        return tuple(out)
+
+
+def _source_note(cite: Cite) -> str:
+    if cite.source == "inline":
+        return "a citation in the file's body, without anchors"
+    if cite.source == "mapping":
+        return "implied by a mapping rule"
+    return ""
+
+
+def _disagreement(cite: Cite, where: symbols.Outline, names: list[str]) -> str:
+    """"line anchor :A-B lies in X; named Y is at C-D" when both anchors are given."""
+    spans = parse_ranges(cite.lines)
+    if not spans:
+        return ""
+    inside = {u.name for a, b in spans for n in range(a, b + 1) if (u := where.at(n))}
+    if any(n == i or i.startswith(n + ".") for n in names for i in inside):
+        return ""
+    named = where.named(names[0])
+    at = f" is at {named[0].start}-{named[0].end}" if named else ""
+    lies = ", ".join(sorted(inside)[:3]) or "no definition"
+    return f"line anchor :{cite.lines} lies in {lies}; named {names[0]}{at} (the name wins)"
+
+
+def _line_map(a: list[str], b: list[str]) -> _Mover:
+    blocks = difflib.SequenceMatcher(a=a, b=b, autojunk=False).get_matching_blocks()
+    return _Mover(tuple((m.a, m.b, m.size) for m in blocks))
+
+
+@dataclass(frozen=True)
+class _Mover:
+    blocks: tuple[tuple[int, int, int], ...]
+
+    def __call__(self, line: int) -> int:
+        """Line `line` (1-based) of a as a line of b: exact inside a matching block, else
+        the start of the gap it falls in."""
+        i = line - 1
+        last_b = 0
+        for a0, b0, size in self.blocks:
+            if a0 <= i < a0 + size:
+                return b0 + (i - a0) + 1
+            if a0 > i:
+                break
+            last_b = b0 + size
+        return last_b + 1

@@ -1,0 +1,193 @@
+"""`explain`: how one commit of the open cycle was classified, every step of it.
+
+The derivation is recomputed, not read from the report: the decision (if any), each
+rule in order with why it does not match, the paths the commit changes (cited or
+not), and per cited path the hunks with their line ranges, the definitions they
+change, and each citation (port file:line) they were compared with and its verdict.
+Git: one `git log -z` for the cycle's range, one patch listing and one blob read for
+the commit.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from sync.infra.errors import UsageError
+from sync.infra.notes import Notes
+from sync.port import Port
+from sync.records.decisions import Decision
+from sync.steps import classify, evidence, report, surface, symbols
+from sync.steps.classify import Entry, Verdict
+from sync.upstream import gitio, history, patch
+from sync.upstream.gitio import short
+
+_PR = re.compile(r"#?([0-9]{1,12})")
+_SHA = re.compile(r"[0-9a-f]{4,40}")
+
+
+@dataclass(frozen=True)
+class Derivation:
+    commit: history.Commit
+    index: int  # 1-based position in the range
+    total: int
+    pin: str
+    target: str
+    decision: Decision | None
+    rules: tuple[tuple[str, str | None], ...]  # (rule id, why it does not match; None: matched)
+    cited: tuple[str, ...]  # changed paths some port file cites
+    entry: Entry
+    git_processes: int
+
+
+def find(commits: list[history.Commit], which: str) -> tuple[int, history.Commit]:
+    """The commit `which` names: `#N` (its PR) or a SHA prefix; refused unless exactly one."""
+    text = which.strip().lower()
+    pr = _PR.fullmatch(text)
+    if text.startswith("#") and pr is not None:
+        hits = [(i, c) for i, c in enumerate(commits) if c.pr == int(pr.group(1))]
+    elif _SHA.fullmatch(text):
+        hits = [(i, c) for i, c in enumerate(commits) if c.sha.startswith(text)]
+    else:
+        raise UsageError(f"{which!r} is neither a SHA nor #PR", "give a SHA prefix or #N")
+    if not hits:
+        raise UsageError(f"no commit in the open cycle matches {which}",
+                         "run 'upstream-sync queue' or read the report for the cycle's commits")
+    if len(hits) > 1:
+        shown = ", ".join(short(c.sha) for _i, c in hits[:5])
+        raise UsageError(f"{which} matches {len(hits)} commits ({shown})",
+                         "give a longer SHA prefix")
+    return hits[0][0] + 1, hits[0][1]
+
+
+def derive(port: Port, which: str, notes: Notes | None = None) -> Derivation:
+    before = gitio.PROCESS_COUNT
+    c = port.open_cycle()
+    pin = port.pin_record().pin.commit
+    ref = port.reference()
+    commits = history.log_range(ref, pin, c.target)
+    index, commit = find(commits, which)
+    surf = surface.build(port)
+    found = evidence.gather(ref, [commit], surf, pin, notes)
+    decided = port.decisions()
+    rules = port.config.rules
+    entry = classify.classify_one(commit, classify.Inputs(surf, rules, decided, found))
+    return Derivation(commit, index, len(commits), pin, c.target, decided.get(commit.sha),
+                      tuple((r.id, classify.rule_miss(r, commit)) for r in rules),
+                      surf.ported(commit.paths), entry, gitio.PROCESS_COUNT - before)
+
+
+# -- rendering ------------------------------------------------------------------------------------
+
+
+def _hunk_units(h: patch.Hunk, fc: evidence.FileChange) -> list[str]:
+    names = [u.name for u in fc.units
+             if set(u.old_lines) & set(h.deleted) or set(u.new_lines) & set(h.added)]
+    return names or (["blank lines only"] if fc.fallback is None else [])
+
+
+def _lines(lines: tuple[int, ...]) -> str:
+    return ",".join(report.line_runs(lines))
+
+
+def _unit_line(u: symbols.UnitChange) -> str:
+    spans = []
+    for side, span in (("old", u.old_span), ("new", u.new_span)):
+        if span is not None:
+            spans.append(f"{side} {span[0]}-{span[1]}")
+    detail = f": {u.detail}" if u.detail else ""
+    return f"{u.name} [{u.kind}] {u.change}{detail} ({', '.join(spans)})"
+
+
+def _verdict_lines(v: Verdict) -> list[str]:
+    c = v.cited
+    read = f", read at {c.at}" if c.at else ""
+    names = f"; names {', '.join(c.names)}" if c.names else ""
+    out = [f"      {c.cite.where()} ({c.cite.source}): {c.cite.anchor()}{read}{names}"]
+    if c.note:
+        out.append(f"        note: {c.note}")
+    if c.statements:
+        out.append("        cited statements in the parent: "
+                   + ", ".join(f"{a}-{b}" for a, b in c.statements))
+    out.append(f"        → {v.outcome}: {v.why}")
+    return out
+
+
+def _file_lines(fc: evidence.FileChange, verdicts: list[Verdict]) -> list[str]:
+    moved = f" → {fc.new_path}" if fc.new_path and fc.new_path != fc.path else ""
+    out = [f"  {fc.path}{moved} ({fc.status})"]
+    if fc.fallback:
+        out.append(f"    path level: {fc.fallback}")
+    for h in fc.hunks:
+        units = _hunk_units(h, fc)
+        changed = [f"{side} {_lines(lines)}" for side, lines in (("old", h.deleted),
+                                                                 ("new", h.added)) if lines]
+        out.append(f"    hunk @@ -{h.old_start},{h.old_count} +{h.new_start},{h.new_count} @@ "
+                   f"changes {', '.join(changed) or 'nothing'}"
+                   + (f" → {', '.join(units)}" if units else ""))
+    if fc.units:
+        out.append("    definitions changed:")
+        out += [f"      {_unit_line(u)}" for u in fc.units]
+    out.append("    citations compared:")
+    out += [line for v in verdicts for line in _verdict_lines(v)]
+    return out
+
+
+def _rule_lines(rules: tuple[tuple[str, str | None], ...]) -> list[str]:
+    out = []
+    matched = False
+    for rid, why in rules:
+        if matched:
+            out.append(f"  {rid}: not reached (an earlier rule matched)")
+            continue
+        matched = why is None
+        out.append(f"  {rid}: {'MATCHES' if why is None else 'no: ' + why}")
+    return out
+
+
+def render(d: Derivation) -> list[str]:
+    c, e = d.commit, d.entry
+    pr = f"vllm#{c.pr}" if c.pr is not None else "(no PR)"
+    lines = [f"{short(c.sha)} {pr} {' '.join(c.subject.split())}",
+             f"commit {d.index} of {d.total} in {short(d.pin)}..{short(d.target)}"
+             f" (the open cycle), {c.date}"]
+    if d.decision is not None:
+        lines.append(f"decision: {d.decision.disposition}: {d.decision.reason} "
+                     f"({d.decision.by or 'recorded'} {d.decision.at}) — decides it; "
+                     "rules and the symbol pass are not consulted")
+    else:
+        lines.append("decision: none recorded")
+    lines.append("rules (the first that matches decides):" if d.rules else "rules: none "
+                 "configured")
+    lines += _rule_lines(d.rules)
+    cited = set(d.cited)
+    lines.append(f"paths changed ({len(c.paths)}):")
+    lines += [f"  {p}{'  [cited]' if p in cited else ''}" for p in c.paths]
+    found = e.evidence
+    if found is not None:
+        lines.append("symbol pass:")
+        for fc in found.files:
+            lines += _file_lines(fc, [v for v in found.verdicts if v.path == fc.path])
+        if found.models:
+            lines.append(f"  models changed that no port file cites: {', '.join(found.models)}")
+    elif cited:
+        lines.append("symbol pass: no patch for the cited paths")
+    tail = f" (auto: {e.rule})" if e.auto and e.rule else ""
+    lines.append(f"result: {e.disposition}: {e.reason}{tail}")
+    lines.append(f"git processes: {d.git_processes}")
+    return lines
+
+
+def to_json(d: Derivation) -> dict[str, Any]:
+    c = d.commit
+    return {
+        "sha": c.sha, "pr": c.pr, "subject": c.subject, "index": d.index, "total": d.total,
+        "pin": d.pin, "target": d.target,
+        "decision": None if d.decision is None else {
+            "disposition": d.decision.disposition, "reason": d.decision.reason,
+            "by": d.decision.by, "at": d.decision.at},
+        "rules": [{"id": rid, "matches": why is None, "why_not": why} for rid, why in d.rules],
+        "paths": list(c.paths), "cited_paths": list(d.cited),
+        "entry": report.entry_doc(d.entry), "git_processes": d.git_processes,
+    }
