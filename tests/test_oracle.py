@@ -823,3 +823,23 @@ def test_advance_omni_refused_as_core_cycle_when_isolation_failed(
 def test_advance_omni_without_proof_is_refused(env: World, port_copy: Path) -> None:
     rc, _, err = run_cli(["--port", str(port_copy), "advance-omni", "0" * 40])
     assert rc == 6 and "is not proven" in err
+
+
+def test_adopt_a_precompiled_env_records_binaries_of_unknown_provenance(
+        env: World, tmp_path: Path, port_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    src = tmp_path / "src"
+    subprocess.run(["git", "clone", "-q", str(env.up.path), str(src)], check=True)
+    real = tmp_path / "ports-own-venv"
+    hand_install(real, src, extra_env={"VLLM_USE_PRECOMPILED": "1",
+                                       "VLLM_PRECOMPILED_WHEEL_LOCATION": str(env.up.wheel)})
+    add_distribution(site_packages(real), "flashinfer-python", FLASHINFER)
+    monkeypatch.setenv("SYNC_ORACLE_HOME", str(tmp_path / "venvs"))
+    rc, out, err = run_cli(["--port", str(port_copy), "oracle", "adopt", str(real)])
+    assert rc == 0, err + out
+    rec = oracle.read_marker(real)
+    assert rec is not None and rec.not_in_tree == ["vllm/_C.abi3.so", "vllm/_version.py"]
+    assert rec.binaries is not None and rec.binaries["files"] == "1"
+    warning = "adopted: where its precompiled binaries came from is not known"
+    assert rec.binaries["warning"] == warning
+    rc, out, _ = run_cli(["--port", str(port_copy), "status"])
+    assert f"  warning: {warning}" in out.splitlines()

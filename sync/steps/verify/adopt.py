@@ -85,7 +85,9 @@ def _measured(port: Port, prefs: Preferences, p: Probe, real: Path) -> BuildReco
     binaries = None
     if mode == "precompiled":
         binaries = {"location": None, "wheel": None, "version": None, "commit": None,
-                    "requested": None, "sha256": None, "files": str(len(tree.not_in_tree) - 1),
+                    "requested": None, "sha256": None,
+                    "files": str(sum(not x.endswith("/" + installed.VERSION_FILE)
+                                     for x in tree.not_in_tree)),
                     "warning": "adopted: where its precompiled binaries came from is not known"}
     wheel, digest = _direct_url(p.files)
     installer = (p.files.dist_info / "INSTALLER")
