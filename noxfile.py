@@ -132,7 +132,7 @@ def parity(session: nox.Session) -> None:
 
 @nox.session(default=False)
 def advance(session: nox.Session) -> None:
-    """Step 7: advance the parity pin from the measured oracle, or stall with what is left."""
+    """Step 7: advance the parity pin from the measured oracle (`-- --stall`: stall the cycle)."""
     _cli(session, "advance")
 
 

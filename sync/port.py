@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any, TypeVar, cast
 from sync.infra.atomic import port_lock, read_text
 from sync.infra.errors import SyncError, UsageError
 from sync.infra.notes import Notes
+from sync.records import carryover as carryover_mod
 from sync.records import config as config_mod
 from sync.records import decisions as decisions_mod
 from sync.records import ledger as ledger_mod
@@ -129,6 +130,16 @@ class Port:
         path = self.decisions_path
         return dict(self._once("decisions",
                                lambda: decisions_mod.load(path, rel=self.rel(path))))
+
+    @property
+    def carry_over_path(self) -> Path:
+        return carryover_mod.path(self.sync_dir)
+
+    def carried(self) -> dict[str, carryover_mod.Carried]:
+        """The carry-over record by full SHA (a copy: changing it changes no record)."""
+        path = self.carry_over_path
+        return dict(self._once("carried",
+                               lambda: carryover_mod.load(path, rel=self.rel(path))))
 
     def cycle(self) -> Cycle | None:
         """The open cycle's frozen target, or None when no cycle is open."""

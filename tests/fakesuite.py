@@ -3,7 +3,8 @@
 The fake package is built by an in-tree PEP 517 backend with no requirements, so pip
 and uv install it hermetically (`PIP_NO_INDEX`, `UV_OFFLINE`). Its `upstream-sync`
 records each call (arguments, `SYNC_INVOKED_FROM`, the installed code's version) in
-`calls.jsonl` and exits with `$FAKE_EXIT`; each build appends to `builds.log`. Tests
+`calls.jsonl`, prints `$FAKE_STDOUT` and exits with `$FAKE_EXIT`; each build appends to
+`builds.log`. Tests
 run the real `nox` on it as a person or a CI job would.
 """
 
@@ -81,6 +82,7 @@ def main():
     with open(os.environ["FAKE_CALLS"], "a") as fh:
         fh.write(json.dumps({{"argv": sys.argv[1:], "version": VERSION,
                              "invoked_from": os.environ.get("SYNC_INVOKED_FROM")}}) + "\\n")
+    sys.stdout.write(os.environ.get("FAKE_STDOUT", ""))
     return int(os.environ.get("FAKE_EXIT", "0"))
 '''
 
@@ -109,7 +111,7 @@ class Suite:
         """The caller's environment, with every installer kept off the network."""
         env = {k: v for k, v in os.environ.items()
                if not k.startswith(("PIP_", "UV_", "VIRTUALENV_", "NOX_"))
-               and k not in ("VIRTUAL_ENV", "FAKE_EXIT")}
+               and k not in ("VIRTUAL_ENV", "FAKE_EXIT", "FAKE_STDOUT")}
         env.update(PIP_CONFIG_FILE=os.devnull, PIP_NO_INDEX="1", PIP_DISABLE_PIP_VERSION_CHECK="1",
                    UV_OFFLINE="1", UV_NO_CONFIG="1", UV_PYTHON_DOWNLOADS="never",
                    VIRTUALENV_NO_PERIODIC_UPDATE="1", FAKE_CALLS=str(self.root / "calls.jsonl"))

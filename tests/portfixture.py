@@ -29,8 +29,10 @@ The range `pin..tip` (oldest first) has one commit of each shape a cycle must ha
 | reland_c   | [Bugfix] Fix c (#110)                    | PORT-NOW; patch-identical to fix_c  |
 | no_pr      | Fix a typo in the README                 | IGNORE; listed as without (#N)      |
 
-plus `side` (branch `side`, forked before the pin: a target that does not descend from it)
-and any `extra` commits, which come after `no_pr` (the last one is then `tip`).
+plus `side` (branch `side`, forked before the pin: a target that does not descend from it),
+`release` (branch `releases/v0.1`, forked at `rename` with one commit of its own: where a
+release tag goes) and any `extra` commits, which come after `no_pr` (the last one is then
+`tip`).
 """
 
 from __future__ import annotations
@@ -219,6 +221,9 @@ def _history(extra: Sequence[tuple[str | bytes, Mapping[str, str]]]) -> tuple[Hi
     h.modify("vllm/side.py", "side = 1\n")
     m["side"] = h.commit("[Side] Diverge before the pin (#300)", branch="side",
                          parent=m["base"])
+    h.modify("vllm/a.py", "a = 4  # release\n")
+    m["release"] = h.commit("[Bugfix] Release-only fix of a (#400)", branch="releases/v0.1",
+                            parent=m["rename"])
     return h, m
 
 

@@ -2,7 +2,8 @@
 
 Upstream `main`:  base -> older -> PIN -> a-again -> delete-gone -> add-model -> TARGET -> beyond
 (`origin/main` is `beyond`, so a header can be ahead of the target), plus a `pr` branch
-whose head is not an upstream commit.
+whose head is not an upstream commit, and a release branch `origin/releases/v0.1` forked
+at the pin with one commit of its own, tagged `v0.1.0` (a release tag off `main`).
 """
 
 from __future__ import annotations
@@ -70,6 +71,7 @@ class Up:
     target: str
     beyond: str
     pr_head: str
+    release: str  # tag v0.1.0 on origin/releases/v0.1 (not on origin/main)
 
 
 def build_upstream(repo: Path) -> Up:
@@ -93,10 +95,16 @@ def build_upstream(repo: Path) -> Up:
     beyond = h.commit("[Core] Beyond the target (#16)")
     h.modify("vllm/a.py", "a = 99\n")
     pr_head = h.commit("WIP pr head", branch="pr", parent=pin)
+    h.modify("vllm/b.py", "b = 2  # release fix\n")
+    release = h.commit("[Bugfix] Release-only fix of b (#17)", branch="releases/v0.1",
+                       parent=pin)
     marks = h.write(repo)
     git(repo, "update-ref", "refs/remotes/origin/main", marks[beyond])
+    git(repo, "update-ref", "refs/remotes/origin/releases/v0.1", marks[release])
+    git(repo, "branch", "-q", "-D", "releases/v0.1")
+    git(repo, "tag", "v0.1.0", marks[release])
     return Up(repo, *(marks[m] for m in (base, older, pin, a_again, delete, add_model, target,
-                                           beyond, pr_head)))
+                                           beyond, pr_head, release)))
 
 
 def protocol_text(pin: str) -> str:
@@ -153,8 +161,8 @@ class World:
     def port(self) -> port.Port:
         return port.locate(str(self.root))
 
-    def freeze(self, target: str | None = None) -> cycle.Cycle:
-        return cycle.save(self.port, self.up.pin, target or self.up.target, "origin/main")
+    def freeze(self, target: str | None = None, ref: str = "origin/main") -> cycle.Cycle:
+        return cycle.save(self.port, self.up.pin, target or self.up.target, ref)
 
 
 def make_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> World:

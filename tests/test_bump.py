@@ -116,14 +116,17 @@ def refused(world: World, *argv: str) -> tuple[int, str, str]:
 
 
 def test_refuses_a_file_without_header_and_writes_nothing(world: World) -> None:
-    rc, _, err = refused(world, "src/a.cpp", "src/none.cpp", "--to", world.up.target)
+    rc, out, err = refused(world, "src/a.cpp", "src/none.cpp", "--to", world.up.target)
     assert rc == 4
-    assert "src/none.cpp: no per-file pin header" in err and "nothing was written" in err
+    # The reason once (on stdout), the count on the one error line.
+    assert out.count("src/none.cpp: no per-file pin header") == 1
+    assert "no per-file pin header" not in err
+    assert "1 of 2 file(s) cannot be bumped safely (the reason above); nothing was written" in err
 
 
 def test_refuses_an_original_file(world: World) -> None:
-    rc, _, err = refused(world, "src/orig.cpp", "--to", world.up.target)
-    assert rc == 4 and "declares the file original" in err
+    rc, out, _ = refused(world, "src/orig.cpp", "--to", world.up.target)
+    assert rc == 4 and "declares the file original" in out
 
 
 def test_refuses_a_sha_not_in_the_reference(world: World) -> None:
@@ -138,17 +141,32 @@ def test_refuses_a_target_off_the_upstream_line(world: World) -> None:
     assert rc == 2 and "is not an upstream commit" in err
 
 
+def test_a_release_tag_off_the_upstream_line_is_a_valid_target(world: World) -> None:
+    """A tag the user chose on a release branch: the cycle's target, and a tag of its own."""
+    up = world.up
+    r = run(world.root, "bump-headers", "src/a.cpp", "--to", "v0.1.0", "--check")
+    assert r.rc == 0, r.err
+    assert f"would bump vllm/a.py {up.older[:10]} → {up.release[:10]} (was behind)" in r.out
+    world.freeze(up.release, "v0.1.0")
+    r = run(world.root, "bump-headers", "src/a.cpp", "src/c.cpp")
+    assert r.rc == 0, r.err
+    assert f"vllm/a.py @ {up.release[:10]}" in (world.root / "src/a.cpp").read_text()
+    # A header citing main past the fork is ahead of the release: refused, not moved back.
+    rc, out, _ = refused(world, "src/hot.cpp")
+    assert rc == 6 and "ahead of the target" in out
+
+
 def test_refuses_a_path_upstream_deleted(world: World) -> None:
-    rc, out, err = refused(world, "src/gone.cpp", "src/a.cpp", "--to", world.up.target)
+    rc, out, _ = refused(world, "src/gone.cpp", "src/a.cpp", "--to", world.up.target)
     assert rc == 6
-    assert f"the target {world.up.target[:10]} has no vllm/gone.py" in err
+    assert f"the target {world.up.target[:10]} has no vllm/gone.py" in out
     assert out.splitlines()[0].startswith("refused: src/gone.cpp:1:")
     assert f"src/a.cpp:1: would bump vllm/a.py {world.up.older[:10]}" in out
 
 
 def test_refuses_a_citation_ahead_of_the_target(world: World) -> None:
-    rc, _, err = refused(world, "src/hot.cpp", "--to", world.up.target)
-    assert rc == 6 and "ahead of the target" in err
+    rc, out, _ = refused(world, "src/hot.cpp", "--to", world.up.target)
+    assert rc == 6 and "ahead of the target" in out
 
 
 def test_refuses_ambiguous_headers(world: World) -> None:
@@ -158,7 +176,7 @@ def test_refuses_ambiguous_headers(world: World) -> None:
     write(world.root, "src/nosha.cpp", "// Ported from: vllm/a.py\nint x;\n")
     rc, out, err = refused(world, "src/split.cpp", "src/nosha.cpp", "--to", world.up.target)
     assert rc == 4
-    assert "2 of 2 files cannot be bumped safely" in err
+    assert "2 of 2 file(s) cannot be bumped safely" in err
     assert "split across lines" in out and "has no SHA to rewrite" in out
 
 
@@ -218,3 +236,19 @@ def test_header_reading_never_crashes(text: str) -> None:
             for c in draft.header.citations:
                 assert c.sha is not None and c.sha_start is not None and c.sha_end is not None
                 assert draft.text[c.sha_start:c.sha_end] == c.sha
+
+
+def test_bump_says_where_each_sha_stood_in_audits_words(world: World) -> None:
+    """`was` is the audit's status of the cited SHA (against the parity pin), not a word of
+    its own: a header at the pin was at-pin, not "behind the target"."""
+    world.freeze()
+    files = ["src/a.cpp", "src/b.cpp", "src/c.cpp", "src/pr.cpp"]
+    audit = json.loads(run(world.root, "audit", "--json").out)
+    words = {c["sha"]: c["status"] for f in audit["files"] for c in f["citations"]}
+    r = run(world.root, "bump-headers", "--check", "--json", *files)
+    assert r.rc == 0, r.err
+    changes = [c for f in json.loads(r.out)["files"] for c in f["changes"]]
+    assert {c["was"] for c in changes} == {"behind", "at-pin", "not-upstream"}
+    assert all(c["was"] == words[c["old"]] for c in changes)
+    text = run(world.root, "bump-headers", "--check", "src/b.cpp").out
+    assert text.endswith("(was at-pin)\n")

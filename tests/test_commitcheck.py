@@ -38,7 +38,13 @@ def test_mixed_commit_fails_naming_both_sides(fx: Fixture) -> None:
                             "work")
     j = run(fx.port, "check-commit", "--json", sha)
     assert j.rc == 7
-    assert json.loads(j.out) == {"ok": False, "commits": [
+    doc = json.loads(j.out)
+    assert doc.pop("error") == {
+        "kind": "CheckFailed", "message": "1 commit(s) mix a sync cycle with feature work",
+        "fix": "split each into a sync commit and a feature commit", "exit_code": 7,
+        "text": "1 commit(s) mix a sync cycle with feature work — split each into a sync "
+                "commit and a feature commit"}
+    assert doc == {"ok": False, "exit_code": 7, "commits": [
         {"sha": sha, "subject": "Sync and a feature at once",
          "sync_paths": [".agents/upstream-sync.md"], "feature_paths": ["src/x.cpp"]}]}
 
@@ -92,3 +98,25 @@ def test_one_commit_means_that_commit(fx: Fixture) -> None:
     assert run(fx.port, "check-commit", clean[:12]).rc == 0
     r = run(fx.port, "check-commit", mixed)
     assert r.rc == 7 and r.out.startswith(f"{mixed[:10]} Mixed: ")
+
+
+@pytest.mark.parametrize("record", [".agents/parity-ledger.md", ".agents/porting-inventory.md",
+                                    "goldens/case/out.json", ".agents/sync/carry-over.toml"])
+def test_the_ledger_and_every_other_sync_record_count(fx: Fixture, record: str) -> None:
+    """The definition `advance --commit` commits by: the ledger is a sync record too."""
+    sha = commit(fx, "A row and the port change", {record: "| x |\n", "src/y.cpp": "int y;\n"})
+    r = run(fx.port, "check-commit")
+    assert r.rc == 7
+    assert r.out == (f"{sha[:10]} A row and the port change: mixes sync records ({record}) "
+                     "with feature work (src/y.cpp)\n")
+
+
+def test_scratch_files_are_not_sync_records(fx: Fixture) -> None:
+    from sync import port
+    from sync.records import owned
+
+    records = owned.of(port.locate(str(fx.port)))
+    assert records.owns(".agents/sync/decisions.toml")
+    assert not records.owns(".agents/sync/.lock")
+    assert not records.owns(".agents/sync/.txn-123.json")
+    assert not records.owns("src/a.cpp") and not records.owns(".agents/developer-preferences.md")

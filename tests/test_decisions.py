@@ -210,7 +210,7 @@ def test_cycle_malformed(tmp: Path) -> None:
     assert "missing key 'target'" in malformed_cycle(tmp, cycle_doc(target=None))
     assert "missing key 'schema'" in malformed_cycle(tmp, cycle_doc(schema=None))
     assert "schema 2, expected 1" in malformed_cycle(tmp, cycle_doc(schema=2))
-    assert "values must be strings" in malformed_cycle(tmp, cycle_doc(frozen_at=3))
+    assert "frozen_at must be a string" in malformed_cycle(tmp, cycle_doc(frozen_at=3))
     assert "target 'origin/main' is not a full lowercase SHA" in malformed_cycle(
         tmp, cycle_doc(target="origin/main"))
     assert "pin '--upload-pack' is not a full lowercase SHA" in malformed_cycle(

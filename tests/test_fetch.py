@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import io
 import json
+import os
 from pathlib import Path
 
 import pytest
 from portfixture import Fixture, advance_remote, build, run
 
-from sync import port
+from sync import cli, port
 from sync.dev.fastimport import git
 from sync.records import cycle
 
@@ -96,7 +98,14 @@ def test_fetch_target_options(fx: Fixture) -> None:
     assert r.rc == 0, r.err
     c = frozen(fx)
     assert (c.target, c.target_ref) == (fx.marks["rename"], fx.marks["rename"][:10])
-    same = run(fx.port, "fetch", "--target", fx.pin)
+    # Another target for the open cycle is refused without --retarget (nothing changes).
+    other = run(fx.port, "fetch", "--target", fx.pin)
+    assert other.rc == 2 and frozen(fx) == c
+    assert other.err.splitlines()[-1] == (
+        f"upstream-sync: error: the open cycle is frozen at {fx.marks['rename'][:10]} "
+        f"({fx.marks['rename'][:10]}); {fx.pin} is {fx.pin[:10]} — pass --retarget to move "
+        "the cycle to it, or leave --target out to keep the frozen target")
+    same = run(fx.port, "fetch", "--target", fx.pin, "--retarget")
     assert same.rc == 0 and same.out == f"nothing to sync: the target {fx.pin[:10]} is the pin\n"
     bad = run(fx.port, "fetch", "--target", "v9.9.9")
     assert bad.rc == 2
@@ -112,3 +121,53 @@ def test_fetch_from_a_missing_remote_is_one_line(fx: Fixture, tmp_path: Path) ->
     assert lines[-1].startswith("upstream-sync: error: fetch of origin main failed")
     assert "check the remote URL" in lines[-1]
     assert cycle.load(port.locate(str(fx.port))) is None
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def _many_upstream_objects(fx: Fixture, tmp: Path) -> None:
+    """Push a few hundred blobs to the remote so git reports progress many times over."""
+    work = tmp / "work"
+    git(tmp, "clone", "-q", str(fx.remote), str(work))
+    for n in range(300):
+        (work / f"blob{n}.txt").write_bytes(os.urandom(2048).hex().encode())
+    git(work, "add", "-A")
+    git(work, "-c", "user.name=U", "-c", "user.email=u@example.invalid", "commit", "-q",
+        "-m", "[Misc] Many blobs (#999)")
+    git(work, "push", "-q", "origin", "HEAD:main")
+
+
+def test_fetch_progress_off_a_terminal_is_a_bounded_number_of_lines(tmp_path: Path) -> None:
+    seen = {}
+    for name, err in (("log", io.StringIO()), ("terminal", _Terminal())):
+        fx = build(tmp_path / name)
+        _many_upstream_objects(fx, tmp_path / name)
+        assert cli.main(["--port", str(fx.port), "fetch"], out=io.StringIO(), err=err) == 0
+        seen[name] = [line for line in err.getvalue().splitlines() if "objects" in line]
+    # Off a terminal: the line that ends each stage, a handful whatever the fetch's size.
+    assert seen["log"] and len(seen["log"]) <= 8, seen["log"]
+    assert all("100%" in line or "done" in line for line in seen["log"]), seen["log"]
+    # On a terminal every update is shown (they redraw in place there).
+    assert len(seen["terminal"]) > 2 * len(seen["log"])
+
+
+def test_fetch_a_named_tag_fetches_it(fx: Fixture) -> None:
+    """A release tag the checkout has not seen: `fetch --target TAG` brings it, then freezes."""
+    # A release commit only the tag holds (no branch the clone or a fetch of main brings).
+    tree = git(fx.remote, "rev-parse", f"{fx.marks['release']}^{{tree}}").strip()
+    tagged = git(fx.remote, "-c", "user.name=U", "-c", "user.email=u@example.invalid",
+                 "commit-tree", tree, "-p", fx.marks["release"], "-m",
+                 "[Release] v0.1.1 (#401)").strip()
+    git(fx.remote, "tag", "v0.1.1", tagged)
+    assert run(fx.port, "fetch").rc == 0
+    assert git(fx.reference, "tag", "--list", "v0.1.1") == ""
+    r = run(fx.port, "fetch", "--target", "v0.1.1", "--retarget")
+    assert r.rc == 0, r.err
+    assert git(fx.reference, "rev-parse", "v0.1.1^{commit}").strip() == tagged
+    c = frozen(fx)
+    assert (c.target, c.target_ref) == (tagged, "v0.1.1")
+    bad = run(fx.port, "fetch", "--target", "v9.9.9", "--retarget")
+    assert bad.rc == 2 and "target 'v9.9.9' does not name a commit" in bad.err

@@ -93,6 +93,66 @@ def test_annotate_existing_row_inserts_only_the_reference() -> None:
     assert a.row == row + " (vllm#42 — needs a look)"
 
 
+@pytest.mark.parametrize(("pr", "tier", "subject", "row"), [
+    (38122, "T2", "[Spec Decode] EAGLE-3 drafts for Qwen3 (#38122)",
+     "- EAGLE speculative decoding (vllm#32498)"),
+    (38200, "T2", "[LoRA] Support LoRA on fused MoE layers (#38200)",
+     "- LoRA adapters and the LoRA model manager (vllm#31625, vllm#33572)"),
+    (38200, "T3", "[LoRA] Support LoRA on fused MoE layers (#38200)",
+     "- Fused MoE layer and per-device kernel configs (vllm#33845)"),
+    (39904, "T2", "[Multimodal] Key the processor cache by content hash (#39904)",
+     "- Multimodal processor cache (vllm#34466)"),
+])
+def test_annotate_matches_the_tier_row_that_names_the_feature(
+        pr: int, tier: str, subject: str, row: str) -> None:
+    text = read_text(REAL)
+    a = annotate(text, pr=pr, tier=tier, subject=subject, paths=["vllm/not/cited.py"])
+    assert a.where == "row" and a.row == f"{row} (vllm#{pr})"
+    assert a.text == text.replace(row, f"{row} (vllm#{pr})", 1)
+
+
+def test_annotate_a_feature_no_row_names_goes_to_the_section() -> None:
+    text = read_text(REAL)
+    a = annotate(text, pr=37404, tier="T2", subject="[Model] Add Gemma-4 (#37404)",
+                 paths=["vllm/model_executor/models/gemma4.py"])
+    assert a.where == "section"
+
+
+def test_annotate_two_rows_naming_the_feature_equally_need_row() -> None:
+    text = INVENTORY.replace("- Models under `vllm/models/`\n",
+                             "- Sampler fast path\n- Sampler slow path\n")
+    with pytest.raises(UsageError, match=r"2 T2 rows of inv.md name this feature equally"):
+        annotate(text, tier="T2", subject="[Perf] Sampler speedup (#42)", paths=["vllm/x.py"])
+
+
+TIER_CELLS = (
+    "# Inventory\n"
+    "\n"
+    "## 5. Model architectures\n"
+    "\n"
+    "| family | models | needs | tier |\n"
+    "|---|---|---|---|\n"
+    "| Dense decoders | Llama 3.x, Qwen2/3, Gemma 2/3 | GQA + RoPE | T1 |\n"
+    "| MLA family | DeepSeek V3/V3.2, Kimi K2.5 | latent KV | T2 |\n"
+    "| Spec decode | EAGLE3, MTP | drafts | **T2 (later)** |\n"
+    "\n"
+    "## 9. Deviations\n"
+)
+
+
+def test_table_rows_outside_tier_headings_carry_their_tier_cell() -> None:
+    """The real inventory's shape: sections by area, the tier in a cell of each row."""
+    inv = inventory.parse(TIER_CELLS, path="inv.md")
+    assert [(r.line, r.tier) for r in inv.rows()] == [(7, "T1"), (8, "T2"), (9, "T2")]
+    a = annotate(TIER_CELLS, pr=41000, tier="T2", subject="[Model] DeepSeek V4 (#41000)",
+                 paths=["vllm/model_executor/models/deepseek_v4.py"])
+    assert a.where == "row" and a.line == 8
+    assert a.row == "| MLA family | DeepSeek V3/V3.2, Kimi K2.5 (vllm#41000) | latent KV | T2 |"
+    b = annotate(TIER_CELLS, pr=41001, tier="T1", subject="[Model] Gemma 4 (#41001)",
+                 paths=["vllm/gemma4.py"])
+    assert b.where == "row" and "Gemma 2/3 (vllm#41001) |" in b.row
+
+
 def test_annotate_table_row_in_the_citing_cell() -> None:
     a = annotate(LIST_STYLE, paths=["vllm/rope.py"], tier="T1")
     assert a.text == LIST_STYLE.replace("| `vllm/rope.py` |", "| `vllm/rope.py` (vllm#42) |")

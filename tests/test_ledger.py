@@ -107,7 +107,8 @@ def test_ledger_add_command(world: World) -> None:
     path = world.root / ".agents/parity-ledger.md"
     r = run(world.root, "ledger", "add", "--commit", "abc1234", "--what", "Port a | again",
             "--pr", "12", "--pr", "10", "--path", "vllm/a.py", "--upstream", "@ `5a28fbeb41`",
-            "--status", "✅ goldens\nbit-identical", "--date", "2026-01-05", "--json")
+            "--status", "✅ goldens\nbit-identical", "--date", "2026-01-05", "--json",
+            "--outside-range")
     assert r.rc == 0, r.err
     row = ("| 2026-01-05 / `abc1234` | Port a \\| again | vllm#12, vllm#10 (`vllm/a.py`) "
            "@ `5a28fbeb41` | ✅ goldens <br> bit-identical |")
@@ -144,13 +145,31 @@ def test_ledger_add_refuses_a_malformed_table(world: World) -> None:
     bad = LEDGER.replace("|---|---|---|---|\n", "")
     path.write_text(bad)
     r = run(world.root, "ledger", "add", "--commit", "abc1234", "--what", "w", "--pr", "1",
-            "--status", "s")
+            "--status", "s", "--outside-range")
     assert r.rc == 4 and "no separator row" in r.err
     assert path.read_text() == bad
     path.unlink()
     r = run(world.root, "ledger", "add", "--commit", "abc1234", "--what", "w", "--pr", "1",
-            "--status", "s")
+            "--status", "s", "--outside-range")
     assert r.rc == 4 and "does not exist" in r.err
+
+
+def test_ledger_add_refuses_a_pr_outside_the_cycle_range(world: World) -> None:
+    path = world.root / ".agents/parity-ledger.md"
+    add = ("ledger", "add", "--commit", "abc1234", "--what", "w", "--status", "s")
+    r = run(world.root, *add, "--pr", "12")
+    assert r.rc == 2 and "no sync cycle is open, so vllm#12 is in no cycle's range" in r.err
+    world.freeze()
+    for pr in ("16", "99"):  # beyond the target; in no range at all
+        r = run(world.root, *add, "--pr", "12", "--pr", pr)
+        assert r.rc == 2 and path.read_text() == LEDGER
+        assert r.err.strip() == (
+            f"upstream-sync: error: vllm#{pr} is not in the cycle's range "
+            f"{world.up.pin[:10]}..{world.up.target[:10]} (nor carried into it) — check the PR "
+            "number against the report, or pass --outside-range for a deliberate row")
+    assert run(world.root, *add, "--pr", "12", "--pr", "15").rc == 0
+    r = run(world.root, *add, "--pr", "16", "--outside-range")
+    assert r.rc == 0 and "vllm#16" in path.read_text().splitlines()[-3]
 
 
 def test_ledger_needs_an_action(world: World) -> None:

@@ -3,6 +3,7 @@ warm sessions skip the install, a source change reinstalls, typed exit codes pas
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -62,6 +63,18 @@ def test_a_typed_exit_code_is_the_exit_code_of_nox(suite: Suite, port: Path, cod
     assert proc.returncode == code, proc.stderr
     assert f"upstream-sync exited {code}: nox exits {code} too" in proc.stderr
     assert [c["argv"] for c in suite.calls()] == [["advance", "--dry-run"]]
+
+
+def test_through_nox_a_refusal_is_still_one_json_document_and_its_code(
+        suite: Suite, port: Path) -> None:
+    """The machine contract holds through nox: stdout is the command's one document (nox
+    logs to stderr), and the exit code is the command's."""
+    refusal = json.dumps({"advanced": False, "unmet": ["gate golden is PENDING"], "ok": False,
+                          "exit_code": 6, "error": {"kind": "BlockedCycle"}}) + "\n"
+    proc = suite.nox("-s", "advance", "--", "--json", cwd=port, FAKE_EXIT="6",
+                     FAKE_STDOUT=refusal)
+    assert proc.returncode == 6, proc.stderr
+    assert json.loads(proc.stdout) == json.loads(refusal)
 
 
 def test_an_internal_error_stays_nox_failure(suite: Suite, port: Path) -> None:

@@ -270,7 +270,7 @@ def test_release_tag_pin_in_source_mode_keeps_previous_env(env: World, port_copy
 
 
 def test_probe_reports_the_installed_oracle(env: World) -> None:
-    rc, out, err = run_cli(["--port", str(env.port), "oracle", "probe"])
+    rc, out, err = run_cli(["--port", str(env.port), "oracle", "probe", "--json"])
     assert rc == 0, err
     doc = json.loads(out)
     runtime = env.up.runtime(env.up.pin, 2)
@@ -283,6 +283,18 @@ def test_probe_reports_the_installed_oracle(env: World) -> None:
     assert doc["torch_version"] is None
     assert doc["editable"] is False and doc["isolated"] is True
     assert doc["build"]["build_mode"] == "precompiled"
+    # Without --json: the same measurement as text, one line a field.
+    rc, text, err = run_cli(["--port", str(env.port), "oracle", "probe"])
+    assert rc == 0, err
+    assert doc["commit_id"] == f"g{env.up.pin[:9]}"
+    assert text.splitlines()[:6] == [
+        f"oracle vllm at {env.up.pin[:10]}: {env.env}",
+        f"  runtime version:      {runtime}",
+        f"  distribution version: {runtime}.precompiled (1 installed)",
+        f"  commit id:            g{env.up.pin[:9]}",
+        f"  FlashInfer:           {FLASHINFER}",
+        "  Torch:                absent"]
+    assert text.splitlines()[-1] == "  build mode:           precompiled"
 
 
 def test_probe_from_inside_the_source_checkout(env: World, monkeypatch: pytest.MonkeyPatch
@@ -296,7 +308,7 @@ def test_probe_from_inside_the_source_checkout(env: World, monkeypatch: pytest.M
                             "import vllm; print(vllm.__file__)"], capture_output=True,
                            text=True, check=True)
     assert naive.stdout.strip() == str(env.up.path / "vllm" / "__init__.py")
-    rc, out, err = run_cli(["--port", str(env.port), "oracle", "probe"])
+    rc, out, err = run_cli(["--port", str(env.port), "oracle", "probe", "--json"])
     assert rc == 0, err
     doc = json.loads(out)
     assert doc["module_file"] == str(site_packages(env.env) / "vllm" / "__init__.py")
@@ -795,6 +807,13 @@ def test_advance_omni_with_isolation_proof(env: World, port_copy: Path) -> None:
                           "vllm-omni"])
     assert rc == 0, err
     before = (port_copy / ".agents/upstream-sync.md").read_bytes()
+    omni = (port_copy / ".agents/oracles/vllm-omni.md").read_bytes()
+    rc, out, err = run_cli(["--port", str(port_copy), "advance-omni", env.omni_up.pin,
+                            "--dry-run", "--json"])
+    assert rc == 0, err
+    doc = json.loads(out)  # the machine contract: one document, even for a dry run
+    assert doc["dry_run"] is True and doc["pin_after"] == env.omni_up.pin
+    assert (port_copy / ".agents/oracles/vllm-omni.md").read_bytes() == omni
     rc, out, err = run_cli(["--port", str(port_copy), "advance-omni", env.omni_up.pin])
     assert rc == 0, err + out
     assert "isolation proven (build, verify)" in out

@@ -575,6 +575,8 @@ def test_release_tag_pin_in_empty_mode(env: World, port_copy: Path, tmp_path: Pa
     built = oracle_build.build(p, p.preferences(), "vllm")
     assert built.record.build_mode == "empty"
     rc, out, err = run_cli(["--port", str(port_copy), "oracle", "probe"])
+    assert f"  commit id:            {commit_id}" in out.splitlines()
+    rc, out, err = run_cli(["--port", str(port_copy), "oracle", "probe", "--json"])
     doc = json.loads(out)
     assert (doc["runtime_version"], doc["distribution_version"], doc["commit_id"]) == (
         released, released + "+empty", commit_id)

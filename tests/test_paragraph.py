@@ -164,3 +164,83 @@ def test_random_tails_only_raise_sync_errors(tail: str) -> None:
     out = paragraph.render(text, para, date="2026-08-01", sha="abcdef0",
                            release_label=para.release_label)
     assert paragraph.find(out, path="p.md").sha == "abcdef0"
+
+
+# -- the rewrite of an advance -------------------------------------------------------------------
+
+NEW = "a1b2c3d4e5f60718293a4b5c6d7e8f9012345678"
+NARRATIVE = (" The advance re-validated with zero real golden drift (27B-W4A4 + 32B-NVFP4A16 "
+             "bit-identical, 35B/Coder byte-stable) and unblocked DFlash (vllm#40898); a "
+             "vllm-oracle-v0.25.0-stage rollback is preserved.")
+
+
+# The real paragraph with what no advance can check taken out (the reworded form).
+CLEAN = (REAL.replace(" + transformers 5.14.1, Torch 2.13.0, FlashInfer 0.6.15.post1, CUTLASS "
+                      "DSL 4.6.0", " + Torch 2.13.0, FlashInfer 0.6.15.post1")
+         .replace(" at W5 (bc415a3e)", ""))
+
+
+def measured(**kw: object) -> paragraph.Measured:
+    args: dict[str, object] = {
+        "date": "2026-08-14", "commit": NEW, "release_label": "0.27.0", "prior": COMMIT,
+        "prior_label": "0.26.0.dev0",
+        "versions": (("Torch", "2.13.0"), ("FlashInfer", "0.6.15.post1")),
+        "drift": "zero drift (4 cases)", "target": NEW, "prs": frozenset({40898})}
+    args.update(kw)
+    return paragraph.Measured(**args)  # type: ignore[arg-type]
+
+
+def rewrite(text: str, **kw: object) -> paragraph.Rewrite:
+    return paragraph.rewrite(text, paragraph.find(text, path="p.md"), measured(**kw))
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_rewrite_names_what_was_measured_and_keeps_every_other_byte(newline: str) -> None:
+    text = TEXT.replace(REAL, CLEAN + " See the notes.").replace("\n", newline)
+    r = rewrite(text)
+    assert r.unchecked == ()
+    assert r.paragraph == (
+        "Active pin (advanced 2026-08-14): current parity pin a1b2c3d4e (vLLM 0.27.0 + Torch "
+        "2.13.0, FlashInfer 0.6.15.post1), FLIPPED from the prior 55596792/0.26.0.dev0 pin, "
+        "see specs/pin-advance.md §7. The golden gate at a1b2c3d4e5 measured zero drift (4 "
+        "cases). See the notes.")
+    before, after = text.split(CLEAN + " See the notes.")
+    assert r.text.startswith(before) and r.text.endswith(after)
+    assert paragraph.restore(r.text, paragraph.find(r.text, path="p.md"), r.old) == text
+
+
+def test_rewrite_asks_for_rewording_naming_each_unchecked_phrase() -> None:
+    r = rewrite(TEXT.replace(REAL, REAL + NARRATIVE), drift="drift in 1 of 4 cases: changed a",
+                prs=frozenset())
+    assert "'transformers 5.14.1' (a version the oracle probe does not measure)" in r.unchecked
+    assert "'CUTLASS DSL 4.6.0' (a version the oracle probe does not measure)" in r.unchecked
+    joined = "; ".join(r.unchecked)
+    assert "'bc415a3e' (a commit that is neither the new nor the prior pin)" in joined
+    assert ("'zero real golden drift' (the golden gate measured drift in 1 of 4 cases: "
+            "changed a)") in joined
+    assert "'bit-identical'" in joined and "'byte-stable'" in joined
+    assert "'vllm#40898' (a PR outside the cycle's range)" in joined
+    assert "'v0.25.0' (a version the advance did not measure)" in joined
+
+
+def test_rewrite_drops_a_version_the_oracle_does_not_have() -> None:
+    text = TEXT.replace(" + transformers 5.14.1, Torch 2.13.0, FlashInfer 0.6.15.post1, CUTLASS "
+                        "DSL 4.6.0", " + Torch 2.13.0, FlashInfer 0.6.15.post1")
+    r = rewrite(text, versions=(("Torch", None), ("FlashInfer", "0.6.16")))
+    assert r.dropped == ("Torch 2.13.0 (the oracle has no Torch)",)
+    assert "(vLLM 0.27.0 + FlashInfer 0.6.16)" in r.paragraph and "Torch" not in r.paragraph
+
+
+def test_rewrite_of_its_own_output_is_stable() -> None:
+    once = rewrite(TEXT.replace(REAL, CLEAN))
+    again = paragraph.rewrite(once.text, paragraph.find(once.text, path="p.md"),
+                              measured(prior=NEW, prior_label="0.27.0"))
+    assert again.unchecked == ()
+    assert again.paragraph.count("The golden gate at") == 1
+    assert "FLIPPED from the prior a1b2c3d4/0.27.0 pin" in again.paragraph
+
+
+def test_no_golden_gate_says_so_and_a_drift_claim_is_then_unchecked() -> None:
+    r = rewrite(TEXT.replace(REAL, REAL + " Goldens are bit-identical."), drift=None)
+    assert "No golden gate ran for this advance." in r.paragraph
+    assert any("'bit-identical' (no golden gate measured drift)" in u for u in r.unchecked)

@@ -199,7 +199,9 @@ def test_parity_pass_fail_and_pending(tmp_path: Path, monkeypatch: pytest.Monkey
     assert "  | line one\n  | broken\n" in err  # the failing suite's output tail
     recorded = {r.name: r for r in gates.load(port_at(root), PIN)}
     assert recorded["parity:op"].status == "PASS"
-    assert recorded["parity:op"].command.endswith(f"{root} {PIN[:7]}")
+    # The record names no path of this machine: `{port}` is kept as `.` (suites run there).
+    assert recorded["parity:op"].command.endswith(f" . {PIN[:7]}")
+    assert str(root) not in gates.path(port_at(root), PIN).read_text()
     assert recorded["parity:op"].duration_s is not None
     assert recorded["parity:behavioral"].status == "FAIL"
     assert recorded["parity:behavioral"].detail == "exit 4"
@@ -217,7 +219,8 @@ def test_parity_one_suite_and_json(tmp_path: Path, monkeypatch: pytest.MonkeyPat
     rc, out, err = run_cli(["--port", str(root), "parity", "--suite", "op", "--json"])
     assert rc == 0, err
     doc = json.loads(out)
-    assert [d["name"] for d in doc] == ["parity:op"] and doc[0]["status"] == "PASS"
+    assert [d["name"] for d in doc["gates"]] == ["parity:op"]
+    assert doc["gates"][0]["status"] == "PASS"
     assert [r.name for r in gates.load(port_at(root), PIN)] == ["parity:op"]
 
 
@@ -302,3 +305,19 @@ def test_gates_merge_folds_shard_records(tmp: Path) -> None:
     other.write_text(gates.render_doc(TARGET, [result("golden")]))
     rc, _, err = run_cli(["--port", str(root), "gates", "merge", str(other)])
     assert rc == 4 and "not " + PIN in err
+
+
+def test_a_gate_record_stores_no_absolute_local_path(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    root = make(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    port = port_at(root)
+    r = gates.GateResult("golden", "FAIL", f"upstream-sync golden --out {root}/x", 1.0, "h",
+                         gates.now(), None,
+                         f"golden script 1 exited 1: File {tmp_path}/home/venv/x.py, {root}")
+    gates.record(port, PIN, r)
+    text = gates.path(port, PIN).read_text()
+    assert str(tmp_path) not in text
+    (got,) = gates.load(port, PIN)
+    assert got.command == "upstream-sync golden --out ./x"
+    assert got.detail == "golden script 1 exited 1: File ~/venv/x.py, ."

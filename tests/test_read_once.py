@@ -118,11 +118,14 @@ def test_decide_reads_each_record_once(fx: Fixture) -> None:
 
 
 def test_a_refused_advance_reads_each_record_once(fx: Fixture) -> None:
-    """`advance` reruns the cycle for its preconditions, then again to mark it STALLED."""
+    """`advance` reruns the cycle for its preconditions; `--stall` again to mark it STALLED."""
     assert run(fx.port, "sync").rc == 0
     gate = _with_a_gate(fx)
     opened = counted(fx, "advance", rc=6)
     _at_most_once(opened)
     md = fx.report().relative_to(fx.port).as_posix()
     assert {md, ".agents/sync/cycle.toml", gate, ".agents/parity-ledger.md"} <= set(opened)
+    assert "- Cycle state: ACTIVE" in fx.report().read_text(encoding="utf-8")
+    opened = counted(fx, "advance", "--stall", rc=0)
+    _at_most_once(opened)
     assert "- Cycle state: STALLED" in fx.report().read_text(encoding="utf-8")

@@ -56,6 +56,15 @@ def test_status_json_keys(tmp_path: Path) -> None:
                                         "UNCLASSIFIED": 0}
     text = run(fx.port, "status")
     assert text.rc == 0 and "behind origin/main: 13 commits" in text.out
+    # The carry-over folds to counts and a pointer however many items there are.
+    owed = after["cycle"]["carry_over"]
+    assert len(owed) == 8 and after["cycle"]["carry_over_counts"] == {
+        "PORT-NOW open": 5, "INVENTORY unannotated": 3}
+    report = after["cycle"]["report"]
+    assert [line for line in text.out.splitlines() if "carry-over" in line] == [
+        f"  carry-over: 5 PORT-NOW open, 3 INVENTORY unannotated — each item in {report} "
+        "(## Carry-over); the PORT-NOW diffs in 'upstream-sync queue'"]
+    assert len(text.out.splitlines()) < 15
 
 
 def test_status_on_the_example_reports_a_disagreeing_oracle(copy: Path) -> None:

@@ -13,6 +13,8 @@ from portfixture import Fixture, advance_remote, build, run, write
 
 from sync import port
 from sync.dev import example
+from sync.dev.fastimport import git
+from sync.infra.errors import UsageError
 from sync.records import cycle, decisions
 from sync.records.config import Rule
 from sync.steps import classify
@@ -274,6 +276,35 @@ def test_decide_unknown_commit_is_refused(fx: Fixture, key: str) -> None:
     assert len(r.err.strip().splitlines()) == 1
 
 
+def test_decide_never_replaces_a_decision_silently(fx: Fixture) -> None:
+    synced(fx)
+    sha = fx.marks["docs"]
+    assert run(fx.port, "decide", "#104", "PORT-NOW", "docs drive our CLI help").rc == 0
+    same = run(fx.port, "decide", "#104", "PORT-NOW", "docs drive our CLI help", "--json")
+    assert same.rc == 0 and json.loads(same.out)["replaced"] is None
+    r = run(fx.port, "decide", "#104", "IGNORE", "not ours after all")
+    assert r.rc == 2 and len(r.err.strip().splitlines()) == 1
+    assert (f"{sha[:10]} is already decided PORT-NOW: 'docs drive our CLI help' (by "
+            in r.err) and "pass --force to replace that decision" in r.err
+    assert decided(fx)[sha].disposition == "PORT-NOW"
+    r = run(fx.port, "decide", "#104", "IGNORE", "not ours after all", "--force", "--json")
+    assert r.rc == 0, r.err
+    assert json.loads(r.out)["replaced"]["reason"] == "docs drive our CLI help"
+    assert "replaced the earlier decision PORT-NOW: 'docs drive our CLI help'" in r.err
+    assert decided(fx)[sha].reason == "not ours after all"
+
+
+def test_decide_a_bare_pr_number_suggests_the_pr(fx: Fixture) -> None:
+    synced(fx)
+    r = run(fx.port, "decide", "104", "IGNORE", "docs")
+    assert r.rc == 2
+    assert r.err.strip() == (
+        "upstream-sync: error: 104 is not a SHA prefix of a commit in the cycle's range, but "
+        f"#104 is a PR of it (`{fx.marks['docs'][:10]}`) — give #104 for the PR")
+    assert not (fx.sync_dir / "decisions.toml").exists()
+    assert run(fx.port, "decide", "#104", "IGNORE", "docs").rc == 0
+
+
 def test_decide_refuses_garbage_keys_and_empty_reasons(fx: Fixture) -> None:
     synced(fx)
     bad = run(fx.port, "decide", "--", "--help", "IGNORE", "x")
@@ -461,3 +492,126 @@ def test_removing_a_decision_returns_the_commit_to_its_rule(fx: Fixture) -> None
     e = entries(synced(fx))[sha]
     assert (e["disposition"], e["rule"]) == ("INVENTORY", "rule lora")
     assert decided(fx) == {}
+
+
+# -- the target: retargets, release tags, reports written by hand ----------------------------------
+
+
+def test_another_target_for_an_open_cycle_needs_retarget(fx: Fixture) -> None:
+    first = synced(fx)
+    old = fx.report()
+    rename = fx.marks["rename"]
+    r = run(fx.port, "sync", "--target", rename[:10])
+    assert r.rc == 2
+    assert r.err.strip() == (
+        f"upstream-sync: error: the open cycle is frozen at {fx.tip[:10]} (origin/main); "
+        f"{rename[:10]} is {rename[:10]} — pass --retarget to move the cycle to it, or leave "
+        "--target out to keep the frozen target")
+    kept = cycle.load(port.locate(str(fx.port)))
+    assert fx.reports() == [old] and kept is not None and kept.target == fx.tip
+    doc = synced(fx, "--target", rename[:10], "--retarget")
+    assert doc["target"] == rename and doc["report"] != first["report"]
+    # The old report leaves ACTIVE (its cycle moved on); its JSON says so too.
+    assert "- Cycle state: RETARGETED" in old.read_text(encoding="utf-8")
+    assert json.loads(old.with_suffix(".json").read_text())["state"] == "RETARGETED"
+    # Back to the first target the same day: that report is the cycle's again, ACTIVE.
+    synced(fx, "--target", fx.tip, "--retarget")
+    assert "- Cycle state: ACTIVE" in old.read_text(encoding="utf-8")
+
+
+def test_a_refused_divergent_target_leaves_the_open_cycle_alone(fx: Fixture) -> None:
+    synced(fx)
+    before = cycle.load(port.locate(str(fx.port)))
+    r = run(fx.port, "sync", "--target", "origin/side", "--retarget")
+    assert r.rc == 2 and "--allow-divergent" in r.err
+    assert cycle.load(port.locate(str(fx.port))) == before
+    doc = synced(fx, "--target", "origin/side", "--retarget", "--allow-divergent")
+    assert doc["divergent"] is True
+    # Accepted once for the cycle: a later step need not say it again.
+    assert run(fx.port, "decide", fx.marks["side"][:10], "IGNORE", "a side branch").rc == 0
+    assert synced(fx)["target"] == fx.marks["side"]
+
+
+def test_a_release_tag_target_says_where_it_came_from(fx: Fixture) -> None:
+    git(fx.remote, "tag", "v0.1.0", fx.marks["release"])
+    assert run(fx.port, "fetch", "--target", "v0.1.0").rc == 0
+    doc = synced(fx)
+    assert doc["target"] == fx.marks["release"] and doc["target_ref"] == "v0.1.0"
+    assert doc["target_from"] == ("tag `v0.1.0` on `origin/releases/v0.1` (not on "
+                                  "`origin/main`)")
+    text = fx.report().read_text(encoding="utf-8")
+    assert (f"- Target: `{fx.marks['release']}` from tag `v0.1.0` on `origin/releases/v0.1` "
+            "(not on `origin/main`)\n") in text
+    assert [e["sha"] for e in doc["entries"]][-1] == fx.marks["release"]
+    # Every step takes it: the queue, a decision, a header bump to the tag.
+    assert run(fx.port, "queue").rc == 0
+    assert run(fx.port, "decide", "#400", "PORT-NOW", "the release fix").rc == 0
+    r = run(fx.port, "bump-headers", "src/a.cpp")
+    assert r.rc == 0, r.err
+    assert f"vllm/a.py @ {fx.marks['release'][:10]}" in (fx.port / "src/a.cpp").read_text()
+
+
+def test_a_report_for_the_same_target_written_by_hand_is_named(fx: Fixture) -> None:
+    hand = write(fx.port, ".agents/sync/audit-notes.md",
+                 f"# Our own audit\n\nWe looked at {fx.tip[:12]} by hand.\n")
+    write(fx.port, ".agents/sync/other.md", f"# Unrelated\n\nAbout {fx.pin[:12]}.\n")
+    doc = synced(fx)
+    assert doc["other_reports"] == [{"report": hand.name, "by_hand": True}]
+    ours = fx.sync_dir / doc["report"].rsplit("/", 1)[-1]
+    assert (f"- Other reports for this target: `{hand.name}` (written by hand)\n"
+            in ours.read_text(encoding="utf-8"))
+
+
+def test_decide_a_number_that_is_both_a_sha_prefix_and_a_pr_is_refused() -> None:
+    from sync.cli.commands import decide
+
+    prefix = _commit("[Core] Something (#1)")
+    prefix = Commit("38375" + "a" * 35, (), "", "", prefix.subject, "", ())
+    pr = Commit("b" * 40, (), "", "", "[Core] Other (#38375)", "", ())
+    with pytest.raises(UsageError, match=r"38375 is both a SHA prefix \(38375aaaaa\) and PR "
+                                         r"#38375 \(bbbbbbbbbb\) — give #38375 or more"):
+        decide._find([prefix, pr], "38375")
+    assert decide._find([prefix, pr], "#38375") == pr
+    assert decide._find([prefix], "38375") == prefix
+
+
+def test_a_carried_item_stays_until_a_decision_closes_it(fx: Fixture) -> None:
+    """An item carried from an earlier cycle, outside this range: shown every run, decidable
+    like one of the range, gone once decided otherwise (and the record not rewritten)."""
+    base = fx.marks["base"]  # behind the pin: in no later range
+    record = write(fx.port, ".agents/sync/carry-over.toml", (
+        "schema = 1\n\n"
+        f"[carried.{base}]\n"
+        'disposition = "PORT-NOW"\n'
+        'subject = "Initial import (#1)"\n'
+        'reason = "carry-over: the import itself"\n'
+        'since = ".agents/sync/2026-01-01-0000000.md"\n'
+        f'since_target = "{fx.pin}"\n'
+        'by = "advance"\n'
+        "pr = 1\n"))
+    before = record.read_bytes()
+    for _ in range(2):
+        doc = synced(fx)
+        (line,) = [x for x in doc["carry_over"] if f"`{base[:10]}`" in x]
+        assert line.startswith("- carried PORT-NOW: ") and f"up to `{fx.tip[:10]}`" in line
+        assert [c["sha"] for c in doc["carried"]] == [base]
+    q = json.loads(run(fx.port, "queue", "--json").out)
+    assert q["items"][-1]["sha"] == base
+    assert q["items"][-1]["carried_since"] == "2026-01-01-0000000.md"
+    assert run(fx.port, "decide", base[:10], "IGNORE", "nothing to port after all").rc == 0
+    doc = synced(fx)
+    assert doc["carried"] == [] and not any(base[:10] in x for x in doc["carry_over"])
+    assert record.read_bytes() == before  # closed by the decision, not by an edit
+
+
+@pytest.mark.parametrize(("text", "why"), [
+    ("schema = 1\n[carried.abc]\n", "is not a full lowercase SHA"),
+    ("schema = 2\n", "expected schema = 1"),
+    ("[carried\n", "not valid TOML"),
+    (f"schema = 1\n[carried.{'a' * 40}]\ndisposition = \"MAYBE\"\n", "unknown or missing key"),
+])
+def test_a_malformed_carry_over_record_is_refused_typed(fx: Fixture, text: str, why: str) -> None:
+    write(fx.port, ".agents/sync/carry-over.toml", text)
+    r = run(fx.port, "sync")
+    assert r.rc == 4 and why in r.err and len(r.err.strip().splitlines()) == 1
+    assert r.err.startswith("upstream-sync: error: .agents/sync/carry-over.toml: ")

@@ -456,6 +456,7 @@ class _Builder:
         self._pending: dict[str, tuple[str | None, str | None]] = {}
         self.pr = 30012
         self.count = 0
+        self.snapshots: dict[str, dict[str, str]] = {}
 
     def next_pr(self) -> int:
         self.pr += 78 + (self.count * 37) % 23
@@ -490,6 +491,15 @@ class _Builder:
         if name is not None:
             self.names[name] = mark
             self.diffs[name] = self._pending
+        self._pending = {}
+        return mark
+
+    def commit_on(self, name: str, branch: str, parent: int | None, message: str) -> int:
+        """A named commit on `branch` (from `parent` when it starts the branch)."""
+        self.count += 1
+        mark = self.history.commit(message, branch, parent=parent)
+        self.names[name] = mark
+        self.diffs[name] = self._pending
         self._pending = {}
         return mark
 
@@ -553,7 +563,36 @@ def build() -> tuple[History, dict[str, int]]:
             b.commit(name, _message(subject, body))
         else:
             b.commit(name, _message(f"{subject} (#{pr})", body))
+        b.snapshots[name] = dict(b.files)
+    _release(b, prs)
     return b.history, b.names
+
+
+# The release branch: forked from main at RELEASE_FORK, it takes a cherry-pick of a later
+# main fix and the release notes, and is tagged v0.24.0 there (vLLM's release shape: the
+# tag is on the release branch, not on main). Main gets the tag v0.25.0rc1 at RC_TAG.
+# Built after main, so main's commits (and SHAs) do not change.
+RELEASE_BRANCH = "releases/v0.24.0"
+RELEASE_FORK = "sampler_nan"
+RELEASE_PICK = "rmsnorm_fp32"
+RC_TAG = "async_sched"
+
+
+def _release(b: _Builder, prs: dict[str, int]) -> None:
+    pick_sha = b.sha(RELEASE_PICK)
+    main_files = b.files
+    b.files = dict(b.snapshots[RELEASE_FORK])
+    b.apply(RELEASE_PICK, undo=False)
+    subject = next(s for n, s, _ in AFTER_PIN if n == RELEASE_PICK)
+    b.commit_on("release_pick", RELEASE_BRANCH, b.names[RELEASE_FORK], _message(
+        f"{subject} (#{prs[RELEASE_PICK]})", f"(cherry picked from commit {pick_sha})"))
+    pr = b.next_pr()
+    b.touch("docs/releases/v0.24.0.md", "[Doc] Release notes for v0.24.0", pr)
+    b.commit_on("v0_24_0", RELEASE_BRANCH, None, _message(
+        f"[Doc] Release notes for v0.24.0 (#{pr})"))
+    b.files = main_files
+    b.history.tag("v0.24.0", b.names["v0_24_0"], "vLLM v0.24.0\n")
+    b.history.tag("v0.25.0rc1", b.names[RC_TAG], "vLLM v0.25.0rc1\n")
 
 
 def carry_citations(text: str, old: dict[str, str], new: dict[str, str], label: str) -> str:

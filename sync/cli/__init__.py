@@ -95,39 +95,77 @@ def _share_globals(sub: argparse._SubParsersAction[Any]) -> None:
 
 def main(argv: list[str] | None = None, *, out: TextIO | None = None,
          err: TextIO | None = None) -> int:
+    """Run one command; every error ends here, as one line on stderr and its exit code.
+
+    Under `--json` stdout holds exactly one JSON document whatever happens: the command's
+    own, or (on a refusal) that document with `ok: false`, the error, its fix and the
+    exit code merged in (`refusal_doc`), or the refusal alone when the command set none.
+    """
     out = out or sys.stdout
     err = err or sys.stderr
-    debug = "--debug" in (argv if argv is not None else sys.argv[1:])
+    words = sys.argv[1:] if argv is None else argv
+    debug = "--debug" in words
+    wants_json = "--json" in words
     gitio.scrub_environ()
+    ctx: Context | None = None
     try:
-        words = sys.argv[1:] if argv is None else argv
         parser = build_parser(words)
         args = parser.parse_args(words)
         if not getattr(args, "func", None):
-            parser.print_help(out)
-            return UsageError.exit_code
+            parser.print_help(err if wants_json else out)
+            return _refused(out, None, UsageError("no command given",
+                                                  f"see '{parser.prog} --help'"), wants_json)
         ctx = Context(port_arg=args.port, json=getattr(args, "json", False), debug=args.debug,
                       out=out, err=err)
         func: Callable[[argparse.Namespace, Context], int] = args.func
-        return func(args, ctx)
+        code = func(args, ctx)
+        if wants_json:
+            _print_doc(out, ctx.document if ctx.document is not None else {"ok": True})
+        return code
     except SyncError as exc:
         if debug:
             traceback.print_exc(file=err)
         print(f"upstream-sync: error: {exc}", file=err)
-        return exc.exit_code
+        return _refused(out, ctx, exc, wants_json)
     except BrokenPipeError:
         # The reader went away (`| head`): not an error of ours, and nothing left to say.
         sys.stderr = open(os.devnull, "w")  # noqa: SIM115
         return 0
     except KeyboardInterrupt:
         print("upstream-sync: interrupted", file=err)
-        return 130
+        return _refused(out, ctx, SyncError("interrupted", "run the command again"),
+                        wants_json, code=130)
     except Exception as exc:
         if debug:
             traceback.print_exc(file=err)
-        print(f"upstream-sync: internal error: {type(exc).__name__}: "
-              f"{' '.join(str(exc).split())} — rerun with --debug and report it", file=err)
-        return SyncError.exit_code
+        internal = SyncError(f"internal error: {type(exc).__name__}: "
+                             f"{' '.join(str(exc).split())}", "rerun with --debug and report it")
+        print(f"upstream-sync: {internal}", file=err)
+        return _refused(out, ctx, internal, wants_json)
+
+
+def refusal_doc(doc: Any, exc: SyncError, code: int) -> dict[str, Any]:
+    """The one document of a refused `--json` run: the command's own (if it set one) with
+    `ok: false`, the exit code and the error (kind, message, fix) merged in."""
+    base: dict[str, Any] = dict(doc) if isinstance(doc, dict) else {}
+    return {**base, "ok": False, "exit_code": code,
+            "error": {"kind": type(exc).__name__, "message": exc.message, "fix": exc.fix,
+                      "text": str(exc), "exit_code": code}}
+
+
+def _refused(out: TextIO, ctx: Context | None, exc: SyncError, wants_json: bool,
+             code: int | None = None) -> int:
+    rc = exc.exit_code if code is None else code
+    if wants_json:
+        _print_doc(out, refusal_doc(ctx.document if ctx is not None else None, exc, rc))
+    return rc
+
+
+def _print_doc(out: TextIO, doc: Any) -> None:
+    from sync.steps.report import dump_json
+
+    out.write(dump_json(doc))
+    out.flush()
 
 
 def entry() -> None:

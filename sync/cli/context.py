@@ -20,6 +20,9 @@ class Context:
     out: TextIO = field(default_factory=lambda: sys.stdout)
     err: TextIO = field(default_factory=lambda: sys.stderr)
     _port: Port | None = None
+    # The one JSON document of a `--json` run: the boundary (`cli.main`) prints it, with
+    # the refusal merged in when the command raised after setting it.
+    document: Any = None
 
     @property
     def port(self) -> Port:
@@ -39,20 +42,30 @@ class Context:
         """Progress and notices go to stderr so stdout stays parseable."""
         print(message, file=self.err, flush=True)
 
+    def on_terminal(self) -> bool:
+        """stderr is a terminal (progress may then redraw; a log gets bounded progress)."""
+        isatty = getattr(self.err, "isatty", None)
+        return bool(isatty is not None and isatty())
+
     def progress(self, message: str) -> None:
         """Progress of a slow step: on a terminal only, so logs and pipes keep one-line errors."""
-        isatty = getattr(self.err, "isatty", None)
-        if isatty is not None and isatty():
+        if self.on_terminal():
             self.note(message)
 
+    @property
+    def text(self) -> TextIO:
+        """Where the command's text goes: stdout, or stderr under `--json` (stdout then
+        holds exactly one JSON document)."""
+        return self.err if self.json else self.out
+
     def say(self, line: str = "") -> None:
-        """One line of the command's own output (stdout)."""
-        print(line, file=self.out)
+        """One line of the command's own text output."""
+        print(line, file=self.text)
 
-    def emit_json(self, doc: Any) -> None:
-        from sync.steps.report import dump_json
-
-        self.out.write(dump_json(doc))
+    def emit_json(self, doc: dict[str, Any]) -> None:
+        """Set the command's JSON document; the boundary prints it under `--json` (merged
+        with the refusal, should the command raise after this)."""
+        self.document = doc
 
 
 def add_json(p: argparse.ArgumentParser) -> None:

@@ -48,6 +48,7 @@ class History:
         self._when = start
         self.author = author
         self.marks: dict[int, str] = {}
+        self._tags: list[tuple[str, int, bytes]] = []
 
     def modify(self, path: str, text: str | bytes) -> History:
         data = text.encode() if isinstance(text, str) else text
@@ -75,6 +76,11 @@ class History:
         self._tips[branch] = mark
         return mark
 
+    def tag(self, name: str, mark: int, message: str) -> History:
+        """An annotated tag `name` on commit `mark` (written after every commit)."""
+        self._tags.append((name, mark, message.encode()))
+        return self
+
     def stream(self) -> bytes:
         out: list[bytes] = []
         author = self.author.encode()
@@ -91,6 +97,10 @@ class History:
                 out.append(b"merge :%d\n" % m)
             out.extend(c.ops)
             out.append(b"\n")
+        for name, mark, message in self._tags:
+            stamp = b"%s %d +0000\n" % (author, self._when)
+            out.append(b"tag " + name.encode() + b"\nfrom :%d\ntagger " % mark + stamp)
+            out.append(b"data %d\n" % len(message) + message + b"\n")
         return b"".join(out)
 
     def write(self, repo: Path, *, bare: bool = False,

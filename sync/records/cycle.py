@@ -35,8 +35,11 @@ class Cycle:
     target: str
     target_ref: str
     frozen_at: str
-    # The report of the cycle this one replaced (a retarget), whose carry-over it imports.
+    # The report of the cycle this one replaced (a retarget).
     previous_report: str = ""
+    # A target that does not descend from the pin was accepted (`--allow-divergent`) for the
+    # whole cycle: its later steps (decide, advance) need not say so again.
+    divergent_ok: bool = False
 
     @property
     def target7(self) -> str:
@@ -69,8 +72,9 @@ def _validate(doc: dict[str, Any], rel: str) -> None:
     absent = schema.missing(doc, Cycle)
     if absent is not None:
         raise MalformedRecord(f"missing key {absent!r}", _REDO, path=rel)
-    if schema.mistyped(doc, Cycle) is not None:
-        raise MalformedRecord("values must be strings", _REDO, path=rel)
+    problem = schema.mistyped(doc, Cycle)
+    if problem is not None:
+        raise MalformedRecord(problem.text, _REDO, path=rel)
     for key in ("pin", "target"):
         # A hand-edited target that is not a full SHA would no longer be frozen.
         if not _SHA.fullmatch(doc[key]):
@@ -94,9 +98,15 @@ def report_name(c: Cycle) -> str:
 
 
 def save(port: Layout, pin: str, target: str, target_ref: str,
-         previous_report: str = "") -> Cycle:
-    c = Cycle(pin, target, target_ref, datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-              previous_report)
+         previous_report: str = "", *, divergent_ok: bool = False) -> Cycle:
+    """Freeze a new cycle (stamped now)."""
+    return store(port, Cycle(pin, target, target_ref,
+                             datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), previous_report,
+                             divergent_ok))
+
+
+def store(port: Layout, c: Cycle) -> Cycle:
+    """Write `c` as the open cycle (its frozen date kept)."""
     write_text(path(port), "# Frozen target of the current sync cycle (written by upstream-sync).\n"
                + tomli_w.dumps({"schema": SCHEMA, **schema.as_doc(c)}))
     return c

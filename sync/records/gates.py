@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 import socket
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -158,8 +159,31 @@ def locked(port: Layout, wait_s: float = 60.0) -> Iterator[None]:
         yield
 
 
+def portable(port: Layout, result: GateResult) -> GateResult:
+    """`result` naming no path of this machine: the port root as `.`, the home as `~`.
+
+    A gate record is committed with the cycle and read on other hosts; a command line or
+    a failure's last line that names `/home/me/port/...` would be true only here.
+    """
+    roots = [(str(port.root.resolve()), "."), (str(port.root), ".")]
+    home = os.environ.get("HOME")
+    if home and len(home) > 1:
+        roots.append((home.rstrip("/"), "~"))
+
+    def clean(text: str | None) -> str | None:
+        if text is None:
+            return None
+        for root, alias in roots:
+            text = text.replace(root + "/", alias + "/").replace(root, alias)
+        return text
+
+    return replace(result, command=clean(result.command) or "", handoff=clean(result.handoff),
+                   detail=clean(result.detail))
+
+
 def record(port: Layout, target: str, result: GateResult) -> None:
     """Replace `result.name`'s entry for `target`, atomically and under the port lock."""
+    result = portable(port, result)
     with locked(port):
         kept = [r for r in load(port, target) if r.name != result.name]
         write_text(path(port, target), render_doc(target, [*kept, result]))

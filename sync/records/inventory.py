@@ -169,8 +169,9 @@ class _Rows:
         if is_header or _TABLE_SEP.match(stripped) is not None:
             return None
         ln = self.lines[i]
-        return Item("table", ln.no, ln.no, ln.start, ln.start + len(ln.body), stripped,
-                    scope.tier_of(_first_cell(stripped)), scope.section)
+        tier = scope.tier_of(_first_cell(stripped)) or _cell_tier(stripped)
+        return Item("table", ln.no, ln.no, ln.start, ln.start + len(ln.body), stripped, tier,
+                    scope.section)
 
     def _ends_item(self, ln: Line) -> bool:
         """Whether `ln` is not a continuation line of the list item above it."""
@@ -188,6 +189,16 @@ class _Rows:
 
 def _first_cell(row: str) -> str:
     return row.lstrip("|").split("|", 1)[0].strip()
+
+
+def _cells(row: str) -> list[str]:
+    return [c.strip() for c in re.split(r"(?<!\\)\|", row.strip().strip("|"))]
+
+
+def _cell_tier(row: str) -> str | None:
+    """A table row outside a tier heading names its tier in a cell of its own (the last
+    such): `| MLA family | DeepSeek V3 | ... | T2 |`, `| ... | **T0 (the gate)** |`."""
+    return next((tier for c in reversed(_cells(row)) if (tier := _row_tier(c))), None)
 
 
 def load(port: Layout) -> Inventory | None:
@@ -258,7 +269,7 @@ def annotate(inv: Inventory, req: Request) -> Annotation:
     if done is not None:
         return Annotation("already", done.line, inv.text, _line_text(inv.text, done.start))
     row = _row_at(inv, rows, req.row_line) if req.row_line is not None else (
-        _row_citing(rows, req))
+        _row_citing(rows, req) or _row_naming(inv, rows, req))
     if row is not None:
         return _on_row(inv, row, req)
     if req.section_title is None:
@@ -289,6 +300,42 @@ def _row_citing(rows: Sequence[Item], req: Request) -> Item | None:
     return chosen[0] if chosen else None
 
 
+_GENERIC = frozenset((
+    "add", "adds", "added", "support", "supports", "fix", "fixes", "fixed", "the", "and", "for",
+    "with", "from", "into", "via", "per", "use", "uses", "when", "every", "all", "new",
+    "update", "updates", "bump", "model", "models", "layer", "layers", "misc", "core",
+    "kernel", "perf", "bugfix", "doc", "docs", "test", "tests", "refactor", "chore", "feature",
+    "features", "not", "only", "also", "its", "this", "that", "are", "was"))
+
+
+def _words(text: str) -> set[str]:
+    """The distinctive words of a subject or a row: lowercase, 3+ characters, not generic."""
+    return {w for w in re.findall(r"[a-z0-9]+", text.lower())
+            if len(w) >= 3 and not w.isdigit() and w not in _GENERIC}
+
+
+def _row_naming(inv: Inventory, rows: Sequence[Item], req: Request) -> Item | None:
+    """The one row of the asked tier that names the feature: it shares the most distinctive
+    words with the upstream subject (`EAGLE-3 drafts` → `EAGLE speculative decoding`), a
+    word counting less the more rows of the tier use it."""
+    if not req.subject:
+        return None
+    wanted = _words(_PR_SUFFIX.sub("", req.subject))
+    tier = [(r, _words(PR_REF.sub("", r.text)) & wanted) for r in rows if r.tier == req.tier]
+    used: dict[str, int] = {}
+    for _, words in tier:
+        for w in words:
+            used[w] = used.get(w, 0) + 1
+    scored = [(round(sum(1 / used[w] for w in words), 6), r) for r, words in tier if words]
+    best = max((s for s, _ in scored), default=0.0)
+    top = [r for s, r in scored if s == best]
+    if len(top) > 1:
+        raise UsageError(f"{len(top)} {req.tier} rows of {inv.path} name this feature equally "
+                         "(lines " + ", ".join(str(r.line) for r in top) + ")",
+                         "pick one with --row LINE")
+    return top[0] if top else None
+
+
 def _on_row(inv: Inventory, r: Item, req: Request) -> Annotation:
     if r.tier != req.tier:
         raise UsageError(
@@ -296,7 +343,7 @@ def _on_row(inv: Inventory, r: Item, req: Request) -> Annotation:
             "moving an item between tiers is a hand edit; pass its current tier")
     tag = f"(vllm#{req.pr} — {req.note})" if req.note else f"(vllm#{req.pr})"
     text = inv.text
-    at = _row_insert_at(text, r, req.paths)
+    at = _row_insert_at(text, r, req)
     new = text[:at] + " " + tag + text[at:]
     return Annotation("row", r.line, new, _line_text(new, _line_start(new, at)))
 
@@ -312,20 +359,27 @@ def _before_blanks(text: str, start: int, end: int) -> int:
     return end
 
 
-def _row_insert_at(text: str, r: Item, paths: Sequence[str]) -> int:
+def _row_insert_at(text: str, r: Item, req: Request) -> int:
     if r.kind == "bullet":
         return _before_blanks(text, r.start, r.end)
-    return r.start + _cell_end(text[r.start: r.end], paths)
+    return r.start + _cell_end(text[r.start: r.end], req)
 
 
-def _cell_end(row: str, paths: Sequence[str]) -> int:
-    """In a table row: the end of the cell citing a path (or of the last cell)."""
+def _cell_end(row: str, req: Request) -> int:
+    """In a table row: the end of the cell citing a path, else of the one naming the
+    feature most, else of the last cell."""
     bars = [m.start() for m in re.finditer(r"(?<!\\)\|", row)]
     cells = list(itertools.pairwise(bars))
     if not cells:
         return len(row)
-    lo, hi = next((c for c in cells if any(cites_path(p, row[c[0] + 1: c[1]]) for p in paths)),
-                  cells[-1])
+    cited = next((c for c in cells if any(cites_path(p, row[c[0] + 1: c[1]]) for p in req.paths)),
+                 None)
+    if cited is None and req.subject:
+        wanted = _words(_PR_SUFFIX.sub("", req.subject))
+        score, best = max(((len(wanted & _words(row[c[0] + 1: c[1]])), c) for c in cells),
+                          key=lambda sc: sc[0])
+        cited = best if score else None
+    lo, hi = cited or cells[-1]
     return _before_blanks(row, lo + 1, hi)
 
 

@@ -1,12 +1,17 @@
 """The PARITY PIN line: the prose paragraph in the protocol file naming the active pin.
 
-Only its anchored head is machine-owned:
+Its anchored head names the pin:
 
     Active pin (advanced 2026-07-26): current parity pin 555967922 (vLLM 0.26.0.dev0 ...
 
-An advance rewrites the date, the sha and the release label and leaves every
-other byte of the paragraph (the human narrative) alone. Exactly one line may
-match; two would make "the active pin" ambiguous.
+Exactly one line may match; two would make "the active pin" ambiguous. An advance
+rewrites the whole paragraph from what it measured (`rewrite`): the date, the new pin
+as the pin block holds it, the release label, the versions the oracle reported, the
+prior pin and its label, and the golden gate's drift result. Every other sentence of
+the old paragraph is kept only if it names no value the advance cannot check
+(`records/claims`); otherwise the advance asks for it to be reworded and names the
+phrases. Every byte outside the paragraph is kept. `render` (the head alone) is what
+a rollback of an older advance uses.
 """
 
 from __future__ import annotations
@@ -15,7 +20,7 @@ import re
 from dataclasses import dataclass
 
 from sync.infra.errors import MalformedRecord, UsageError
-from sync.records import blocks
+from sync.records import blocks, claims
 from sync.records.pins import Pin
 
 _LEAD = "Active pin (advanced "
@@ -118,3 +123,132 @@ def agrees(para: Paragraph, pin: Pin, *, path: str | None = None) -> list[str]:
         return [f"{where}: PARITY PIN line names {para.sha}, which is not a prefix of "
                 f"vllm_commit {pin.commit}"]
     return []
+
+
+# -- the rewrite of an advance -------------------------------------------------------------
+
+_FLIPPED = re.compile(r",?\s*FLIPPED from the prior (?P<prior>[^\s,]+) pin")
+_GATE_SENTENCE = re.compile(r"\s*(?:The golden gate at `?[0-9a-f]{7,40}`? measured .*?\.|"
+                            r"No golden gate ran for this advance\.)(?=\s|$)")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z(\"'`*_])")
+_ITEM = re.compile(r"(?P<name>[A-Za-z][\w .-]*?)\s+v?(?P<version>\d[\w.+-]*)")
+_ALIASES = {"torch": "Torch", "pytorch": "Torch", "flashinfer": "FlashInfer",
+            "flashinfer-python": "FlashInfer"}
+
+
+@dataclass(frozen=True)
+class Measured:
+    """What an advance knows for the paragraph: measured, or given on its command line."""
+
+    date: str
+    commit: str  # the new pin's vllm_commit, as the pin block holds it
+    release_label: str
+    prior: str  # the prior pin's vllm_commit
+    prior_label: str | None  # the release the paragraph named for the prior pin
+    versions: tuple[tuple[str, str | None], ...]  # ("Torch", "2.13.0"); None: measured absent
+    drift: str | None  # the golden gate's summary at the target; None: no golden gate ran
+    target: str
+    prs: frozenset[int] = frozenset()  # the cycle's range
+
+    def known(self) -> claims.Known:
+        versions = {v for _, v in self.versions if v} | {self.release_label}
+        versions |= {self.prior_label} if self.prior_label else set()
+        return claims.Known((self.commit, self.prior), frozenset(versions), self.prs,
+                            self.drift, self.date)
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    text: str  # the protocol file with the paragraph rewritten
+    paragraph: str  # the new paragraph
+    old: str  # the paragraph it replaces (what a rollback restores)
+    unchecked: tuple[str, ...]  # phrases to reword first: empty when the rewrite stands
+    dropped: tuple[str, ...]  # claims the measurement refuted (a version found absent)
+
+
+def extent(text: str, para: Paragraph) -> int:
+    """Where the paragraph ends: before the line break of its last non-blank line."""
+    pos = text.find("\n", para.start)
+    while pos != -1:
+        nxt = text.find("\n", pos + 1)
+        line = text[pos + 1: len(text) if nxt == -1 else nxt]
+        if not line.strip() or line.lstrip().startswith(("```", "#", "<!--")):
+            break
+        pos = nxt
+    end = len(text) if pos == -1 else pos
+    return end - 1 if end > para.start and text[end - 1] == "\r" else end
+
+
+def _versions(inner: str, m: Measured) -> tuple[str, list[str], list[str]]:
+    """(the new parenthetical's version list, unchecked phrases, dropped claims)."""
+    measured = dict(m.versions)
+    named: list[str] = []
+    unchecked: list[str] = []
+    dropped: list[str] = []
+    for raw in (p.strip() for p in re.split(r"\s*[+,]\s*", inner)):
+        item = _ITEM.fullmatch(raw)
+        name = _ALIASES.get(item["name"].lower()) if item else None
+        if name is None:
+            if raw:
+                unchecked.append(f"{raw!r} (a version the oracle probe does not measure)")
+            continue
+        named.append(name)
+        if measured.get(name) is None:
+            dropped.append(f"{raw} (the oracle has no {name})")
+    names = named + [n for n, _ in m.versions if n not in named]
+    listed = [f"{n} {measured[n]}" for n in dict.fromkeys(names) if measured.get(n)]
+    return (" + " + ", ".join(listed)) if listed else "", unchecked, dropped
+
+
+def _split_head(body: str, para: Paragraph) -> tuple[str, str]:
+    """(the parenthetical after the release label, the text after it)."""
+    rest = body[para.end - para.start:]
+    if para.release_label is None:
+        return "", rest
+    depth = 1
+    for i, ch in enumerate(rest):
+        depth += {"(": 1, ")": -1}.get(ch, 0)
+        if depth == 0:
+            return rest[:i], rest[i + 1:]
+    return rest, ""
+
+
+def _narrative(rest: str, known: claims.Known) -> tuple[str, list[str], list[str]]:
+    """(the clause that ends the head sentence, the kept sentences, the phrases to reword)."""
+    rest = _GATE_SENTENCE.sub("", _FLIPPED.sub("", rest, count=1))
+    pieces = [s for s in _SENTENCE_END.split(rest.strip()) if s]
+    first = ""
+    if pieces and not pieces[0][:1].isupper():
+        first = pieces.pop(0)
+        first = (first if first.startswith((",", ";")) else " " + first).rstrip()
+        first = first.removesuffix(".").rstrip()
+    bad = [f"\"{' '.join(s.split())[:100]}\" names {', '.join(found)}"
+           for s in [first, *pieces] if (found := claims.unchecked(s, known))]
+    return first, [" ".join(s.split()) for s in pieces], bad
+
+
+def _gate_sentence(m: Measured) -> str:
+    if m.drift is None:
+        return "No golden gate ran for this advance."
+    return f"The golden gate at {m.target[:10]} measured {m.drift.rstrip('.')}."
+
+
+def rewrite(text: str, para: Paragraph, m: Measured) -> Rewrite:
+    """`text` with the paragraph rewritten from `m`; every byte outside it kept."""
+    end = extent(text, para)
+    body = text[para.start:end]
+    inner, rest = _split_head(body, para)
+    listed, unchecked, dropped = _versions(inner, m)
+    clause, kept, bad = _narrative(rest, m.known())
+    prior = m.prior[:8] + (f"/{m.prior_label}" if m.prior_label else "")
+    head = (f"Active pin (advanced {m.date}): current parity pin {m.commit[:9]} (vLLM "
+            f"{m.release_label}{listed}), FLIPPED from the prior {prior} pin{clause}.")
+    new = " ".join([head, _gate_sentence(m), *kept])
+    _check_new(para, m.date, m.commit[:9], m.release_label)
+    return Rewrite(text[:para.start] + new + text[end:], new, body,
+                   tuple(unchecked + bad), tuple(dropped))
+
+
+def restore(text: str, para: Paragraph, old: str) -> str:
+    """`text` with the paragraph replaced by `old` (a rollback), every other byte kept."""
+    return text[:para.start] + old + text[extent(text, para):]

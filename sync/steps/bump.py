@@ -43,7 +43,7 @@ class Change:
     new: str
     start: int
     end: int
-    was: sha_verify.ShaStatus  # where the old SHA stood against the target
+    was: sha_verify.ShaStatus  # where the old SHA stood, in audit's words (against the pin)
 
 
 @dataclass(frozen=True)
@@ -90,18 +90,28 @@ def missing_paths(ref: gitio.Reference, target: str, paths: list[str]) -> set[st
     return {p for p, row in zip(wanted, rows, strict=True) if row is None}
 
 
-def resolve_target(ref: gitio.Reference, rev: str, upstream_ref: str) -> str:
-    """The full SHA `rev` names; refused unless it is a commit on the upstream line."""
+def resolve_target(ref: gitio.Reference, rev: str, upstream_ref: str,
+                   chosen: str | None = None) -> str:
+    """The full SHA `rev` names; refused unless it is an upstream commit.
+
+    An upstream commit is the cycle's target (`chosen`: a tag or commit the user picked,
+    on whatever branch), or one that `upstream_ref`, another remote-tracking branch or a
+    tag holds (a release tag on a release branch is one).
+    """
     sha = gitio.resolve(ref, rev)
     if sha is None:
         raise UsageError(f"{rev} is not a commit in the reference checkout {ref.path}",
                          "fetch it, or bump to the cycle's target (the default)")
+    if sha == chosen:
+        return sha
     if gitio.resolve(ref, upstream_ref) is None:
         raise EnvironmentUnresolved(f"{upstream_ref} does not resolve in {ref.path}",
                                     "run 'upstream-sync fetch' first")
-    if not gitio.is_ancestor(ref, sha, upstream_ref):
-        raise UsageError(f"{rev} ({short(sha)}) is not an upstream commit (not on {upstream_ref})",
-                         "bump headers only to a commit of the upstream line")
+    if not gitio.is_ancestor(ref, sha, upstream_ref) and not gitio.refs_containing(
+            ref, sha, "refs/remotes", "refs/tags"):
+        raise UsageError(f"{rev} ({short(sha)}) is not an upstream commit (on no remote branch "
+                         f"or tag, nor the cycle's target)",
+                         "bump headers to the cycle's target or another upstream commit")
     return sha
 
 
@@ -159,28 +169,35 @@ class _Against:
     status: dict[str, sha_verify.ShaStatus]
     gone: set[str]  # cited paths the target's tree lacks
     unique: int  # the target's shortest unambiguous abbreviation
+    audit: dict[str, sha_verify.ShaStatus]  # cited SHA -> against the parity pin (audit's word)
 
 
 def plan(ref: gitio.Reference, target: str, upstream_ref: str,
-         files: list[tuple[Path, str]]) -> list[FilePlan]:
+         files: list[tuple[Path, str]], pin: str | None = None) -> list[FilePlan]:
     """What bumping each (file, rel) to the full SHA `target` would change; writes nothing.
 
-    A constant number of git processes whatever the number of files: one cat-file for
-    the paths, three for the SHA statuses, one for the abbreviation length.
+    Each change says where its old SHA stood in audit's words, against `pin` (the parity
+    pin; the target when none is given). A constant number of git processes whatever the
+    number of files: one cat-file for the paths, three (six with `pin`) for the SHA
+    statuses, one for the abbreviation length.
     """
     drafts = [_read(f, rel) for f, rel in files]
-    against = _against(ref, target, upstream_ref, [d for d in drafts if d.refusal is None])
+    against = _against(ref, (target, pin), upstream_ref,
+                       [d for d in drafts if d.refusal is None])
     return [_plan_file(d, against) for d in drafts]
 
 
-def _against(ref: gitio.Reference, target: str, upstream_ref: str,
+def _against(ref: gitio.Reference, points: tuple[str, str | None], upstream_ref: str,
              live: list[_Draft]) -> _Against:
+    target, pin = points
     shas = sorted({c.sha for d in live for c in d.header.citations if c.sha})
     status = sha_verify.classify_shas(ref, target, shas, upstream_ref) if shas else {}
+    audit = (sha_verify.classify_shas(ref, pin, shas, upstream_ref)
+             if shas and pin is not None and pin != target else status)
     moving = [c.path for d in live for c in d.header.citations
               if c.sha and status.get(c.sha) != "at-pin"]
     return _Against(target, status, missing_paths(ref, target, moving),
-                    unique_length(ref, target))
+                    unique_length(ref, target), audit)
 
 
 def _plan_file(d: _Draft, a: _Against) -> FilePlan:
@@ -197,7 +214,7 @@ def _plan_file(d: _Draft, a: _Against) -> FilePlan:
             return FilePlan(d.file, d.rel, (), refusal, d.text, d.text)
         changes[(c.sha_start, c.sha_end)] = Change(
             _line_of(d.text, c.sha_start), c.path, c.sha, new_token(c.sha, a.target, a.unique),
-            c.sha_start, c.sha_end, was)
+            c.sha_start, c.sha_end, a.audit.get(c.sha, "not-upstream"))
     ordered = sorted(changes.values(), key=lambda ch: ch.start)
     new = d.text
     for ch in reversed(ordered):

@@ -1,8 +1,8 @@
 """`check-commit`: never mix a sync cycle with feature work in one commit.
 
-A commit fails when it touches both sync-owned records (pin block, oracle files,
-files holding pin spans, sync reports, decisions, state events) and feature paths
-(configurable globs). One `git log -z --name-only` for the whole range.
+A commit fails when it touches both sync records (`records/owned`: the definition
+`advance --commit` commits by) and feature paths (configurable globs). One
+`git log -z --name-only` for the whole range.
 """
 
 from __future__ import annotations
@@ -10,18 +10,8 @@ from __future__ import annotations
 from sync.infra.errors import UsageError
 from sync.infra.globs import match as glob_match
 from sync.port import Port
-from sync.records import spans
+from sync.records import owned
 from sync.upstream import gitio
-
-
-def sync_owned(port: Port) -> tuple[set[str], tuple[str, ...]]:
-    """Exact sync-owned paths and sync-owned globs (port-relative)."""
-    cfg = port.config
-    exact = {cfg.protocol}
-    exact.update(port.rel(p) for p in spans.files(port.root, cfg.span_globs)
-                 if "<!--pin:" in p.read_text(encoding="utf-8", errors="replace"))
-    globs = (cfg.oracles, cfg.sync_dir.rstrip("/") + "/**")
-    return exact, globs
 
 
 def parse_range(spec: str) -> tuple[list[str], list[str]]:
@@ -37,7 +27,7 @@ def parse_range(spec: str) -> tuple[list[str], list[str]]:
 
 
 def offenders(port: Port, spec: str) -> list[tuple[str, str, list[str], list[str]]]:
-    exact, globs = sync_owned(port)
+    records = owned.of(port)
     options, revisions = parse_range(spec)
     proc = gitio.run(port.root, ["log", "--no-merges", "--format=%x1e%H%x1f%s", "--name-only",
                                  "-z", *options, "--end-of-options", *revisions, "--"],
@@ -51,9 +41,9 @@ def offenders(port: Port, spec: str) -> list[tuple[str, str, list[str], list[str
         sha, _, subject = head.partition("\x1f")
         subject = subject.split("\n")[0]
         paths = [p.strip("\n") for p in rest.split("\0") if p.strip("\n")]
-        owned = [p for p in paths if p in exact or any(glob_match(p, g) for g in globs)]
-        feature = [p for p in paths if p not in owned
+        mine = [p for p in paths if records.owns(p)]
+        feature = [p for p in paths if p not in mine
                    and any(glob_match(p, g) for g in port.config.feature_globs)]
-        if owned and feature:
-            out.append((sha, subject, owned, feature))
+        if mine and feature:
+            out.append((sha, subject, mine, feature))
     return out

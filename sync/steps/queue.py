@@ -2,7 +2,9 @@
 
 The work queue is the sync report (protocol step 4), so the entries come from the
 report's JSON companion for the cycle's frozen target, refused when it is missing
-or was written for another pin or target. Per item: the port files, their current
+or was written for another pin or target: its PORT-NOW entries, then the PORT-NOW
+items earlier cycles carried into it (`carried`, outside the range), shown like every
+other item (their drift runs to this cycle's target). Per item: the port files, their current
 per-file pins read from the headers now, and that commit's own diff of the cited
 paths (`git show <sha> -M -- <paths>`, renames followed) with the definitions it
 changes marked (from the report's symbol-pass evidence: which ones a citation
@@ -94,6 +96,7 @@ class Item:
     ledgered: bool  # a ledger row names its PR or SHA already
     patch: str | None  # the patch file written for it, if any
     own: tuple[CommitDiff, ...] = ()  # the commit's own diff of each cited path
+    carried_since: str | None = None  # the report that first carried it over, if one did
 
 
 @dataclass(frozen=True)
@@ -120,15 +123,19 @@ def _refused(message: str, path: str) -> MalformedRecord:
     return MalformedRecord(message, "run 'upstream-sync sync' to rewrite it", path=path)
 
 
-def entries_from_json(text: str, *, path: str) -> tuple[str, str, list[Entry]]:
-    """(pin, target, entries) from a report's JSON companion; malformed shapes are refused."""
+def entries_from_json(text: str, *, path: str, key: str = "entries"
+                      ) -> tuple[str, str, list[Entry]]:
+    """(pin, target, entries) from a report's JSON companion; malformed shapes are refused.
+
+    `key` "carried" reads the carried-over items instead (none in an older report)."""
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
         raise _refused(f"not valid JSON ({exc.msg} at line {exc.lineno})", path) from None
     if not isinstance(doc, dict):
         raise _refused("not a report JSON object", path)
-    pin, target, raw = doc.get("pin"), doc.get("target"), doc.get("entries")
+    pin, target, raw = doc.get("pin"), doc.get("target"), doc.get(key, [] if key != "entries"
+                                                                   else None)
     if not isinstance(pin, str) or not isinstance(target, str) or not isinstance(raw, list):
         raise _refused("missing pin, target or entries", path)
     out: list[Entry] = []
@@ -234,8 +241,11 @@ def build(port: Port, ref: gitio.Reference, upstream_ref: str, *,
     c = port.open_cycle()
     pin = port.pin_record().pin.commit
     jpath = report_json(port, c)
-    entries, found = _report_entries(port, jpath, pin, c.target)
+    listed = _report_entries(port, jpath, pin, c.target)
+    entries, found = listed.entries, listed.found
+    in_range = {e.sha for e in entries}
     work = [e for e in entries if e.disposition == "PORT-NOW"]
+    work += [e for e in listed.carried if e.disposition == "PORT-NOW" and e.sha not in in_range]
     notes: list[str] = []
     cited = _cited(port, ref, work, upstream_ref)
     plans = [_plan(e, cited, notes) for e in work]
@@ -254,7 +264,7 @@ def build(port: Port, ref: gitio.Reference, upstream_ref: str, *,
             written = _write_patch(patch_dir, _Patch(index, p.entry, mine, diffs, sections,
                                                      c.target))
         items.append(Item(index, p.entry, p.pins, tuple(diffs), carry.ported(p.entry, led),
-                          written, mine))
+                          written, mine, listed.since.get(p.entry.sha)))
     return Queue(pin, c.target, port.rel(jpath.with_suffix(".md")), str(ref.path), tuple(items),
                  tuple(dict.fromkeys(notes)))
 
@@ -357,10 +367,19 @@ def _label(name: str, change: str, cited_by: tuple[str, ...]) -> str:
     return f"{name} ({change}{cited})"
 
 
-def _report_entries(port: Port, jpath: Path, pin: str,
-                    target: str) -> tuple[list[Entry], dict[str, dict[str, Any]]]:
-    """The entries of the cycle's report JSON (and each one's symbol-pass evidence, by SHA),
-    refused unless it was written for pin..target."""
+@dataclass(frozen=True)
+class _Listed:
+    """What the cycle's report JSON lists for the queue."""
+
+    entries: list[Entry]
+    found: dict[str, dict[str, Any]]  # each entry's symbol-pass evidence, by SHA
+    carried: list[Entry]  # the carry-over record's open items
+    since: dict[str, str]  # SHA -> the report that first carried it
+
+
+def _report_entries(port: Port, jpath: Path, pin: str, target: str) -> _Listed:
+    """The entries of the cycle's report JSON (and each one's symbol-pass evidence, by SHA)
+    and the items carried into it, refused unless it was written for pin..target."""
     rel = port.rel(jpath)
     if not jpath.exists():
         raise UsageError(f"the cycle's report {rel} does not exist",
@@ -373,9 +392,13 @@ def _report_entries(port: Port, jpath: Path, pin: str,
     if rpin != pin or rtarget != target:
         raise UsageError(f"{rel} was written for {short(rpin)}..{short(rtarget)}, but the cycle "
                          f"is {short(pin)}..{short(target)}", "run 'upstream-sync sync' again")
-    raw = json.loads(text).get("entries", [])
-    found = {e.sha: _evidence(r.get("evidence")) for e, r in zip(entries, raw, strict=True)}
-    return entries, found
+    doc = json.loads(text)
+    found = {e.sha: _evidence(r.get("evidence"))
+             for e, r in zip(entries, doc.get("entries", []), strict=True)}
+    carried = entries_from_json(text, path=rel, key="carried")[2]
+    since = {c["sha"]: str(c.get("since", "")).rsplit("/", 1)[-1]
+             for c in doc.get("carried") or [] if isinstance(c, dict) and "sha" in c}
+    return _Listed(entries, found, carried, since)
 
 
 @dataclass(frozen=True)
@@ -543,7 +566,7 @@ def to_json(q: Queue) -> dict[str, Any]:
                        "base_from": d.base_from, "insertions": d.insertions,
                        "deletions": d.deletions, "binary": d.binary, "command": d.command}
                       for d in it.diffs],
-            "patch": it.patch,
+            "patch": it.patch, "carried_since": it.carried_since,
         } for it in q.items],
         "notes": list(q.notes),
     }
@@ -567,6 +590,8 @@ def render(q: Queue) -> list[str]:
         e = it.entry
         pr = f"vllm#{e.pr}" if e.pr is not None else "(no PR)"
         state = "ledgered" if it.ledgered else "open"
+        if it.carried_since:
+            state += f"; carried since {it.carried_since}"
         lines.append(f"{it.index}. `{short(e.sha)}` {pr} {' '.join(e.subject.split())} [{state}]")
         for p in it.pins:
             pin = f" @ {p.sha}" if p.sha else ""

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast, get_args
 
@@ -27,7 +27,8 @@ from sync.upstream.gitio import SHA_LEN as SHA_LEN  # entry lines are keyed by i
 from sync.upstream.gitio import short
 from sync.upstream.history import RangeStats
 
-State = Literal["ACTIVE", "STALLED", "ADVANCED"]
+# RETARGETED: a retarget moved the cycle to another target; this report is no longer its.
+State = Literal["ACTIVE", "STALLED", "ADVANCED", "RETARGETED"]
 SCHEMA = 1
 SECTIONS: tuple[Disposition, ...] = ("PORT-NOW", "INVENTORY", "IGNORE", "UNCLASSIFIED")
 # Entries the symbol pass found in cited files but outside the code the port mirrors: listed
@@ -78,10 +79,13 @@ class Model:
     gates: tuple[str, ...] = ()
     gate_docs: tuple[dict[str, Any], ...] = ()
     carry_over: tuple[str, ...] = ()
+    carried: tuple[dict[str, Any], ...] = ()  # the carry-over record's open items (carry.Imported)
     unparsed: tuple[str, ...] = ()
     notes: str = ""
     enumerated: int = 0
     divergent: bool = False
+    target_from: str = ""  # where the target came from (steps/target.Provenance.describe)
+    others: tuple[tuple[str, bool], ...] = ()  # other reports naming the target: (name, by hand)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
@@ -223,8 +227,11 @@ def _head(m: Model) -> list[str]:
         f"# Upstream sync report {m.date} — target {m.target[:7]}",
         "",
         f"- Pin: `{m.pin}` ({escape(m.pin_runtime)})",
-        f"- Target: `{m.target}` from `{escape(m.target_ref)}`"
+        f"- Target: `{m.target}` from {m.target_from or '`' + escape(m.target_ref) + '`'}"
         + (" (divergent: does not descend from the pin)" if m.divergent else ""),
+        *(["- Other reports for this target: " + ", ".join(
+            f"`{name}` ({'written by hand' if hand else 'an earlier cycle'})"
+            for name, hand in m.others)] if m.others else []),
         # No machine path: the same report must come out of every developer's checkout and CI.
         f"- Reference checkout: at `{short(m.reference_head)}`, "
         f"{'dirty' if m.reference_dirty else 'clean'}, full clone",
@@ -239,7 +246,8 @@ def _head_doc(m: Model) -> dict[str, Any]:
     s = m.stats
     return {
         "date": m.date, "pin": m.pin, "pin_runtime": m.pin_runtime, "target": m.target,
-        "target_ref": m.target_ref, "divergent": m.divergent,
+        "target_ref": m.target_ref, "target_from": m.target_from, "divergent": m.divergent,
+        "other_reports": [{"report": name, "by_hand": hand} for name, hand in m.others],
         "reference": {"head": m.reference_head, "dirty": m.reference_dirty},
         "range": {"commits": s.commits, "files_changed": s.files_changed,
                   "insertions": s.insertions, "deletions": s.deletions},
@@ -307,6 +315,26 @@ def _moves_doc(m: Model) -> dict[str, Any]:
                       for mv in m.moves]}
 
 
+CarryKind = Literal["PORT-NOW open", "PORT-NOW carried over", "INVENTORY unannotated",
+                    "UNCLASSIFIED", "gate", "unmet", "carried in"]
+
+_KINDS: tuple[tuple[str, CarryKind], ...] = (
+    ("- PORT-NOW open: ", "PORT-NOW open"), ("- PORT-NOW carried over: ", "PORT-NOW carried over"),
+    ("- INVENTORY unannotated: ", "INVENTORY unannotated"), ("- UNCLASSIFIED: ", "UNCLASSIFIED"),
+    ("- gate ", "gate"), ("- unmet: ", "unmet"), ("- carried ", "carried in"),
+)
+
+
+def carry_counts(carry_lines: Iterable[str]) -> dict[str, int]:
+    """How many carry-over lines of each kind (for a short `status`)."""
+    out: dict[str, int] = {}
+    for line in carry_lines:
+        kind = next((k for prefix, k in _KINDS if line.startswith(prefix)), None)
+        if kind is not None:
+            out[kind] = out.get(kind, 0) + 1
+    return out
+
+
 def _read_unmet(r: _Reading, raw: str) -> None:
     if raw.startswith("- unmet: "):
         r.unmet.append(raw.removeprefix("- unmet: "))
@@ -345,7 +373,10 @@ LAYOUT: tuple[Section, ...] = (
             lambda m: {"file_pins": {"counts": dict(m.file_pin_counts),
                                      "lines": list(m.file_pins)}}),
     _titled("Gates", lambda m: m.gates, lambda m: {"gates": list(m.gate_docs)}),
-    _titled("Carry-over", lambda m: m.carry_over, lambda m: {"carry_over": list(m.carry_over)},
+    _titled("Carry-over", lambda m: m.carry_over,
+            lambda m: {"carry_over": list(m.carry_over),
+                       "carry_over_counts": carry_counts(m.carry_over),
+                       "carried": list(m.carried)},
             _read_unmet),
     Section(("Mechanical checks",), _checks,
             lambda m: {"checks": [{"ok": ok, "text": t} for ok, t in checks(m)]}),
@@ -357,6 +388,29 @@ LAYOUT: tuple[Section, ...] = (
     Section((NOTES,), _notes, read=_read_notes, free_text=True),
 )
 _BY_HEADING = {h: s for s in LAYOUT for h in s.headings}
+
+
+_STATE_LINE = re.compile(r"^- Cycle state: (?P<state>[A-Z]+)(?=\r?$)", re.MULTILINE)
+
+
+def restate(text: str, frm: tuple[State, ...], to: State) -> str | None:
+    """A report's markdown with its cycle state moved from one of `frm` to `to`; None when
+    it is in none of them (every other byte kept)."""
+    m = _STATE_LINE.search(text)
+    if m is None or m["state"] not in frm:
+        return None
+    return text[:m.start("state")] + to + text[m.end("state"):]
+
+
+def restate_json(text: str, frm: tuple[State, ...], to: State) -> str | None:
+    """The same for the report's JSON companion (None when it does not parse)."""
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return None
+    if not isinstance(doc, dict) or doc.get("state") not in frm:
+        return None
+    return dump_json({**doc, "state": to})
 
 
 def render(m: Model) -> str:

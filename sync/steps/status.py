@@ -117,4 +117,6 @@ def _cycle(port: Port) -> dict[str, Any] | None:
         "state": rep["state"] if rep else None,
         "counts": rep["counts"] if rep else None,
         "carry_over": rep["carry_over"] if rep else None,
+        "carry_over_counts": rep.get("carry_over_counts") if rep else None,
+        "carried": len(rep.get("carried") or []) if rep else None,
     }

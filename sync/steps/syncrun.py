@@ -12,6 +12,7 @@ identity. Every record comes from the port's read model, so each is read once.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -22,6 +23,7 @@ from sync.infra.notes import Notes
 from sync.port import Port
 from sync.records import cycle, decisions, deviations, gates, pins
 from sync.steps import audit, carry, classify, evidence, report, surface
+from sync.steps import target as target_step
 from sync.steps.target import Wanted, freeze
 from sync.upstream import gitio, history
 from sync.upstream.gitio import short
@@ -53,6 +55,7 @@ class Result:
     nothing: bool = False
     warnings: tuple[str, ...] = ()
     new_decisions: int = 0
+    carried: tuple[carry.Imported, ...] = ()  # the carry-over record's still-open items
 
 
 @dataclass(frozen=True)
@@ -128,17 +131,19 @@ def run_cycle(port: Port, notes: Notes | None = None,
     if frame.cycle.target == frame.pin.commit:
         return Result(_empty_model(frame), frame.path, frame.path.with_suffix(".json"),
                       nothing=True)
-    rng = _enumerate(port, frame, notes, req)
+    rng = _enumerate(port, frame, notes)
     if notes is not None:
         notes.progress(f"classifying {len(rng.commits)} commits against the ported surface")
     earlier = _read_back(port, frame, rng, req.decided_now)
     warnings = tuple(f"{port.rel(frame.path)}: kept an unparseable line verbatim: {line[:80]}"
                      for line in (earlier.back.unparsed if earlier.back is not None else ()))
-    model = _assemble(port, frame, rng, earlier, req)
+    carried = carry.imported(port, frame.ref, rng.surf, earlier.entries)
+    model = _assemble(port, frame, rng, earlier, req, carried)
     if req.write_report:
         _write(port, frame.path, model, earlier)
     return Result(model, frame.path, frame.path.with_suffix(".json"), warnings=warnings,
-                  new_decisions=earlier.new if req.write_report else 0)
+                  new_decisions=earlier.new if req.write_report else 0,
+                  carried=tuple(carried))
 
 
 def _frame(port: Port, notes: Notes | None, req: CycleRequest) -> _Frame:
@@ -150,7 +155,12 @@ def _frame(port: Port, notes: Notes | None, req: CycleRequest) -> _Frame:
         raise EnvironmentUnresolved(
             f"the pin {short(pin.commit)} is not in the reference checkout {ref.path}",
             "run 'upstream-sync fetch' (or fetch the pin's branch) first")
-    frozen = freeze(port, ref, Wanted(pin.commit, req.target, req.retarget))
+    wanted = Wanted(pin.commit, req.target, req.retarget, req.allow_divergent)
+    sha, accepted = target_step.peek(port, ref, wanted)
+    if not (req.allow_divergent or accepted) and not gitio.is_ancestor(ref, pin.commit, sha):
+        raise UsageError(f"target {short(sha)} does not descend from the pin {short(pin.commit)}",
+                         "pick a target on the pin's line, or pass --allow-divergent")
+    frozen = freeze(port, ref, wanted)
     c = frozen.cycle
     if frozen.moved and notes is not None:
         notes.note(f"the remote moved to {short(frozen.moved)}; this cycle keeps its target "
@@ -158,13 +168,10 @@ def _frame(port: Port, notes: Notes | None, req: CycleRequest) -> _Frame:
     return _Frame(ref, pin, c, report_path(port, c))
 
 
-def _enumerate(port: Port, frame: _Frame, notes: Notes | None, req: CycleRequest) -> _Range:
+def _enumerate(port: Port, frame: _Frame, notes: Notes | None) -> _Range:
     """The range's commits and stats, and the ported surface they are classified against."""
     ref, base, target = frame.ref, frame.pin.commit, frame.cycle.target
-    divergent = not gitio.is_ancestor(ref, base, target)
-    if divergent and not req.allow_divergent:
-        raise UsageError(f"target {short(target)} does not descend from the pin {short(base)}",
-                         "pick a target on the pin's line, or pass --allow-divergent")
+    divergent = not gitio.is_ancestor(ref, base, target)  # accepted by `_frame` already
     if notes is not None:
         notes.progress(f"enumerating {short(base)}..{short(target)} in {ref.path}")
     # git enumerates while Python reads the port's headers: the two overlap on 2 cores.
@@ -245,7 +252,7 @@ def _previous_lines(port: Port, json_path: Path) -> dict[str, str]:
 
 
 def _assemble(port: Port, frame: _Frame, rng: _Range, earlier: _Earlier,
-              req: CycleRequest) -> report.Model:
+              req: CycleRequest, carried: list[carry.Imported]) -> report.Model:
     c, back, entries = frame.cycle, earlier.back, earlier.entries
     pins_summary = audit.summary_lines(
         audit.run_audit(port, frame.ref, frame.pin.commit, port.upstream_ref, rng.surf))
@@ -256,7 +263,7 @@ def _assemble(port: Port, frame: _Frame, rng: _Range, earlier: _Earlier,
         date=c.frozen_at[:10], pin=frame.pin.commit, pin_runtime=frame.pin.runtime_version,
         target=c.target, target_ref=c.target_ref,
         reference_head=gitio.head_sha(frame.ref) or "", reference_dirty=gitio.is_dirty(frame.ref),
-        stats=rng.stats, state=req.state or (back.state if back and back.state else "ACTIVE"),
+        stats=rng.stats, state=req.state or _kept_state(back),
         entries=tuple(entries),
         reverts=tuple(sorted(history.find_reverts(rng.commits).items())),
         duplicates=tuple(history.find_duplicates(frame.ref, rng.commits)),
@@ -265,10 +272,50 @@ def _assemble(port: Port, frame: _Frame, rng: _Range, earlier: _Earlier,
         file_pins=pins_summary.lines, file_pin_counts=pins_summary.counts,
         gates=tuple(gates.render_section(recorded).splitlines()),
         gate_docs=tuple(g.as_doc() for g in recorded),
-        carry_over=tuple(_unmet_lines(back, req) + carry.lines(port, c, entries, recorded)),
+        carry_over=tuple(_unmet_lines(back, req)
+                         + carry.lines(port, c, entries, recorded, carried)),
+        carried=tuple(i.doc() for i in carried),
         unparsed=back.unparsed if back else (), notes=back.notes if back else "",
         enumerated=len(rng.commits), divergent=rng.divergent,
+        target_from=target_step.provenance(frame.ref, c, port.upstream_ref).describe(),
+        others=other_reports(port, frame.path, c.target),
     )
+
+
+def _kept_state(back: report.ReadBack | None) -> report.State:
+    """The state an earlier version of the report leaves it in: STALLED and ADVANCED stay;
+    a report that is the cycle's again (a retarget back to its target) is ACTIVE."""
+    if back is not None and back.state in ("STALLED", "ADVANCED"):
+        return back.state
+    return "ACTIVE"
+
+
+_HEX = re.compile(r"(?<![0-9a-f])[0-9a-f]{7,40}(?![0-9a-f])")
+
+
+def other_reports(port: Port, current: Path, target_sha: str) -> tuple[tuple[str, bool], ...]:
+    """Other markdown files in the sync directory that name the same target (in their name
+    or their text), and whether each was written by hand (no JSON companion of ours)."""
+    out = []
+    for path in sorted(port.sync_dir.glob("*.md")) if port.sync_dir.is_dir() else []:
+        if path == current or not path.is_file():
+            continue
+        ours = _ours(port, path)
+        # Our own reports are named by their target; one written by hand may only say it.
+        named = path.stem.endswith("-" + target_sha[:7]) or (not ours and any(
+            target_sha.startswith(h) for h in _HEX.findall(port.text(path) or "")))
+        if named:
+            out.append((path.name, not ours))
+    return tuple(out)
+
+
+def _ours(port: Port, path: Path) -> bool:
+    """The report has the JSON companion `sync` writes beside every report."""
+    try:
+        doc = json.loads(port.text(path.with_suffix(".json")) or "")
+    except ValueError:
+        return False
+    return isinstance(doc, dict) and "schema" in doc and "entries" in doc
 
 
 def _unmet_lines(back: report.ReadBack | None, req: CycleRequest) -> list[str]:

@@ -1,18 +1,29 @@
 """Step 1: choose the cycle's target and freeze its SHA (the fetch itself is `gitio.fetch`).
 
-The fetch only moves `refs/remotes/<remote>/<branch>`; the reference checkout's
-work tree and branches stay where they are, so mid-cycle work (or a dirty tree)
-is never disturbed.
+The fetch only moves `refs/remotes/<remote>/<branch>` (and a tag the user names);
+the reference checkout's work tree and branches stay where they are, so mid-cycle
+work (or a dirty tree) is never disturbed.
+
+A target the user chose (a tag or a commit, on any upstream branch: a release tag on
+a release branch) is as valid as `<remote>/<branch>` for every step; `provenance`
+says where it came from, and `move` brings the reference checkout to it when the pin
+advances (a fast-forward of the checkout's branch when the target is on the upstream
+line, a detached checkout otherwise; never a reset).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Literal
 
+from sync.infra.atomic import write_text
 from sync.infra.errors import UsageError
 from sync.port import Port
 from sync.records import cycle
+from sync.steps import report
 from sync.upstream import gitio
+from sync.upstream.gitio import short
 
 
 @dataclass(frozen=True)
@@ -22,6 +33,7 @@ class Wanted:
     pin: str
     target: str | None = None  # commit, tag or ref; None: the open cycle's, else upstream's
     retarget: bool = False  # move an open cycle's target to upstream's
+    allow_divergent: bool = False  # accept, for the whole cycle, a target off the pin's line
 
 
 @dataclass(frozen=True)
@@ -30,33 +42,168 @@ class Frozen:
     moved: str | None  # the remote's new SHA when it moved past the frozen target
 
 
-def freeze(port: Port, ref: gitio.Reference, wanted: Wanted) -> Frozen:
-    """Resolve and freeze the target; an open cycle keeps its target unless told otherwise."""
+def peek(port: Port, ref: gitio.Reference, wanted: Wanted) -> tuple[str, bool]:
+    """(the SHA `freeze` would freeze, whether the cycle accepted divergence already), with
+    nothing written: a target refused for its ancestry must not replace the open one."""
     want = wanted.target or port.upstream_ref
     sha = gitio.resolve(ref, want)
     if sha is None:
         raise UsageError(f"target {want!r} does not name a commit in {ref.path}",
                          "give a SHA, tag or branch that exists (run fetch first)")
     current = port.cycle()
-    kept = _kept(current, wanted, sha)
+    kept = _kept(current, wanted, sha, want)
+    if kept is None:
+        _needs_retarget(current, wanted, want, sha)
+    return (kept.cycle.target, kept.cycle.divergent_ok) if kept else (sha, False)
+
+
+def _needs_retarget(current: cycle.Cycle | None, wanted: Wanted, want: str, sha: str) -> None:
+    """Another target for the open cycle is refused unless `retarget` says so."""
+    if current is not None and current.pin == wanted.pin and not wanted.retarget:
+        raise UsageError(
+            f"the open cycle is frozen at {short(current.target)} ({current.target_ref}); "
+            f"{want} is {short(sha)}", "pass --retarget to move the cycle to it, or leave "
+            "--target out to keep the frozen target")
+
+
+def freeze(port: Port, ref: gitio.Reference, wanted: Wanted) -> Frozen:
+    """Resolve and freeze the target; an open cycle keeps its target unless told otherwise.
+
+    Naming another target for an open cycle is refused without `retarget`: the cycle's
+    report, decisions and gates are for the frozen one.
+    """
+    want = wanted.target or port.upstream_ref
+    sha = gitio.resolve(ref, want)
+    if sha is None:
+        raise UsageError(f"target {want!r} does not name a commit in {ref.path}",
+                         "give a SHA, tag or branch that exists (run fetch first)")
+    current = port.cycle()
+    kept = _kept(current, wanted, sha, want)
     if kept is not None:
+        if wanted.allow_divergent and not kept.cycle.divergent_ok:
+            kept = Frozen(cycle.store(port, replace(kept.cycle, divergent_ok=True)), kept.moved)
+            port.keep("cycle", kept.cycle)
         return kept
+    _needs_retarget(current, wanted, want, sha)
     previous = ""
     if current is not None and (port.sync_dir / cycle.report_name(current)).exists():
         previous = cycle.report_name(current)
-    saved = cycle.save(port, wanted.pin, sha, want, previous)
+    saved = cycle.save(port, wanted.pin, sha, want, previous,
+                       divergent_ok=wanted.allow_divergent)
     port.keep("cycle", saved)
+    if previous and previous != cycle.report_name(saved):
+        _retire(port, port.sync_dir / previous)
     return Frozen(saved, None)
 
 
-def _kept(current: cycle.Cycle | None, wanted: Wanted, sha: str) -> Frozen | None:
+def _retire(port: Port, path: Path) -> None:
+    """The report a retarget left: out of ACTIVE (STALLED keeps its state)."""
+    for file, restate in ((path, report.restate), (path.with_suffix(".json"),
+                                                    report.restate_json)):
+        text = port.text(file)
+        new = restate(text, ("ACTIVE",), "RETARGETED") if text is not None else None
+        if new is not None:
+            write_text(file, new)
+            port.wrote(file, new)
+
+
+def _kept(current: cycle.Cycle | None, wanted: Wanted, sha: str, want: str) -> Frozen | None:
     """The open cycle, when what is wanted leaves it as it is."""
     if current is None or current.pin != wanted.pin:
         return None
     if wanted.target is None and not wanted.retarget:
-        return Frozen(current, sha if sha != current.target else None)
+        # "The remote moved" only of a cycle that follows the remote, not of a chosen tag.
+        follows = current.target_ref == want
+        return Frozen(current, sha if follows and sha != current.target else None)
     if sha == current.target:
         # Naming the frozen target again is the same cycle: re-saving would restamp its date
         # and start a second report for it instead of updating the one it has.
         return Frozen(current, None)
     return None
+
+
+# -- where a target came from, and moving the reference checkout to it -----------------------
+
+
+def tag_of(ref: gitio.Reference, c: cycle.Cycle) -> str | None:
+    """The tag the cycle's target was named by, when it names a tag pointing at it."""
+    name = c.target_ref.removeprefix("refs/tags/")
+    if not name or name.startswith("-"):
+        return None
+    try:
+        sha = gitio.resolve(ref, f"refs/tags/{name}")
+    except UsageError:
+        return None
+    return name if sha == c.target else None
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """Where a cycle's target came from."""
+
+    named: str  # what the user named (a tag, a branch, a SHA)
+    kind: Literal["tag", "branch", "commit"]
+    on_upstream: bool  # on `<remote>/<branch>`
+    upstream_ref: str
+    branches: tuple[str, ...]  # remote-tracking branches that hold it (when not on upstream)
+
+    def describe(self) -> str:
+        """`tag v0.24.0 on origin/releases/v0.24.0 (not on origin/main)`, for the report."""
+        what = {"tag": f"tag `{self.named}`", "branch": f"`{self.named}`",
+                "commit": f"commit `{self.named}`"}[self.kind]
+        if self.kind == "branch" and self.named == self.upstream_ref:
+            return what
+        if self.on_upstream:
+            return f"{what} on `{self.upstream_ref}`"
+        held = ", ".join(f"`{b}`" for b in self.branches[:3]) or "no remote branch"
+        return f"{what} on {held} (not on `{self.upstream_ref}`)"
+
+
+def provenance(ref: gitio.Reference, c: cycle.Cycle, upstream_ref: str) -> Provenance:
+    """Where the cycle's target came from: a constant handful of git processes."""
+    tag = tag_of(ref, c)
+    kind: Literal["tag", "branch", "commit"] = "tag" if tag else (
+        "commit" if c.target.startswith(c.target_ref.lower()) else "branch")
+    on = gitio.resolve(ref, upstream_ref) is not None and gitio.is_ancestor(
+        ref, c.target, upstream_ref)
+    branches: tuple[str, ...] = ()
+    if not on:
+        remote = upstream_ref.split("/", 1)[0]
+        branches = tuple(gitio.refs_containing(ref, c.target, f"refs/remotes/{remote}"))
+    return Provenance(tag or c.target_ref, kind, on, upstream_ref, branches)
+
+
+def _leaves_nothing(ref: gitio.Reference, head: str, commit: str) -> bool:
+    """Moving HEAD to `commit` loses no commit: HEAD is behind it or an upstream ref has it."""
+    return gitio.is_ancestor(ref, head, commit) or bool(
+        gitio.refs_containing(ref, head, "refs/remotes", "refs/tags"))
+
+
+def move_problem(ref: gitio.Reference, commit: str, upstream_ref: str) -> str | None:
+    """Why the reference checkout cannot be moved to `commit` without losing work, if so."""
+    head = gitio.head_sha(ref)
+    if head is None or head == commit or _leaves_nothing(ref, head, commit):
+        return None
+    return (f"the reference checkout's HEAD {short(head)} cannot fast-forward to "
+            f"{short(commit)} — check out the pin's branch")
+
+
+def move(ref: gitio.Reference, commit: str, upstream_ref: str) -> str:
+    """Move the reference checkout to `commit` (never a reset); say how.
+
+    Its branch fast-forwards when `commit` is on the upstream line and descends from
+    HEAD; otherwise (a tag on a release branch, a checkout detached at an earlier pin)
+    the commit is checked out detached, which leaves every branch where it was.
+    """
+    gitio.check_rev(commit)
+    head = gitio.head_sha(ref)
+    if head == commit:
+        return "kept"
+    on_branch = not ref.repo.head.is_detached
+    if (on_branch and head is not None and gitio.is_ancestor(ref, head, commit)
+            and gitio.resolve(ref, upstream_ref) is not None
+            and gitio.is_ancestor(ref, commit, upstream_ref)):
+        gitio.run(ref.path, ["merge", "--ff-only", "-q", "--end-of-options", commit])
+        return "fast-forwarded"
+    gitio.run(ref.path, ["checkout", "-q", "--detach", commit, "--"])
+    return "checked out (detached)"

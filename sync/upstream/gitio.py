@@ -10,6 +10,7 @@ and every revision that came from input is validated and placed after
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import subprocess
@@ -199,8 +200,15 @@ def head_sha(ref: Reference) -> str | None:
 
 
 def fetch(ref: Reference, remote: str, branch: str,
-          progress: Callable[[str], None] | None = None) -> None:
-    """Fetch `remote branch` into the remote-tracking ref; never touches the work tree."""
+          progress: Callable[[str], None] | None = None, *, live: bool = False,
+          tag: str | None = None) -> None:
+    """Fetch `remote branch` into the remote-tracking ref; never touches the work tree.
+
+    `progress` hears git's progress: every update when `live` (a terminal, where the
+    lines overwrite each other), else only the line that ends each stage (a handful
+    however large the fetch: a log gets no line per percent). `tag`, when the checkout
+    does not have it yet, is fetched too (a release tag off the fetched branch).
+    """
     check_rev(remote)
     check_rev(branch)
     try:
@@ -210,23 +218,47 @@ def fetch(ref: Reference, remote: str, branch: str,
             f"the reference checkout has no remote named {remote!r}",
             "set fetch_remote in the developer preferences (or SYNC_FETCH_REMOTE)",
         ) from None
-
-    class _Progress(git.RemoteProgress):
-        def update(self, op_code: int, cur_count: str | float, max_count: str | float | None = None,
-                   message: str = "") -> None:
-            if progress is not None:
-                line = self._cur_line or ""
-                if line:
-                    progress(line.strip())
-
     try:
-        rem.fetch(f"+refs/heads/{branch}:refs/remotes/{remote}/{branch}", progress=_Progress())
+        rem.fetch(f"+refs/heads/{branch}:refs/remotes/{remote}/{branch}",
+                  progress=_progress(progress, live))
     except git.GitCommandError as exc:
         last = (exc.stderr or "").strip().splitlines()
         raise EnvironmentUnresolved(
             f"fetch of {remote} {branch} failed: {last[-1].strip() if last else exc.status}",
             "check the remote URL and your network, then run fetch again",
         ) from None
+    if tag is not None and _wants_tag(ref, tag):
+        # No such tag upstream is the target step's to say ("does not name a commit").
+        with contextlib.suppress(git.GitCommandError):
+            rem.fetch(f"+refs/tags/{tag}:refs/tags/{tag}", progress=_progress(progress, live))
+
+
+def _wants_tag(ref: Reference, tag: str) -> bool:
+    """`tag` may be a tag the checkout lacks: no SHA, nothing it resolves already."""
+    check_rev(tag)
+    return re.fullmatch(r"[0-9a-f]{7,40}", tag) is None and resolve(ref, tag) is None
+
+
+def _progress(say: Callable[[str], None] | None, live: bool) -> git.RemoteProgress:
+    class _Progress(git.RemoteProgress):
+        def update(self, op_code: int, cur_count: str | float,
+                   max_count: str | float | None = None, message: str = "") -> None:
+            line = (self._cur_line or "").strip()
+            if say is not None and line and (live or op_code & git.RemoteProgress.END):
+                say(line)
+
+    return _Progress()
+
+
+def refs_containing(ref: Reference, sha: str, *prefixes: str) -> list[str]:
+    """The short names of the refs under `prefixes` whose history holds `sha` (one process)."""
+    check_rev(sha)
+    out = run(ref.path, ["for-each-ref", "--format=%(refname:short)", f"--contains={sha}",
+                         "--end-of-options", *prefixes], check=False)
+    if out.returncode != 0:
+        return []
+    return [line for line in out.stdout.decode("utf-8", "replace").splitlines()
+            if line and not line.endswith("/HEAD")]
 
 
 def count_range(ref: Reference, base: str, target: str) -> int:

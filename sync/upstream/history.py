@@ -35,6 +35,7 @@ _HEADER_FIELDS = 6
 _PR = re.compile(r"\(#([0-9]{1,12})\)\s*$")
 _TAGS = re.compile(r"\s*\[([^\[\]]*)\]")
 _HEX = re.compile(r"[0-9a-f]{7,64}")
+_FULL = re.compile(r"[0-9a-f]{40}")
 _REVERTS = re.compile(r"This reverts commit ([0-9a-f]{7,64})\b")
 _CHERRY = re.compile(r"\(cherry picked from commit ([0-9a-f]{7,64})\)")
 _PR_SUFFIX = re.compile(r"(?:\s*\(#[0-9]+\))+\s*$")
@@ -196,6 +197,21 @@ def finish_log(job: gitio.Started) -> list[Commit]:
 def log_range(ref: gitio.Reference, base: str, target: str) -> list[Commit]:
     """Every non-merge commit in base..target, oldest first, with its changes (renames found)."""
     return finish_log(begin_log(ref, base, target))
+
+
+def log_commits(ref: gitio.Reference, shas: Sequence[str]) -> list[Commit]:
+    """These commits (full SHAs, in any order) with their changes: one `git log -z
+    --no-walk`, whatever their number. Commits the checkout lacks are left out."""
+    wanted = [gitio.check_rev(s) for s in dict.fromkeys(shas) if _FULL.fullmatch(s)]
+    known = [s for s, row in zip(wanted, gitio.batch_check(ref, wanted), strict=True)
+             if row is not None and row[1] == "commit"]
+    if not known:
+        return []
+    data = ref.git("log", "-z", "--no-walk=unsorted", "-M", "--name-status", "--encoding=UTF-8",
+                   "--no-color", "--no-show-signature", "--no-relative", _FORMAT,
+                   "--end-of-options", *known, "--")
+    found = {c.sha: c for c in parse_log(data)}
+    return [found[s] for s in known if s in found]
 
 
 def parse_shortstat(text: str) -> tuple[int, int, int]:

@@ -1,28 +1,35 @@
-"""`advance` (step 7): advance the parity pin from the measured oracle, or stall."""
+"""`advance` (step 7): advance the parity pin from the measured oracle, or stall the cycle."""
 
 from __future__ import annotations
 
 import argparse
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from sync.cli.context import Context, add_json
 from sync.infra import txn
 from sync.infra.errors import BlockedCycle, UsageError
 from sync.port import Port
 from sync.records import events
-from sync.steps.advance import advance
+from sync.steps.advance import advance, synccommit
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("advance", help="step 7: advance the parity pin to the target (all or "
-                       "nothing), or stall", description="Check every precondition; then "
-                       "rewrite every pin surface from the measured oracle, fast-forward the "
-                       "reference checkout, append a state event and mark the report ADVANCED.")
-    p.add_argument("--dry-run", action="store_true", help="print the diff; write nothing")
+                       "nothing), or stall the cycle", description="Check every "
+                       "precondition; then rewrite every pin surface from the measured oracle "
+                       "(the PARITY PIN paragraph from what was measured), carry the open items "
+                       "over, fast-forward the reference checkout, append a state event and mark "
+                       "the report ADVANCED. A refused advance writes nothing (exit 6); "
+                       "--stall records the cycle as STALLED instead.")
+    what = p.add_mutually_exclusive_group()
+    what.add_argument("--dry-run", action="store_true", help="print the diff; write nothing")
+    what.add_argument("--stall", action="store_true",
+                      help="stall the cycle: mark its report STALLED with the unmet "
+                      "preconditions, carry its open items over, append one stall event")
     p.add_argument("--commit", action="store_true",
-                   help="commit the sync-owned changes (refused when other paths are staged)")
-    p.add_argument("--release-label", help="release label for the PARITY PIN line (default: "
-                   "keep the current one)")
+                   help="commit the cycle's sync records (refused when other paths are staged)")
+    p.add_argument("--release-label", help="release label for the PARITY PIN paragraph "
+                   "(default: the target's tag, else the oracle's measured version)")
     add_json(p)
     p.set_defaults(func=run)
 
@@ -31,53 +38,100 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     port = ctx.port
     if args.commit and not (port.root / ".git").exists():
         raise UsageError(f"{port.root} is not a git repository", "drop --commit")
-    unmet, measured = advance.preconditions(port, ctx)
+    unmet, measured = advance.preconditions(port, ctx, release_label=args.release_label)
+    if args.stall:
+        return _stall(ctx, unmet, commit=args.commit)
     if unmet:
-        _refuse(ctx, unmet, dry_run=args.dry_run)
-    p = advance.plan(port, measured, release_label=args.release_label)
+        _refuse(ctx, unmet)
+    p = advance.plan(port, measured)
     if args.dry_run:
-        ctx.out.write(advance.diff(p, port))
-        print(f"dry run: would advance {p.old.commit[:10]} → {p.new.commit[:10]}; nothing "
-              "written", file=ctx.out)
-        return 0
-    advance.refuse_foreign_staged(port, args.commit, p.writes)
+        return _dry_run(ctx, p, measured)
+    synccommit.refuse(port, args.commit, p.writes)
     with port.lock():
         if events.staged(port, "advance")[0] != p.event:
             raise BlockedCycle("another run appended a state event meanwhile", "run again")
         txn.commit(port.sync_dir, p.writes)
-    advance.fast_forward(port, p.new.commit)
+    how = advance.fast_forward(port, p.new.commit)
     sha = _git_commit(port, p) if args.commit else None
-    _print(ctx, p, sha)
+    _print(ctx, p, sha, how)
     return 0
 
 
-def _print(ctx: Context, p: advance.Plan, sha: str | None) -> None:
+def _dry_run(ctx: Context, p: advance.Plan, m: advance.Measured) -> int:
+    diff = advance.diff(p, ctx.port)
+    said = (f"dry run: would advance {p.old.commit[:10]} → {p.new.commit[:10]}; nothing "
+            "written")
+    rw = m.rewrite
+    ctx.emit_json({"advanced": False, "dry_run": True, "pin_before": p.old.commit,
+                   "pin_after": p.new.commit, "runtime_version": p.new.runtime_version,
+                   "report": ctx.port.rel(p.report),
+                   "files": sorted(ctx.port.rel(k) for k in p.writes), "diff": diff,
+                   "paragraph": rw.paragraph if rw else None,
+                   "dropped": list(rw.dropped) if rw else []})
+    if not ctx.json:
+        ctx.text.write(diff)
+        for claim in rw.dropped if rw else ():
+            ctx.say(f"dropped from the PARITY PIN paragraph: {claim}")
+        ctx.say(said)
+    return 0
+
+
+def _print(ctx: Context, p: advance.Plan, sha: str | None, how: str) -> None:
     port = ctx.port
+    ctx.emit_json({"advanced": True, "pin_before": p.old.commit, "pin_after": p.new.commit,
+                   "runtime_version": p.new.runtime_version, "report": port.rel(p.report),
+                   "event": port.rel(p.event), "commit": sha, "reference": how,
+                   "files": sorted(port.rel(k) for k in p.writes)})
     if ctx.json:
-        ctx.emit_json({"advanced": True, "pin_before": p.old.commit, "pin_after": p.new.commit,
-                       "runtime_version": p.new.runtime_version, "report": port.rel(p.report),
-                       "event": port.rel(p.event), "commit": sha,
-                       "files": sorted(port.rel(k) for k in p.writes)})
         return
-    print(f"advanced the parity pin {p.old.commit[:10]} → {p.new.commit[:10]} "
-          f"({p.new.runtime_version}); {len(p.writes)} files; event {port.rel(p.event)}",
-          file=ctx.out)
+    ctx.say(f"advanced the parity pin {p.old.commit[:10]} → {p.new.commit[:10]} "
+            f"({p.new.runtime_version}); {len(p.writes)} files; event {port.rel(p.event)}; "
+            f"reference checkout {how}")
     if sha:
-        print(f"committed {sha[:10]}", file=ctx.out)
+        ctx.say(f"committed {sha[:10]}")
 
 
-def _refuse(ctx: Context, unmet: list[str], *, dry_run: bool) -> NoReturn:
+def _refuse(ctx: Context, unmet: list[str]) -> NoReturn:
+    """Report what is unmet and exit 6; nothing is written (stalling is `--stall`)."""
+    ctx.emit_json({"advanced": False, "unmet": unmet})
     for line in unmet:
-        print(f"unmet: {line}", file=ctx.out)
-    stalled = not dry_run and advance.stall(ctx.port, ctx, unmet)
+        ctx.say(f"unmet: {line}")
     raise BlockedCycle(f"the advance is refused: {len(unmet)} unmet precondition(s)",
-                       "fix each 'unmet' line above, then run advance again"
-                       + ("; the cycle is STALLED with them" if stalled else ""))
+                       "fix each 'unmet' line, then run advance again (or 'advance --stall' "
+                       "to record the cycle as stalled with them)")
+
+
+def _stall(ctx: Context, unmet: list[str], *, commit: bool) -> int:
+    port = ctx.port
+    if not unmet:
+        raise UsageError("every precondition holds: there is nothing to stall",
+                         "run 'upstream-sync advance'")
+    synccommit.refuse(port, commit, {})
+    s = advance.stall(port, ctx, unmet)
+    if s is None:
+        raise UsageError("nothing to stall: " + unmet[0], "fetch a new target and sync")
+    sha = None
+    if commit:
+        sha = synccommit.commit(port, {}, synccommit.Commit(
+            f"sync(upstream): stall the cycle to {port.open_cycle().target[:10]}",
+            f"Report: {port.rel(s.report)}\nUnmet: {len(unmet)}\nCarried over: {s.carried}"))
+    doc: dict[str, Any] = {"stalled": True, "report": port.rel(s.report), "unmet": unmet,
+                           "event": port.rel(s.event) if s.event else None,
+                           "carried": s.carried, "commit": sha}
+    ctx.emit_json(doc)
+    for line in unmet:
+        ctx.say(f"unmet: {line}")
+    ctx.say(f"stalled the cycle: {port.rel(s.report)} is STALLED with {len(unmet)} unmet "
+            f"precondition(s); {s.carried} item(s) carried over; "
+            + (f"event {port.rel(s.event)}" if s.event else "its stall was recorded already"))
+    if sha:
+        ctx.say(f"committed {sha[:10]}")
+    return 0
 
 
 def _git_commit(port: Port, p: advance.Plan) -> str:
     gates_line = ", ".join(f"{g.name} {g.status}" for g in port.gates(p.target))
-    return advance.git_commit(port, list(p.writes), f"sync(upstream): advance parity pin "
-                              f"{p.old.commit[:10]} → {p.new.commit[:10]}",
-                              f"Range: {p.old.commit}..{p.new.commit}\nReport: "
-                              f"{port.rel(p.report)}\nGates: {gates_line or 'none configured'}")
+    return synccommit.commit(port, p.writes, synccommit.Commit(
+        f"sync(upstream): advance parity pin {p.old.commit[:10]} → {p.new.commit[:10]}",
+        f"Range: {p.old.commit}..{p.new.commit}\nReport: {port.rel(p.report)}\n"
+        f"Gates: {gates_line or 'none configured'}"))

@@ -31,15 +31,20 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
                          "use 'upstream-sync advance' for the core pin")
     m = omni.measure(port, args.oracle, args.commit)
     if not m.verification.ok:
+        ctx.emit_json({"advanced": False, "oracle": args.oracle, "commit": m.commit,
+                       "mismatches": [str(x) for x in m.verification.mismatches]})
         for mismatch in m.verification.mismatches:
-            print(f"mismatch: {mismatch}", file=ctx.out)
+            ctx.say(f"mismatch: {mismatch}")
         raise IdentityMismatch(f"oracle {args.oracle} at {m.commit[:10]} fails verification",
                                "rebuild it, then run advance-omni again")
     a = omni.plan(port, m)
     before, commit = a.before, a.commit
     if args.dry_run:
-        print(f"dry run: would move {port.rel(before.path)} {before.pin[:10]} → {commit[:10]} "
-              f"({a.label}); ran against vLLM {a.labels['vllm_commit']}", file=ctx.out)
+        ctx.emit_json({"advanced": False, "dry_run": True, "oracle": args.oracle,
+                       "pin_before": before.pin, "pin_after": commit, "pin_label": a.label,
+                       **a.labels, "file": port.rel(before.path)})
+        ctx.say(f"dry run: would move {port.rel(before.path)} {before.pin[:10]} → {commit[:10]} "
+              f"({a.label}); ran against vLLM {a.labels['vllm_commit']}")
         return 0
     ev_path, writes = a.staged(port)
     with port.lock():
@@ -50,7 +55,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
                        "isolation_checks": list(a.checks),
                        "event": port.rel(ev_path)})
     else:
-        print(f"advanced {args.oracle} {before.pin[:10]} → {commit[:10]} ({a.label}); isolation "
+        ctx.say(f"advanced {args.oracle} {before.pin[:10]} → {commit[:10]} ({a.label}); isolation "
               f"proven ({', '.join(a.checks)}); labelled with omni "
-              f"{commit[:10]} and vLLM {str(a.labels['vllm_commit'])[:10]}", file=ctx.out)
+              f"{commit[:10]} and vLLM {str(a.labels['vllm_commit'])[:10]}")
     return 0

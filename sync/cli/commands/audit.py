@@ -59,8 +59,7 @@ def _doc(result: audit.Audit, pin: str, upstream: str, severity: str) -> dict[st
 
 def _print(result: audit.Audit, severity: str, ctx: Context) -> None:
     for line in audit.summary_lines(result).lines:
-        print(line, file=ctx.out)
+        ctx.say(line)
     for f in result.findings:
-        print(f"{'error' if severity == 'error' else 'warning'}: {f.path}: behind the parity "
-              "pin with no ledger note — bump the header or add a ledger row naming it",
-              file=ctx.out)
+        ctx.say(f"{'error' if severity == 'error' else 'warning'}: {f.path}: behind the parity "
+              "pin with no ledger note — bump the header or add a ledger row naming it")

@@ -79,20 +79,20 @@ def _as_json(target: str, check: bool, written: int,
 def _say(ctx: Context, plans: list[bump.FilePlan], target: str, verb: str) -> None:
     for p in plans:
         if p.refusal is not None:
-            print(f"refused: {p.refusal}", file=ctx.out)
+            ctx.say(f"refused: {p.refusal}")
         elif not p.changes:
-            print(f"{p.rel}: already at {target[:10]}", file=ctx.out)
+            ctx.say(f"{p.rel}: already at {target[:10]}")
         for c in p.changes:
-            print(f"{p.rel}:{c.line}: {verb} {c.path} {c.old} → {c.new} (was {c.was})",
-                  file=ctx.out)
+            ctx.say(f"{p.rel}:{c.line}: {verb} {c.path} {c.old} → {c.new} (was {c.was})")
 
 
 def _refusal(refusals: list[SyncError], files: int) -> SyncError:
+    """The one error line: how many were refused (each reason was said once, above)."""
     first = refusals[0]
-    if len(refusals) == 1:
-        return type(first)(f"{first.message}; nothing was written", first.fix)
-    return type(first)(f"{len(refusals)} of {files} files cannot be bumped safely "
-                       "(reasons above); nothing was written",
+    why = "the reason above" if len(refusals) == 1 else "reasons above"
+    return type(first)(f"{len(refusals)} of {files} file(s) cannot be bumped safely ({why}); "
+                       "nothing was written",
+                       first.fix if len(refusals) == 1 else
                        "fix those headers by hand or leave the files out")
 
 
@@ -100,10 +100,13 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     port = ctx.port
     ref, upstream = port.reference(), port.upstream_ref
     files = [_file_arg(port, a) for a in dict.fromkeys(args.files)]
+    c = port.cycle()
     rev = args.to if args.to is not None else cycle.require(port).target
     gitio.check_rev(rev)
-    target = bump.resolve_target(ref, rev, upstream)
-    plans, written = _plans(port, lambda: bump.plan(ref, target, upstream, files), args.check)
+    target = bump.resolve_target(ref, rev, upstream, c.target if c else None)
+    pin = port.pin_record().pin.commit
+    plans, written = _plans(port, lambda: bump.plan(ref, target, upstream, files, pin),
+                            args.check)
     refusals = [p.refusal for p in plans if p.refusal is not None]
     if ctx.json:
         ctx.emit_json(_as_json(target, bool(args.check), written, plans))

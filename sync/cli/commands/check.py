@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def _say(ctx: Context, found: list[Finding], notes: list[str]) -> None:
     for f in found:
-        print(f.text if f.severity == "error" else f"warning: {f.text}", file=ctx.out)
+        ctx.say(f.text if f.severity == "error" else f"warning: {f.text}")
     for n in notes:
         ctx.note(f"note: {n}")
 
@@ -39,5 +39,5 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         raise CheckFailed(f"{len(errors)} record invariant(s) violated",
                           "fix each line above, then run check again")
     if not ctx.json:
-        print(f"check: all record invariants hold in {ctx.port.root}", file=ctx.out)
+        ctx.say(f"check: all record invariants hold in {ctx.port.root}")
     return 0

@@ -27,12 +27,11 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
             for s, subj, o, f in bad]})
     else:
         for sha, subject, owned, feature in bad:
-            print(f"{sha[:10]} {subject}: mixes sync records ({', '.join(owned)}) with feature "
-                  f"work ({', '.join(feature)})", file=ctx.out)
+            ctx.say(f"{sha[:10]} {subject}: mixes sync records ({', '.join(owned)}) with feature "
+                  f"work ({', '.join(feature)})")
     if bad:
         raise CheckFailed(f"{len(bad)} commit(s) mix a sync cycle with feature work",
                           "split each into a sync commit and a feature commit")
     if not ctx.json:
-        print(f"check-commit: no commit in {args.range} mixes sync records with feature work",
-              file=ctx.out)
+        ctx.say(f"check-commit: no commit in {args.range} mixes sync records with feature work")
     return 0

@@ -1,4 +1,9 @@
-"""`decide`: record a disposition and reason for one upstream commit, then refresh the report."""
+"""`decide`: record a disposition and reason for one upstream commit, then refresh the report.
+
+The commit is one of the cycle's range or one the carry-over record carries into it. An
+earlier, different decision for it is never replaced silently: that takes `--force`,
+and the command says what it replaced.
+"""
 
 from __future__ import annotations
 
@@ -9,9 +14,10 @@ from datetime import UTC, datetime
 
 from sync.cli.context import Context, add_json
 from sync.infra.errors import UsageError
+from sync.port import Port
 from sync.records import decisions
 from sync.steps.syncrun import CycleRequest, run_cycle
-from sync.upstream import gitio, history
+from sync.upstream import history
 from sync.upstream.gitio import short
 
 
@@ -24,27 +30,62 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("disposition", type=str.upper, choices=decisions.ALL)
     p.add_argument("reason", nargs="+", help="one-line reason")
     p.add_argument("--by", help="who decided (default: your login name)")
+    p.add_argument("--force", action="store_true",
+                   help="replace an earlier, different decision for the commit")
     add_json(p)
     p.set_defaults(func=run)
 
 
-def _find(commits: list[history.Commit], ref: gitio.Reference, key: str) -> history.Commit:
-    m = re.fullmatch(r"#?(\d+)", key) if key.startswith("#") else None
-    if m:
-        hits = [c for c in commits if c.pr == int(m.group(1))]
-        what = f"PR #{m.group(1)}"
-    else:
-        if not re.fullmatch(r"[0-9a-fA-F]{4,40}", key):
+def _find(commits: list[history.Commit], key: str) -> history.Commit:
+    """The one commit `key` names: `#N` a PR, else a SHA prefix (a bare number that is no
+    SHA prefix but a PR of the range is refused with `#N` suggested)."""
+    if key.startswith("#"):
+        if not re.fullmatch(r"#\d+", key):
             raise UsageError(f"{key!r} is neither a SHA nor #N", "give a SHA prefix or #PR")
-        hits = [c for c in commits if c.sha.startswith(key.lower())]
-        what = f"commit {key}"
+        return _one([c for c in commits if c.pr == int(key[1:])], f"PR {key}")
+    by_pr = [c for c in commits if key.isdigit() and c.pr == int(key)]
+    if not re.fullmatch(r"[0-9a-fA-F]{4,40}", key) and not by_pr:
+        raise UsageError(f"{key!r} is neither a SHA nor #N", "give a SHA prefix or #PR")
+    hits = [c for c in commits if len(key) >= 4 and c.sha.startswith(key.lower())]
+    if by_pr and not hits:
+        raise UsageError(f"{key} is not a SHA prefix of a commit in the cycle's range, but "
+                         f"#{key} is a PR of it (`{short(by_pr[0].sha)}`)",
+                         f"give #{key} for the PR")
+    if by_pr and hits:
+        raise UsageError(f"{key} is both a SHA prefix ({short(hits[0].sha)}) and PR #{key} "
+                         f"({short(by_pr[0].sha)})", f"give #{key} or more of the SHA")
+    return _one(hits, f"commit {key}")
+
+
+def _one(hits: list[history.Commit], what: str) -> history.Commit:
     if len(hits) == 1:
         return hits[0]
     if len(hits) > 1:
         raise UsageError(f"{what} matches {len(hits)} commits in the range: "
                          + ", ".join(short(c.sha) for c in hits), "give the SHA instead")
-    raise UsageError(f"{what} is not in the cycle's range", "run 'upstream-sync sync' and pick an "
-                     "entry from the report")
+    raise UsageError(f"{what} is not in the cycle's range (nor carried over into it)",
+                     "run 'upstream-sync sync' and pick an entry from the report")
+
+
+def decidable(port: Port) -> list[history.Commit]:
+    """The commits a decision may name: the cycle's range, then those carried into it."""
+    c = port.open_cycle()
+    ref = port.reference()
+    commits = history.log_range(ref, port.pin_record().pin.commit, c.target)
+    seen = {x.sha for x in commits}
+    return commits + history.log_commits(ref, [s for s in port.carried() if s not in seen])
+
+
+def _replaces(old: decisions.Decision | None, new: decisions.Decision,
+              force: bool) -> decisions.Decision | None:
+    """The earlier decision `new` replaces (refused without `force` when it differs)."""
+    if old is None or (old.disposition, old.reason) == (new.disposition, new.reason):
+        return None
+    if not force:
+        raise UsageError(f"{short(new.sha)} is already decided {old.disposition}: "
+                         f"{old.reason!r} (by {old.by or '?'} on {old.at or '?'})",
+                         "pass --force to replace that decision")
+    return old
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
@@ -52,24 +93,29 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     reason = " ".join(" ".join(args.reason).split())
     if not reason:
         raise UsageError("the reason is empty", "say why, in one line")
-    c = port.open_cycle()
-    ref = port.reference()
-    pin = port.pin_record().pin
-    commits = history.log_range(ref, pin.commit, c.target)
-    commit = _find(commits, ref, args.commit)
+    commit = _find(decidable(port), args.commit)
     with port.lock():
         table = port.decisions()
-        by = args.by or getpass.getuser()
-        table[commit.sha] = decisions.Decision(commit.sha, args.disposition, reason, by,
-                                               datetime.now(UTC).strftime("%Y-%m-%d"),
-                                               commit.subject)
+        new = decisions.Decision(commit.sha, args.disposition, reason,
+                                 args.by or getpass.getuser(),
+                                 datetime.now(UTC).strftime("%Y-%m-%d"), commit.subject)
+        replaced = _replaces(table.get(commit.sha), new, args.force)
+        table[commit.sha] = new
         decisions.save(port.decisions_path, table)
         port.keep("decisions", table)
     result = run_cycle(port, ctx, CycleRequest(decided_now=commit.sha))
-    if ctx.json:
-        ctx.emit_json({"sha": commit.sha, "disposition": args.disposition, "reason": reason,
-                       "by": by, "report": port.rel(result.path)})
-    else:
-        print(f"{short(commit.sha)} {args.disposition}: {reason} (report {result.path})",
-              file=ctx.out)
+    _say(ctx, new, replaced, port.rel(result.path))
     return 0
+
+
+def _say(ctx: Context, new: decisions.Decision, replaced: decisions.Decision | None,
+         report: str) -> None:
+    ctx.emit_json({"sha": new.sha, "disposition": new.disposition, "reason": new.reason,
+                   "by": new.by, "report": report,
+                   "replaced": None if replaced is None else {
+                       "disposition": replaced.disposition, "reason": replaced.reason,
+                       "by": replaced.by, "at": replaced.at}})
+    if replaced is not None:
+        ctx.note(f"replaced the earlier decision {replaced.disposition}: {replaced.reason!r} "
+                 f"(by {replaced.by or '?'} on {replaced.at or '?'})")
+    ctx.say(f"{short(new.sha)} {new.disposition}: {new.reason} (report {report})")

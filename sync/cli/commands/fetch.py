@@ -26,7 +26,8 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     ref = port.reference()
     pin = port.pin_record().pin
     ctx.note(f"fetching {prefs.remote} {prefs.branch} in {ref.path}")
-    gitio.fetch(ref, prefs.remote, prefs.branch, progress=ctx.note)
+    gitio.fetch(ref, prefs.remote, prefs.branch, progress=ctx.note, live=ctx.on_terminal(),
+                tag=args.target)
     frozen = freeze(port, ref, Wanted(pin.commit, args.target, args.retarget))
     c = frozen.cycle
     behind = gitio.count_range(ref, pin.commit, c.target) if gitio.has_commit(
@@ -40,11 +41,10 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         ctx.note(f"{prefs.remote}/{prefs.branch} moved to {frozen.moved[:10]}; the open cycle "
                  f"keeps its target {c.target[:10]} (pass --retarget to move it)")
     if c.target == pin.commit:
-        print(f"nothing to sync: the target {c.target[:10]} is the pin", file=ctx.out)
+        ctx.say(f"nothing to sync: the target {c.target[:10]} is the pin")
         return 0
     if gitio.is_dirty(ref):
         ctx.note(f"note: {ref.path} has uncommitted changes; the fetch did not touch them")
-    print(f"target {c.target} ({c.target_ref}) frozen for this cycle; "
-          f"{behind if behind is not None else '?'} commits after the pin {pin.commit[:10]}",
-          file=ctx.out)
+    ctx.say(f"target {c.target} ({c.target_ref}) frozen for this cycle; "
+          f"{behind if behind is not None else '?'} commits after the pin {pin.commit[:10]}")
     return 0

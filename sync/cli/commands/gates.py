@@ -31,7 +31,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         ctx.emit_json({"target": target, "changed": changes})
     else:
         for line in changes:
-            print(line, file=ctx.out)
-        print(f"merged {len(args.files)} file(s) into the gate record for {target[:10]}: "
-              f"{len(changes)} gate(s) changed", file=ctx.out)
+            ctx.say(line)
+        ctx.say(f"merged {len(args.files)} file(s) into the gate record for {target[:10]}: "
+              f"{len(changes)} gate(s) changed")
     return 0

@@ -32,16 +32,15 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
             {"case": c.name, "drift": c.drift, "changed": list(c.changed)}
             for c in outcome.cases]})
     elif g.status == "PENDING":
-        print(f"{g.name} PENDING — {g.detail}", file=ctx.out)
-        print(f"handoff: {g.handoff}", file=ctx.out)
+        ctx.say(f"{g.name} PENDING — {g.detail}")
+        ctx.say(f"handoff: {g.handoff}")
     else:
-        print(f"{g.name} {g.status} ({g.duration_s:.1f} s)", file=ctx.out)
+        ctx.say(f"{g.name} {g.status} ({g.duration_s:.1f} s)")
         for c in outcome.cases:
             if c.drift != "unchanged":
-                print(f"  {c.drift}: {c.name}" + (f" ({', '.join(c.changed)})"
-                                                  if c.drift == "changed" else ""),
-                      file=ctx.out)
-        print(f"golden drift: {outcome.summary}", file=ctx.out)
+                ctx.say(f"  {c.drift}: {c.name}" + (f" ({', '.join(c.changed)})"
+                                                  if c.drift == "changed" else ""))
+        ctx.say(f"golden drift: {outcome.summary}")
     return 0
 
 

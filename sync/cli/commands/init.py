@@ -58,15 +58,15 @@ def _ignore(root: Path) -> None:
 
 
 def _say(ctx: Context, cfg_path: Path, example: Path, found: dict[str, Any]) -> None:
-    print(f"wrote {cfg_path}", file=ctx.out)
+    ctx.say(f"wrote {cfg_path}")
     for key, value in found["paths"].items():
-        print(f"  {key} = {value}", file=ctx.out)
+        ctx.say(f"  {key} = {value}")
     for key in ("ledger", "inventory"):
         if key not in found["paths"]:
-            print(f"  {key}: not found uniquely ({len(found['found'][key])} candidates); "
-                  "default kept", file=ctx.out)
-    print(f"  port_roots = {found['port_roots']}", file=ctx.out)
-    print(f"wrote {example} (copy it to developer-preferences.md and fill it in)", file=ctx.out)
+            ctx.say(f"  {key}: not found uniquely ({len(found['found'][key])} candidates); "
+                  "default kept")
+    ctx.say(f"  port_roots = {found['port_roots']}")
+    ctx.say(f"wrote {example} (copy it to developer-preferences.md and fill it in)")
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:

@@ -39,7 +39,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def _report_entry(port: Port, c: cycle.Cycle | None, pr: int) -> Entry | None:
-    """The open cycle's report entry for vllm#PR (the last, if a revert re-lands it)."""
+    """The open cycle's report entry for vllm#PR (the last, if a revert re-lands it), or the
+    item carried into the cycle that it names."""
     if c is None:
         return None
     jpath = workqueue.report_json(port, c)
@@ -51,7 +52,8 @@ def _report_entry(port: Port, c: cycle.Cycle | None, pr: int) -> Entry | None:
         raise MalformedRecord("not UTF-8", "run 'upstream-sync sync' to rewrite it",
                               path=port.rel(jpath)) from None
     _pin, _target, entries = workqueue.entries_from_json(text, path=port.rel(jpath))
-    hits = [e for e in entries if e.pr == pr]
+    carried = workqueue.entries_from_json(text, path=port.rel(jpath), key="carried")[2]
+    hits = [e for e in entries + carried if e.pr == pr]
     return hits[-1] if hits else None
 
 
@@ -87,12 +89,10 @@ def _say(ctx: Context, args: argparse.Namespace, rel: str, title: str | None,
         ctx.emit_json({"inventory": rel, "pr": args.pr, "tier": args.tier,
                        "where": result.where, "line": result.line, "row": result.row})
     elif result.where == "already":
-        print(f"{rel}:{result.line}: vllm#{args.pr} is already recorded: {result.row.strip()}",
-              file=ctx.out)
+        ctx.say(f"{rel}:{result.line}: vllm#{args.pr} is already recorded: {result.row.strip()}")
     else:
         where = "on the existing row" if result.where == "row" else f"in section '{title}'"
-        print(f"{rel}:{result.line}: recorded vllm#{args.pr} {where}: {result.row.strip()}",
-              file=ctx.out)
+        ctx.say(f"{rel}:{result.line}: recorded vllm#{args.pr} {where}: {result.row.strip()}")
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:

@@ -8,7 +8,10 @@ from datetime import UTC, datetime
 
 from sync.cli.context import Context, add_json
 from sync.infra.errors import UsageError
+from sync.port import Port
 from sync.records import ledger
+from sync.upstream import history
+from sync.upstream.gitio import short
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _COMMIT = re.compile(r"[0-9a-f]{7,40}")
@@ -33,6 +36,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     a.add_argument("--status", required=True, help="parity status (e.g. '✅ goldens "
                    "bit-identical')")
     a.add_argument("--date", help="YYYY-MM-DD (default: today, UTC)")
+    a.add_argument("--outside-range", action="store_true",
+                   help="accept a --pr that is not in the open cycle's range (nor carried into "
+                   "it): a deliberate row, e.g. a hot-fix port ahead of the pin")
     add_json(a)
     a.set_defaults(func=run)
 
@@ -77,9 +83,29 @@ def _cells(args: argparse.Namespace) -> tuple[str, str, str, str]:
     return (f"{date} / `{commit}`", args.what, up, args.status)
 
 
+def _in_range(port: Port, prs: list[int]) -> None:
+    """Every PR is one of the open cycle's range or carried into it (else refused)."""
+    c = port.cycle()
+    if c is None:
+        raise UsageError(f"no sync cycle is open, so vllm#{prs[0]} is in no cycle's range",
+                         "run 'upstream-sync sync' first, or pass --outside-range for a "
+                         "deliberate row")
+    commits = history.log_range(port.reference(), port.pin_record().pin.commit, c.target)
+    known = {x.pr for x in commits} | {x.pr for x in port.carried().values()}
+    missing = [n for n in dict.fromkeys(prs) if n not in known]
+    if missing:
+        listed = ", ".join(f"vllm#{n}" for n in missing)
+        raise UsageError(f"{listed} {'is' if len(missing) == 1 else 'are'} not in the cycle's "
+                         f"range {short(c.pin)}..{short(c.target)} (nor carried into it)",
+                         "check the PR number against the report, or pass --outside-range "
+                         "for a deliberate row")
+
+
 def run(args: argparse.Namespace, ctx: Context) -> int:
     port = ctx.port
     cells = _cells(args)
+    if args.pr and not args.outside_range:
+        _in_range(port, args.pr)
     path = port.root / port.config.ledger
     rel = port.rel(path)
     with port.lock():
@@ -94,5 +120,5 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     if ctx.json:
         ctx.emit_json({"ledger": rel, "row": row, "cells": list(cells)})
     else:
-        print(f"{rel}: appended {row}", file=ctx.out)
+        ctx.say(f"{rel}: appended {row}")
     return 0

@@ -42,10 +42,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                       help="keep an existing environment (then verify it) instead of refusing")
     add_json(b)
     b.set_defaults(func=run_build)
-    pr = osub.add_parser("probe", help="print the oracle's measured identity as JSON",
+    pr = osub.add_parser("probe", help="print the oracle's measured identity",
                          description="Run <env>/bin/python -I from outside every checkout "
-                         "and report versions, distributions and module location.")
+                         "and report versions, distributions and module location (all of it "
+                         "with --json).")
     _oracle_args(pr)
+    add_json(pr)
     pr.set_defaults(func=run_probe)
     v = osub.add_parser("verify", help="compare the probe with the records (exit 5 on mismatch)",
                         description="One line per mismatch, then one line naming what is most "
@@ -96,14 +98,14 @@ def run_build(args: argparse.Namespace, ctx: Context) -> int:
                        "kept": [str(p) for p in built.kept],
                        "isolation": list(built.isolation), "warnings": list(built.warnings)})
     else:
-        print(f"built oracle {r.oracle} at {r.commit[:10]}: {built.env} (build mode "
-              f"{r.build_mode}, {r.installer}; log {r.log})", file=ctx.out)
+        ctx.say(f"built oracle {r.oracle} at {r.commit[:10]}: {built.env} (build mode "
+                f"{r.build_mode}, {r.installer}; log {r.log})")
         for p in built.kept:
-            print(f"kept for rollback: {p}", file=ctx.out)
+            ctx.say(f"kept for rollback: {p}")
         for line in built.warnings:
-            print(f"warning: {line}", file=ctx.out)
+            ctx.say(f"warning: {line}")
         for line in built.isolation:
-            print(f"isolation: {line}", file=ctx.out)
+            ctx.say(f"isolation: {line}")
     if built.isolation:
         raise IdentityMismatch(
             f"building {r.oracle} changed what the core pin measures itself from "
@@ -116,7 +118,19 @@ def run_build(args: argparse.Namespace, ctx: Context) -> int:
 def run_probe(args: argparse.Namespace, ctx: Context) -> int:
     port = ctx.port
     p = oracle_probe.probe(port, port.preferences(), args.oracle, args.commit)
-    ctx.emit_json(p.as_doc())
+    if ctx.json:
+        ctx.emit_json(p.as_doc())
+        return 0
+    ctx.say(f"oracle {p.oracle} at {p.commit[:10]}: {p.env}")
+    ctx.say(f"  runtime version:      {p.runtime_version or 'absent'}"
+            + (f" (import failed: {p.import_error})" if p.import_error else ""))
+    ctx.say(f"  distribution version: {p.distribution_version or 'absent'} "
+            f"({len(p.distributions)} installed{', editable' if p.editable else ''})")
+    ctx.say(f"  commit id:            {p.commit_id or 'absent'}")
+    ctx.say(f"  FlashInfer:           {p.flashinfer_version or 'absent'}")
+    ctx.say(f"  Torch:                {p.torch_version or 'absent'}")
+    ctx.say(f"  module:               {p.module_file or 'absent'}")
+    ctx.say(f"  build mode:           {p.build.build_mode if p.build else 'no build record'}")
     return 0
 
 
@@ -144,11 +158,11 @@ def run_verify(args: argparse.Namespace, ctx: Context) -> int:
         ctx.emit_json(_verification_doc(v))
     else:
         for m in v.mismatches:
-            print(f"mismatch: {m}", file=ctx.out)
+            ctx.say(f"mismatch: {m}")
         if v.ok:
             label = " (shape only: compared with no record)" if v.role == "shape only" else ""
-            print(f"oracle {args.oracle} at {v.probe.commit[:10]} verified{label}: "
-                  f"{_describe(v.identity)}", file=ctx.out)
+            ctx.say(f"oracle {args.oracle} at {v.probe.commit[:10]} verified{label}: "
+                  f"{_describe(v.identity)}")
     if not v.ok:
         raise oracle_verify.refusal(args.oracle, v)
     return 0
@@ -171,8 +185,8 @@ def run_adopt(args: argparse.Namespace, ctx: Context) -> int:
         ctx.emit_json({"env": str(done.env), "adopted": str(done.real),
                        "recorded": done.record is not None, **_verification_doc(v)})
     elif done.record is not None:
-        print(f"adopted {done.real} as oracle {args.oracle} at {v.probe.commit[:10]}: "
-              f"{done.env}; {_describe(v.identity)}", file=ctx.out)
+        ctx.say(f"adopted {done.real} as oracle {args.oracle} at {v.probe.commit[:10]}: "
+                f"{done.env}; {_describe(v.identity)}")
     if done.record is None:
         raise oracle_verify.refusal(args.oracle, v, adopting=True)
     return 0
@@ -187,9 +201,9 @@ def run_gc(args: argparse.Namespace, ctx: Context) -> int:
              "link": e.link} for e in entries]})
     else:
         for e in entries:
-            print(e.line(args.dry_run), file=ctx.out)
+            ctx.say(e.line(args.dry_run))
         if not entries:
-            print(f"no environments of oracle {args.oracle}", file=ctx.out)
+            ctx.say(f"no environments of oracle {args.oracle}")
     return 0
 
 

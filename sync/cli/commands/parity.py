@@ -21,13 +21,13 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     port = ctx.port
     results = parity.run(port, port.preferences(), suite=args.suite, strict=args.strict,
                          target=args.target, say=ctx.note)
-    if ctx.json:
-        ctx.emit_json([r.as_doc() for r in results])
-    else:
+    ctx.emit_json({"gates": [r.as_doc() for r in results]})
+    if not ctx.json:
         for r in results:
             extra = f" ({r.duration_s:.1f} s)" if r.duration_s is not None else ""
             tail = f"; handoff: {r.handoff}" if r.handoff else ""
-            print(f"{r.name} {r.status}{extra}{tail}", file=ctx.out)
+            ctx.say(f"{r.name} {r.status}{extra}{tail}")
+    refused = parity.refusal(results, strict=args.strict)
+    if refused is not None:
+        raise refused
     return 0
-
-

@@ -44,5 +44,5 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         ctx.emit_json(workqueue.to_json(q))
     else:
         for line in workqueue.render(q):
-            print(line, file=ctx.out)
+            ctx.say(line)
     return 0

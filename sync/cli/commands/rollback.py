@@ -6,14 +6,16 @@ import argparse
 
 from sync.cli.context import Context, add_json
 from sync.infra import txn
-from sync.steps.advance import advance, rollback
+from sync.steps.advance import advance, rollback, synccommit
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     r = sub.add_parser("rollback", help="step 7: undo the last advance (pin surfaces only)",
                        description="Restore every pin surface from before the last advance and "
                        "append a rollback event that supersedes it.")
-    r.add_argument("--commit", action="store_true", help="commit the sync-owned changes")
+    what = r.add_mutually_exclusive_group()
+    what.add_argument("--dry-run", action="store_true", help="print the diff; write nothing")
+    what.add_argument("--commit", action="store_true", help="commit the sync-owned changes")
     add_json(r)
     r.set_defaults(func=run)
 
@@ -21,22 +23,30 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace, ctx: Context) -> int:
     port = ctx.port
     plan = rollback.plan_rollback(port)
-    advance.refuse_foreign_staged(port, args.commit, plan.writes)
+    undone, pin, env_note = plan.undone, plan.pin, plan.oracle_env
+    doc = {"rolled_back": not args.dry_run, "dry_run": bool(args.dry_run),
+           "pin_before": undone.pin_after, "pin_after": pin.commit, "oracle_env": env_note,
+           "event": port.rel(plan.event), "files": sorted(port.rel(k) for k in plan.writes)}
+    if args.dry_run:
+        olds = {p: (p.read_bytes() if p.exists() else b"") for p in plan.writes}
+        diff = advance.unified(port, plan.writes, olds)
+        ctx.emit_json({**doc, "diff": diff, "commit": None})
+        if not ctx.json:
+            ctx.text.write(diff)
+            ctx.say(f"dry run: would roll back the parity pin {undone.pin_after[:10]} → "
+                    f"{pin.commit[:10]}; nothing written")
+        return 0
+    synccommit.refuse(port, args.commit, plan.writes)
     with port.lock():
         txn.commit(port.sync_dir, plan.writes)
-    undone, pin, env_note = plan.undone, plan.pin, plan.oracle_env
     sha = None
     if args.commit:
-        sha = advance.git_commit(port, list(plan.writes), f"sync(upstream): roll back parity pin "
-                                 f"{undone.pin_after[:10]} → {pin.commit[:10]}",
-                                 f"Supersedes state event {undone.index}.\nOracle: {env_note}")
-    if ctx.json:
-        ctx.emit_json({"rolled_back": True, "pin_before": undone.pin_after,
-                       "pin_after": pin.commit, "oracle_env": env_note,
-                       "event": port.rel(plan.event), "commit": sha})
-    else:
-        print(f"rolled back the parity pin {undone.pin_after[:10]} → {pin.commit[:10]}; "
-              f"previous oracle environment: {env_note}", file=ctx.out)
-        print("note: the reference checkout was not moved back (it is never reset)",
-              file=ctx.out)
+        sha = synccommit.commit(port, plan.writes, synccommit.Commit(
+            f"sync(upstream): roll back parity pin {undone.pin_after[:10]} → {pin.commit[:10]}",
+            f"Supersedes state event {undone.index}.\nOracle: {env_note}"))
+    ctx.emit_json({**doc, "commit": sha})
+    if not ctx.json:
+        ctx.say(f"rolled back the parity pin {undone.pin_after[:10]} → {pin.commit[:10]}; "
+                f"previous oracle environment: {env_note}")
+        ctx.say("note: the reference checkout was not moved back (it is never reset)")
     return 0

@@ -39,7 +39,7 @@ def _print(doc: dict[str, Any], ctx: Context) -> None:
     lines += [f"span: {s}" for s in doc["spans"]]
     lines += _cycle_lines(doc["cycle"])
     for line in lines:
-        print(line, file=ctx.out)
+        ctx.say(line)
 
 
 def _pin_lines(doc: dict[str, Any]) -> list[str]:
@@ -105,5 +105,15 @@ def _cycle_lines(c: dict[str, Any] | None) -> list[str]:
     if c["report"]:
         counts = ", ".join(f"{v} {k}" for k, v in c["counts"].items())
         lines.append(f"  report {c['report']} [{c['state']}]: {counts}")
-        lines += [f"  carry-over: {line.removeprefix('- ')}" for line in c["carry_over"] or []]
+        lines += _carry_line(c)
     return lines
+
+
+def _carry_line(c: dict[str, Any]) -> list[str]:
+    """The carry-over folded to counts and a pointer: the report lists every item."""
+    counts = c.get("carry_over_counts") or {}
+    if not counts:
+        return ["  carry-over: nothing owed"]
+    folded = ", ".join(f"{n} {kind}" for kind, n in counts.items())
+    return [f"  carry-over: {folded} — each item in {c['report']} (## Carry-over); the "
+            "PORT-NOW diffs in 'upstream-sync queue'"]

@@ -35,7 +35,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
             ctx.emit_json({"pin": m.pin, "target": m.target, "report": None,
                            "nothing_to_sync": True})
         else:
-            print(f"nothing to sync: the target {short(m.target)} is the pin", file=ctx.out)
+            ctx.say(f"nothing to sync: the target {short(m.target)} is the pin")
         return 0
     rel = ctx.port.rel(result.path)
     if ctx.json:
@@ -44,8 +44,8 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     counts = m.counts()
     if result.new_decisions:
         ctx.note(f"read back {result.new_decisions} hand-edited entries into decisions.toml")
-    print(f"{m.stats.commits} commits {short(m.pin)}..{short(m.target)}: "
-          + ", ".join(f"{counts[d]} {d}" for d in report.SECTIONS), file=ctx.out)
-    print(f"report: {result.path}", file=ctx.out)
+    ctx.say(f"{m.stats.commits} commits {short(m.pin)}..{short(m.target)}: "
+          + ", ".join(f"{counts[d]} {d}" for d in report.SECTIONS))
+    ctx.say(f"report: {result.path}")
     return 0
 

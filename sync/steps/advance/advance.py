@@ -1,9 +1,14 @@
 """Step 7: advance the pin (all or nothing), or stall with what is left.
 
 The pin moves only from a measured oracle: the new block is built from
-`oracle verify` at the target, never from a typed version string. Every pin
-surface (block, PARITY PIN paragraph, core oracle file, every pin span), the
-state event and the report move in one journaled transaction under the lock.
+`oracle verify` at the target, never from a typed version string, and the PARITY PIN
+paragraph is rewritten from what was measured (`records/paragraph.rewrite`). Every pin
+surface (block, paragraph, core oracle file, every pin span), the carry-over record,
+the state event and the report move in one journaled transaction under the lock.
+
+A refused advance only reports: stalling is its own act (`stall`, from `advance
+--stall`), which marks the report STALLED, carries every open item into the record and
+appends one stall event.
 """
 
 from __future__ import annotations
@@ -15,11 +20,13 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
+from sync.infra.atomic import write_bytes
 from sync.infra.errors import BlockedCycle, SyncError, UsageError
 from sync.infra.notes import Notes
 from sync.port import Port
 from sync.records import cycle, events, gates, oraclefile, paragraph, pins, spans
 from sync.steps import carry, report, syncrun
+from sync.steps import target as target_mod
 from sync.steps.verify import identity as oracle_verify
 from sync.steps.verify.probe import Probe
 from sync.upstream import gitio
@@ -47,6 +54,8 @@ class Measured:
     cycle: cycle.Cycle
     result: syncrun.Result | None = None
     verification: oracle_verify.Verification | None = None
+    new: pins.Pin | None = None  # the pin the measured oracle makes
+    rewrite: paragraph.Rewrite | None = None  # the protocol file with both moved to it
 
 
 def _required_gates(port: Port) -> list[str]:
@@ -57,7 +66,8 @@ def _required_gates(port: Port) -> list[str]:
     return names
 
 
-def preconditions(port: Port, ctx: Notes | None) -> tuple[list[str], Measured]:
+def preconditions(port: Port, ctx: Notes | None, *, release_label: str | None = None
+                  ) -> tuple[list[str], Measured]:
     """Every unmet precondition, one line each, plus what a passing check measured."""
     c = port.open_cycle()
     unmet = _report_unmet(port, c, ctx)
@@ -67,7 +77,13 @@ def preconditions(port: Port, ctx: Notes | None) -> tuple[list[str], Measured]:
     unmet = _unclassified(result) + _unported(port, result) + _gates_unmet(port, c.target)
     oracle_unmet, verification = _oracle_unmet(port, c.target)
     unmet += oracle_unmet + _reference_unmet(port, c.target)
-    return unmet, Measured(c, result, verification)
+    measured = Measured(c, result, verification)
+    if verification is not None and not oracle_unmet:
+        new = _new_pin(port, measured)
+        rw = _rewrite(port, measured, new, release_label)
+        unmet += _paragraph_unmet(port, rw)
+        measured = replace(measured, new=new, rewrite=rw)
+    return unmet, measured
 
 
 def _report_unmet(port: Port, c: cycle.Cycle, ctx: Notes | None) -> list[str]:
@@ -90,16 +106,18 @@ def _unclassified(result: syncrun.Result) -> list[str]:
 
 
 def _unported(port: Port, result: syncrun.Result) -> list[str]:
-    """PORT-NOW commits with neither a ledger row nor a carry-over decision."""
+    """PORT-NOW commits (of the range, or carried into it) with neither a ledger row nor a
+    carry-over decision."""
     led = carry.ledger_refs(port)
+    outside = [i.entry for i in result.carried if not i.in_range]
     out = []
-    for e in result.model.entries:
-        if e.disposition == "PORT-NOW" and not carry.ported(e, led) and not (
-                e.reason.lower().startswith("carry-over")):
+    for e in [*result.model.entries, *outside]:
+        if e.disposition == "PORT-NOW" and not carry.ported(e, led) and not carry.is_carry_over(e):
             pr = f"vllm#{e.pr}" if e.pr is not None else "(no PR)"
+            force = " --force" if e.sha in port.decisions() else ""
             out.append(f"PORT-NOW `{e.sha[:10]}` {pr} has no ledger row — port it and run "
                        "'upstream-sync ledger add', or carry it over with 'upstream-sync "
-                       f"decide {e.sha[:10]} PORT-NOW \"carry-over: <why>\"'")
+                       f"decide {e.sha[:10]} PORT-NOW \"carry-over: <why>\"{force}'")
     return out
 
 
@@ -149,20 +167,21 @@ def _reference_unmet(port: Port, target: str) -> list[str]:
     if gitio.is_dirty(ref):
         out.append(f"the reference checkout {ref.path} has uncommitted changes — commit or "
                    "stash them (it is fast-forwarded, never reset)")
-    head = gitio.head_sha(ref)
-    if head and not gitio.is_ancestor(ref, head, target):
-        out.append(f"the reference checkout's HEAD {head[:10]} cannot fast-forward to "
-                   f"{target[:10]} — check out the pin's branch")
+    problem = target_mod.move_problem(ref, target, port.upstream_ref)
+    if problem is not None:
+        out.append(problem)
     return out
 
 
-def plan(port: Port, m: Measured, *, release_label: str | None) -> Plan:
-    """Every write of the advance: pin surfaces, the report marked ADVANCED, the event."""
-    result, probe, new = _new_pin(port, m)
+def plan(port: Port, m: Measured) -> Plan:
+    """Every write of the advance: pin surfaces, the carry-over record, the report marked
+    ADVANCED, the event."""
+    result, probe, new, rw = _complete(m)
     record = port.pin_record()
     old = record.pin
-    writes, before = _surfaces(port, record, new, release_label)
+    writes, before = _surfaces(port, rw, new)
     writes.update(span_writes(port, writes, new))
+    writes.update(carry_writes(port, result, "advance"))
     detail = {"before": {**old.fields(), **before},
               "after": {**new.fields(), "oracle_env": str(probe.env)}}
     ev_path, ev_bytes = events.staged(
@@ -174,41 +193,107 @@ def plan(port: Port, m: Measured, *, release_label: str | None) -> Plan:
     return Plan(old, new, m.cycle.target, result.path, writes, olds, detail, ev_path)
 
 
-def _new_pin(port: Port, m: Measured) -> tuple[syncrun.Result, Probe, pins.Pin]:
+def _complete(m: Measured) -> tuple[syncrun.Result, Probe, pins.Pin, paragraph.Rewrite]:
+    v, result, new, rw = m.verification, m.result, m.new, m.rewrite
+    if v is None or result is None or new is None or rw is None:
+        raise BlockedCycle("the advance was planned before its preconditions held",
+                           "run 'upstream-sync advance' again")
+    return result, v.probe, new, rw
+
+
+def _new_pin(port: Port, m: Measured) -> pins.Pin:
     """The pin the measured oracle at the target makes: never a typed version string."""
-    v, result = m.verification, m.result
-    if v is None or result is None:
+    v = m.verification
+    if v is None:
         raise BlockedCycle("the advance was planned before its preconditions held",
                            "run 'upstream-sync advance' again")
     probe = v.probe
     if probe.runtime_version is None or probe.distribution_version is None:
         raise BlockedCycle("the oracle measurement has no version strings",
                            "rebuild the oracle at the target")
-    new = oracle_verify.measured_pin(port, probe)  # at m.cycle.target: verified there
-    return result, probe, new
+    return oracle_verify.measured_pin(port, probe)  # verified at the target
 
 
-def _surfaces(port: Port, record: pins.PinRecord, new: pins.Pin, release_label: str | None
-              ) -> tuple[dict[Path, bytes], dict[str, str]]:
-    """The pin block with its PARITY PIN paragraph and the core oracle file moved to `new`,
-    and what the paragraph and the oracle file said before (for a rollback)."""
-    today = datetime.now(UTC).strftime("%Y-%m-%d")
+def release_label(port: Port, c: cycle.Cycle, new: pins.Pin, given: str | None) -> str:
+    """The release the paragraph names: given, else the tag the target came from, else the
+    oracle's measured version (its public part)."""
+    if given:
+        return given
+    tag = target_mod.tag_of(port.reference(), c)
+    return tag.removeprefix("v") if tag else new.public_version
+
+
+def _golden_drift(port: Port, target_sha: str) -> str | None:
+    """The golden gate's measured drift at the target (shards folded), None when none ran."""
+    passed = [g for g in port.gates(target_sha)
+              if (g.name == "golden" or g.name.startswith("golden[")) and g.status == "PASS"]
+    details = [g.detail or "" for g in passed]
+    if not details:
+        return None
+    if len(details) == 1:
+        return details[0]
+    if all(d.startswith("zero drift") for d in details):
+        return f"zero drift ({len(details)} shards)"
+    return "; ".join(f"{g.name} {g.detail}" for g in passed
+                     if not (g.detail or "").startswith("zero drift"))
+
+
+def _rewrite(port: Port, m: Measured, new: pins.Pin, given: str | None) -> paragraph.Rewrite:
+    """The protocol file with the pin block and the PARITY PIN paragraph moved to `new`."""
+    record = port.pin_record()
     text = pins.render(record, new)
     para = paragraph.find(text, path=port.rel(port.protocol))
-    text = paragraph.render(text, para, date=today, sha=new.commit[:9],
-                            release_label=release_label or para.release_label
-                            or new.public_version)
+    probe = m.verification.probe if m.verification is not None else None
+    entries = m.result.model.entries if m.result is not None else ()
+    measured = paragraph.Measured(
+        date=datetime.now(UTC).strftime("%Y-%m-%d"), commit=new.commit,
+        release_label=release_label(port, m.cycle, new, given), prior=record.pin.commit,
+        prior_label=para.release_label,
+        versions=(("Torch", probe.torch_version if probe else None),
+                  ("FlashInfer", new.flashinfer_version)),
+        drift=_golden_drift(port, m.cycle.target), target=m.cycle.target,
+        prs=frozenset(e.pr for e in entries if e.pr is not None))
+    return paragraph.rewrite(text, para, measured)
+
+
+def _paragraph_unmet(port: Port, rw: paragraph.Rewrite) -> list[str]:
+    """The paragraph names what this advance cannot check: it must be reworded first."""
+    if not rw.unchecked:
+        return []
+    return [f"the PARITY PIN paragraph in {port.rel(port.protocol)} states what this advance "
+            f"cannot check — reword or remove: {'; '.join(rw.unchecked)}"]
+
+
+def _surfaces(port: Port, rw: paragraph.Rewrite, new: pins.Pin
+              ) -> tuple[dict[Path, bytes], dict[str, str]]:
+    """The protocol file (pin block and paragraph) and the core oracle file moved to `new`,
+    and what the paragraph and the oracle file said before (for a rollback)."""
+    today = datetime.now(UTC).strftime("%Y-%m-%d")
+    para = paragraph.find(port.protocol.read_text(encoding="utf-8"), path=port.rel(port.protocol))
     core = oraclefile.core(oraclefile.load_all(port.oracle_files(), port.root), CORE)
     if core is None:
         raise UsageError(f"no core oracle file ({CORE}.md) among {port.config.oracles}",
                          "add .agents/oracles/vllm.md")
-    writes = {port.protocol: text.encode(),
+    writes = {port.protocol: rw.text.encode(),
               core.path: oraclefile.render(core, pin=new.commit, pin_label=new.public_version,
                                            pinned_on=today).encode()}
     before = {"paragraph_date": para.date, "paragraph_sha": para.sha,
-              "paragraph_label": para.release_label or "", "oracle_pin": core.pin,
-              "oracle_pin_label": core.pin_label, "oracle_pinned_on": core.pinned_on}
+              "paragraph_label": para.release_label or "", "paragraph": rw.old,
+              "oracle_pin": core.pin, "oracle_pin_label": core.pin_label,
+              "oracle_pinned_on": core.pinned_on}
     return writes, before
+
+
+def carry_writes(port: Port, result: syncrun.Result, by: str) -> dict[Path, bytes]:
+    """The carry-over record after this advance or stall (nothing when it is unchanged)."""
+    items = carry.carried_on(port, carry.Closing(
+        port.rel(result.path), result.model.target, result.model.entries, result.carried,
+        "advance" if by == "advance" else "stall"))
+    path = port.carry_over_path
+    data = carry.record_bytes(items)
+    if (path.read_bytes() if path.exists() else b"") == data or (not items and not path.exists()):
+        return {}
+    return {path: data}
 
 
 def span_writes(port: Port, writes: dict[Path, bytes], pin: pins.Pin) -> dict[Path, bytes]:
@@ -233,17 +318,22 @@ def report_bytes(port: Port, result: syncrun.Result, state: report.State) -> dic
 
 
 def diff(p: Plan, port: Port) -> str:
+    return unified(port, p.writes, p.olds)
+
+
+def unified(port: Port, writes: dict[Path, bytes], olds: dict[Path, bytes]) -> str:
+    """The unified diff from `olds` to `writes`, file by file (port-relative names)."""
     out: list[str] = []
-    for path, data in p.writes.items():
-        old = p.olds[path].decode("utf-8", "replace").splitlines(keepends=True)
+    for path, data in writes.items():
+        old = olds[path].decode("utf-8", "replace").splitlines(keepends=True)
         new = data.decode("utf-8", "replace").splitlines(keepends=True)
         out += difflib.unified_diff(old, new, f"a/{port.rel(path)}", f"b/{port.rel(path)}")
     return "".join(out)
 
 
-def fast_forward(port: Port, commit: str) -> None:
-    """Move the reference checkout to the advanced pin (fast-forward only: never a reset)."""
-    gitio.run(port.reference().path, ["merge", "--ff-only", "-q", "--end-of-options", commit])
+def fast_forward(port: Port, commit: str) -> str:
+    """Move the reference checkout to the advanced pin, never with a reset (`target.move`)."""
+    return target_mod.move(port.reference(), commit, port.upstream_ref)
 
 
 def finish_fast_forward(port: Port, target: str, ctx: Notes | None) -> None:
@@ -253,55 +343,53 @@ def finish_fast_forward(port: Port, target: str, ctx: Notes | None) -> None:
         return
     ref = port.reference()
     head = gitio.head_sha(ref)
-    if head in (None, target) or gitio.is_dirty(ref) or not gitio.is_ancestor(ref, head or "",
-                                                                               target):
+    if head in (None, target) or gitio.is_dirty(ref) or target_mod.move_problem(
+            ref, target, port.upstream_ref) is not None:
         return
-    fast_forward(port, target)
+    how = fast_forward(port, target)
     if ctx is not None:
-        ctx.note(f"finished the interrupted advance: fast-forwarded {ref.path} to {target[:10]}")
+        ctx.note(f"finished the interrupted advance: {how} {ref.path} to {target[:10]}")
 
 
-def stall(port: Port, ctx: Notes, unmet: list[str]) -> bool:
-    """Mark the report STALLED and append one stall event; False when the cycle advanced."""
+@dataclass(frozen=True)
+class Stalled:
+    report: Path
+    event: Path | None  # None: this report's stall was recorded already
+    carried: int  # items in the carry-over record now
+    writes: tuple[Path, ...]  # what the stall wrote (for its commit)
+
+
+def stall(port: Port, ctx: Notes | None, unmet: list[str]) -> Stalled | None:
+    """Mark the report STALLED, carry every open item into the record and append one stall
+    event (once per report); None when there is nothing to stall (no report, or advanced)."""
     c = port.open_cycle()
     path = syncrun.report_path(port, c)
-    if path.exists() and _advanced(port.text(path) or ""):
-        return False  # a re-run after the advance: nothing stalled
-    if not path.exists():
-        return False  # nothing was synced yet: no report to stall, no event to link it
-    syncrun.run_cycle(port, ctx, syncrun.CycleRequest(state="STALLED", unmet=tuple(unmet)))
-    evs = events.load_all(port)
+    if not path.exists() or _advanced(port.text(path) or ""):
+        return None
+    result = syncrun.run_cycle(port, ctx, syncrun.CycleRequest(state="STALLED",
+                                                                unmet=tuple(unmet)))
     rel = port.rel(path)
-    if not (evs and evs[-1].kind == "stall" and evs[-1].report == rel):
-        pin = port.pin_record().pin
-        with port.lock():
-            events.append(port, "stall", pin_before=pin.commit, pin_after=pin.commit,
-                          report=rel, detail="; ".join(unmet)[:2000])
-    return True
+    written = [path, path.with_suffix(".json")]
+    with port.lock():
+        for file, data in carry_writes(port, result, "stall").items():
+            write_bytes(file, data)
+            written.append(file)
+        port.forget("carried")
+        evs = events.load_all(port)
+        event = None
+        if not any(e.kind == "stall" and e.report == rel for e in _since_advance(evs)):
+            pin = port.pin_record().pin
+            event = events.append(port, "stall", pin_before=pin.commit, pin_after=pin.commit,
+                                  report=rel, detail="; ".join(unmet)[:2000]).path
+            written.append(event)
+    return Stalled(path, event, len(port.carried()), tuple(written))
+
+
+def _since_advance(evs: list[events.Event]) -> list[events.Event]:
+    """The events after the last advance or rollback (a rolled-back cycle may stall again)."""
+    last = max((i for i, e in enumerate(evs) if e.kind in ("advance", "rollback")), default=-1)
+    return evs[last + 1:]
 
 
 def _advanced(report_text: str) -> bool:
     return ADVANCED.search(report_text) is not None
-
-
-def staged_elsewhere(port: Port, own: set[str]) -> list[str]:
-    out = gitio.run(port.root, ["diff", "--cached", "--name-only", "-z"]).stdout.decode()
-    return [p for p in out.split("\0") if p and p not in own]
-
-
-def refuse_foreign_staged(port: Port, commit: bool, writes: dict[Path, bytes]) -> None:
-    if not commit:
-        return
-    if not (port.root / ".git").exists():
-        raise UsageError(f"{port.root} is not a git repository", "drop --commit")
-    other = staged_elsewhere(port, {port.rel(k) for k in writes})
-    if other:
-        raise UsageError(f"other paths are staged: {', '.join(other[:5])}",
-                         "unstage them: a sync commit carries sync records only")
-
-
-def git_commit(port: Port, paths: list[Path], subject: str, body: str) -> str:
-    rels = [port.rel(p) for p in paths]
-    gitio.run(port.root, ["add", "--", *rels])
-    gitio.run(port.root, ["commit", "-q", "-m", subject, "-m", body, "--", *rels])
-    return gitio.run(port.root, ["rev-parse", "HEAD"]).stdout.decode().strip()

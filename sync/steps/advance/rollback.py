@@ -2,9 +2,10 @@
 
 The plan restores every pin surface the advance rewrote (block, PARITY PIN
 paragraph, core oracle file, pin spans) from the `before` the advance recorded,
-re-opens the advance's report and stages a rollback event that supersedes it; the
-command commits it in one transaction. The reference checkout is never moved
-back (it is never reset).
+re-opens the advance's report, drops from the carry-over record what that advance
+carried (its cycle is open again and owes those items itself) and stages a rollback
+event that supersedes it; the command commits it in one transaction (or, with
+`--dry-run`, shows it). The reference checkout is never moved back (it is never reset).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from pathlib import Path
 from sync.infra.atomic import read_text
 from sync.infra.errors import BlockedCycle, SyncError, UsageError
 from sync.port import Port
-from sync.records import events, oraclefile, paragraph, pins
+from sync.records import carryover, events, oraclefile, paragraph, pins
 from sync.steps import report
 from sync.steps.advance import advance
 from sync.steps.verify import oracle
@@ -44,6 +45,7 @@ def plan_rollback(port: Port) -> Rollback:
     writes = _surfaces(port, record, old, before)
     writes.update(advance.span_writes(port, writes, old))
     writes.update(reopened(port, last.report))
+    writes.update(_uncarried(port, last.report))
     env_note = oracle_env(port, old.commit)
     ev_path, ev_bytes = events.staged(port, "rollback", pin_before=last.pin_after,
                                       pin_after=old.commit, report=last.report,
@@ -68,9 +70,12 @@ def _surfaces(port: Port, record: pins.PinRecord, old: pins.Pin,
     """The pin block with its PARITY PIN paragraph, and the core oracle file, as `before`."""
     text = pins.render(record, old, restore=True)
     para = paragraph.find(text, path=port.rel(port.protocol))
-    text = paragraph.render(text, para, date=before["paragraph_date"],
-                            sha=before["paragraph_sha"],
-                            release_label=before["paragraph_label"] or para.release_label)
+    if "paragraph" in before:  # the whole paragraph the advance rewrote
+        text = paragraph.restore(text, para, before["paragraph"])
+    else:  # an advance that rewrote its head only
+        text = paragraph.render(text, para, date=before["paragraph_date"],
+                                sha=before["paragraph_sha"],
+                                release_label=before["paragraph_label"] or para.release_label)
     writes = {port.protocol: text.encode()}
     core = oraclefile.core(oraclefile.load_all(port.oracle_files(), port.root), advance.CORE)
     if core is not None:
@@ -78,6 +83,16 @@ def _surfaces(port: Port, record: pins.PinRecord, old: pins.Pin,
                                               pin_label=before["oracle_pin_label"],
                                               pinned_on=before["oracle_pinned_on"]).encode()
     return writes
+
+
+def _uncarried(port: Port, report_rel: str) -> dict[Path, bytes]:
+    """The carry-over record without what the rolled-back advance carried."""
+    items = port.carried()
+    kept = {sha: c for sha, c in items.items()
+            if not (c.by == "advance" and c.since == report_rel)}
+    if kept == items:
+        return {}
+    return {port.carry_over_path: carryover.render(kept).encode()}
 
 
 def oracle_env(port: Port, commit: str) -> str:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from sync.infra import proc
-from sync.infra.errors import BlockedCycle, CheckFailed, UsageError
+from sync.infra.errors import BlockedCycle, CheckFailed, SyncError, UsageError
 from sync.port import Port
 from sync.records import gates
 from sync.records.config import Suite
@@ -68,8 +68,11 @@ class SuiteRun:
     output_tail: tuple[str, ...] = ()
 
 
-def argv_of(port: Port, suite: Suite, target: str) -> list[str]:
-    values = {"port": str(port.root), "target": target, "target7": target[:7]}
+def argv_of(port: Port, suite: Suite, target: str, *, recorded: bool = False) -> list[str]:
+    """The suite's command line. `recorded`: as the gate record keeps it, `{port}` as `.`
+    (suites run from the port root): a record names no path of this machine."""
+    values = {"port": "." if recorded else str(port.root), "target": target,
+              "target7": target[:7]}
     return [expand(a, values) for a in suite.command]
 
 
@@ -85,14 +88,16 @@ def run_suite(port: Port, suite: Suite, target: str) -> SuiteRun:
     duration = round(time.monotonic() - started, 3)
     status: gates.Status = "PASS" if rc == 0 else "FAIL"
     detail = None if rc == 0 else (f"exit {rc}" if rc is not None else text[0])
-    return SuiteRun(gates.GateResult(gate_name(suite), status, shlex.join(argv), duration,
+    shown = shlex.join(argv_of(port, suite, target, recorded=True))
+    return SuiteRun(gates.GateResult(gate_name(suite), status, shown, duration,
                                      gates.hostname(), gates.now(), None, detail),
                     tuple(text[-proc.TAIL:]) if rc != 0 else ())
 
 
 def run(port: Port, prefs: Preferences, *, suite: str | None = None, strict: bool = False,
         target: str | None = None, say: Note = lambda _: None) -> list[gates.GateResult]:
-    """Run (or mark PENDING) each chosen suite; FAIL raises CheckFailed after recording all."""
+    """Run (or mark PENDING) each chosen suite and record each; `refusal` says what the
+    results refuse (a FAIL, a PENDING under `strict`)."""
     suites = chosen(port, suite)
     tgt = gates.check_target(port, target)
     results: list[gates.GateResult] = []
@@ -106,12 +111,12 @@ def run(port: Port, prefs: Preferences, *, suite: str | None = None, strict: boo
         gates.record(port, tgt, done.result)
         _tell(done, why, say)
         results.append(done.result)
-    _refuse(results, strict=strict)
     return results
 
 
 def _pending(port: Port, s: Suite, target: str, why: str) -> gates.GateResult:
-    return gates.GateResult(gate_name(s), "PENDING", shlex.join(argv_of(port, s, target)), None,
+    return gates.GateResult(gate_name(s), "PENDING",
+                            shlex.join(argv_of(port, s, target, recorded=True)), None,
                             gates.hostname(), gates.now(), command(s.name, target, strict=True),
                             why)
 
@@ -126,14 +131,15 @@ def _tell(done: SuiteRun, why: str, say: Note) -> None:
     say(f"{r.name} {r.status} ({r.duration_s:.1f} s)")
 
 
-def _refuse(results: list[gates.GateResult], *, strict: bool) -> None:
+def refusal(results: list[gates.GateResult], *, strict: bool) -> SyncError | None:
     """CheckFailed when a suite failed; BlockedCycle when one is PENDING under --strict."""
     failed = [r.name for r in results if r.status == "FAIL"]
     if failed:
-        raise CheckFailed(f"{len(failed)} parity suite(s) failed: {', '.join(failed)}",
-                          "see the output above; fix the port and run parity again")
+        return CheckFailed(f"{len(failed)} parity suite(s) failed: {', '.join(failed)}",
+                           "see the output above; fix the port and run parity again")
     pending = [r for r in results if r.status == "PENDING"]
     if pending and strict:
-        raise BlockedCycle(f"{len(pending)} parity suite(s) PENDING under --strict: "
-                           + ", ".join(r.name for r in pending),
-                           f"run on a gate host: {pending[0].handoff}")
+        return BlockedCycle(f"{len(pending)} parity suite(s) PENDING under --strict: "
+                            + ", ".join(r.name for r in pending),
+                            f"run on a gate host: {pending[0].handoff}")
+    return None

@@ -1,0 +1,107 @@
+"""The carry-over record: upstream commits a cycle left open for the cycles after it.
+
+`.agents/sync/carry-over.toml`, keyed by full upstream SHA. An advance records every
+item it carries (a PORT-NOW decided `carry-over: ...`, an INVENTORY item not yet in
+the inventory); a stall records every item it leaves open. Every later cycle imports
+the record, whatever its range, until the item is ported (a ledger row names it) or
+decided otherwise: whether an item is still open is worked out when it is read
+(`steps/carry`), and only the next advance or stall rewrites the record, dropping
+what was closed. An item is recorded once; it keeps the report that first carried it.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, get_args
+
+import tomli_w
+
+from sync.infra.atomic import read_text
+from sync.infra.errors import MalformedRecord
+from sync.records import schema
+from sync.records.schema import DERIVED
+
+SCHEMA = 1
+FILE = "carry-over.toml"
+Kind = Literal["PORT-NOW", "INVENTORY", "UNCLASSIFIED"]
+KINDS: tuple[Kind, ...] = get_args(Kind)
+By = Literal["advance", "stall"]
+_SHA = re.compile(r"[0-9a-f]{40}")
+_FIX = "restore it from git (it is rewritten by advance and advance --stall only)"
+
+
+@dataclass(frozen=True)
+class Carried:
+    """One `[carried.<sha>]` table; its fields are the table's keys, in file order."""
+
+    sha: str = field(metadata=DERIVED)  # the table's name
+    disposition: Kind
+    subject: str
+    reason: str  # why it is carried: the carry-over decision, or the stall that left it
+    since: str  # the report (port-relative) of the cycle that first carried it
+    since_target: str  # that cycle's target (full SHA)
+    by: By
+    pr: int = 0  # 0: the subject names no PR (TOML has no null)
+
+    @property
+    def pr_or_none(self) -> int | None:
+        return self.pr or None
+
+
+def _bad(rel: str, message: str) -> MalformedRecord:
+    return MalformedRecord(message, _FIX, path=rel)
+
+
+def _item(sha: str, raw: object, rel: str) -> Carried:
+    if not _SHA.fullmatch(sha):
+        raise _bad(rel, f"carried key {sha[:50]!r} is not a full lowercase SHA")
+    if not isinstance(raw, dict):
+        raise _bad(rel, f"carried {sha[:10]} is not a table")
+    problem = (schema.unknown(raw, Carried) or schema.missing(raw, Carried))
+    if problem is not None:
+        raise _bad(rel, f"carried {sha[:10]}: unknown or missing key {problem!r}")
+    wrong = schema.mistyped(raw, Carried)
+    if wrong is not None:
+        raise _bad(rel, f"carried {sha[:10]}: {wrong.text}")
+    if not _SHA.fullmatch(raw["since_target"]):
+        raise _bad(rel, f"carried {sha[:10]}: since_target is not a full lowercase SHA")
+    return Carried(sha=sha, **schema.values(raw, Carried))
+
+
+def parse(text: str, *, rel: str) -> dict[str, Carried]:
+    try:
+        doc = tomllib.loads(text)
+    except (tomllib.TOMLDecodeError, RecursionError) as exc:
+        raise _bad(rel, f"not valid TOML ({type(exc).__name__})") from None
+    if set(doc) - {"schema", "carried"} or doc.get("schema") != SCHEMA:
+        raise _bad(rel, f"expected schema = {SCHEMA} and [carried.<sha>] tables only")
+    table = doc.get("carried", {})
+    if not isinstance(table, dict):
+        raise _bad(rel, "'carried' must be a table")
+    return {sha: _item(sha, raw, rel) for sha, raw in table.items()}
+
+
+def path(sync_dir: Path) -> Path:
+    return sync_dir / FILE
+
+
+def load(file: Path, *, rel: str) -> dict[str, Carried]:
+    """The record; {} when no cycle carried anything yet."""
+    if not file.exists():
+        return {}
+    try:
+        text = read_text(file)
+    except UnicodeDecodeError:
+        raise _bad(rel, "not UTF-8") from None
+    return parse(text, rel=rel)
+
+
+def render(items: dict[str, Carried]) -> str:
+    table: dict[str, Any] = {sha: schema.as_doc(c) for sha, c in sorted(items.items())}
+    head = ("# Carried-over upstream commits (written by upstream-sync advance and advance "
+            "--stall;\n# every later cycle imports them until a ledger row or a decision "
+            "closes them).\n")
+    return head + tomli_w.dumps({"schema": SCHEMA, "carried": table})

@@ -1,0 +1,61 @@
+"""The values a sentence of the PARITY PIN paragraph names, and which the advance can check.
+
+An advance rewrites the paragraph from what it measured (`records/paragraph.rewrite`);
+a sentence of the old narrative it cannot measure is kept only if it names no value it
+cannot check. The values: commit SHAs, version numbers, PR references, drift claims
+("zero drift", "bit-identical", ...) and dates. A SHA is checkable when it names the new
+or the prior pin; a version when it is one the advance measured or is given (the release
+labels, the oracle's versions); a PR when it is in the cycle's range; a drift claim when
+the golden gate measured zero drift; a date when it is the advance's.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+_SHA = re.compile(r"(?<![0-9A-Za-z])[0-9a-f]{7,40}(?![0-9A-Za-z])")
+_VERSION = re.compile(r"(?<![\w.])v?(\d+(?:\.\d+)+(?:\.?(?:post|dev|rc|a|b)\d+)*)(?![\w.])")
+_PR = re.compile(r"(?<![\w#])(?:vllm)?#(\d+)\b")
+_DRIFT = re.compile(r"\b(?:zero(?: real)?(?: golden)? drift|no(?: real)?(?: golden)? drift|"
+                    r"bit-identical|byte-identical|byte-stable|drift-free|without drift)\b",
+                    re.IGNORECASE)
+_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
+ZERO = "zero drift"  # how the golden gate's summary starts when nothing drifted
+
+
+@dataclass(frozen=True)
+class Known:
+    """What the advance can vouch for."""
+
+    commits: tuple[str, ...]  # full SHAs: the new pin, the prior pin
+    versions: frozenset[str]
+    prs: frozenset[int]
+    drift: str | None  # the golden gate's summary at the target; None: no golden gate ran
+    date: str
+
+
+def _is_sha(token: str) -> bool:
+    return any(c.isdigit() for c in token) and any(c.isalpha() for c in token)
+
+
+def unchecked(sentence: str, known: Known) -> list[str]:
+    """The values `sentence` names that `known` cannot vouch for, each with why."""
+    out = [f"{t!r} (a commit that is neither the new nor the prior pin)"
+           for t in _SHA.findall(sentence)
+           if _is_sha(t) and not any(c.startswith(t) for c in known.commits)]
+    out += [f"{m.group(0)!r} (a version the advance did not measure)"
+            for m in _VERSION.finditer(sentence) if m.group(1) not in known.versions]
+    out += [f"{m.group(0)!r} (a PR outside the cycle's range)" for m in _PR.finditer(sentence)
+            if int(m.group(1)) not in known.prs]
+    out += [f"{d!r} ({_drift_why(known.drift)})" for d in _DRIFT.findall(sentence)
+            if known.drift is None or not known.drift.startswith(ZERO)]
+    out += [f"{d!r} (a date other than the advance's)" for d in _DATE.findall(sentence)
+            if d != known.date]
+    return out
+
+
+def _drift_why(drift: str | None) -> str:
+    if drift is None:
+        return "no golden gate measured drift"
+    return f"the golden gate measured {drift}"

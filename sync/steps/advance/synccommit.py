@@ -1,0 +1,91 @@
+"""The sync commit: exactly the cycle's records, nothing else (`--commit`).
+
+What goes in is every sync record (`records/owned`, the definition `check-commit`
+uses too) that differs from HEAD, plus the files the command is about to write: the
+pin surfaces, the report and its JSON, decisions, the cycle, gate records, state
+events, the carry-over record, the ledger rows and inventory annotations the cycle
+added, the goldens the gates wrote. A commit is refused, before anything is written,
+when a path outside them is staged (a sync commit carries sync records only) or when
+the ledger lost or changed a row since HEAD (rows are appended, never edited).
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from pathlib import Path
+
+from sync.infra.errors import UsageError
+from sync.port import Port
+from sync.records import owned
+from sync.upstream import gitio
+
+
+@dataclass(frozen=True)
+class Commit:
+    subject: str
+    body: str
+
+
+def _require_git(port: Port) -> None:
+    if not (port.root / ".git").exists():
+        raise UsageError(f"{port.root} is not a git repository", "drop --commit")
+
+
+def _porcelain(port: Port) -> list[tuple[str, str]]:
+    """(status, path) of every path that differs from HEAD or is untracked (one git process)."""
+    out = gitio.run(port.root, ["status", "--porcelain", "-z", "--untracked-files=all",
+                                "--no-renames"]).stdout.decode("utf-8", "surrogateescape")
+    return [(item[:2], item[3:]) for item in out.split("\0") if len(item) > 3]
+
+
+def staged(port: Port) -> list[str]:
+    out = gitio.run(port.root, ["diff", "--cached", "--name-only", "-z"]).stdout.decode()
+    return [p for p in out.split("\0") if p]
+
+
+def changed_records(port: Port, writes: dict[Path, bytes]) -> list[str]:
+    """The sync records this commit carries: those changed since HEAD, plus `writes`."""
+    records = owned.of(port)
+    paths = {p for _, p in _porcelain(port) if records.owns(p)}
+    paths.update(port.rel(p) for p in writes)
+    return sorted(paths)
+
+
+def refuse(port: Port, commit: bool, writes: dict[Path, bytes]) -> None:
+    """Refuse `--commit` before anything is written: foreign staged paths, edited ledger."""
+    if not commit:
+        return
+    _require_git(port)
+    records = owned.of(port)
+    mine = {port.rel(k) for k in writes}
+    other = [p for p in staged(port) if p not in mine and not records.owns(p)]
+    if other:
+        raise UsageError(f"other paths are staged: {', '.join(other[:5])}",
+                         "unstage them: a sync commit carries sync records only")
+    edited = _ledger_edits(port)
+    if edited:
+        raise UsageError(f"{port.config.ledger} changed rows since HEAD (e.g. "
+                         f"{edited[0][:60]!r}); ledger rows are appended, never edited",
+                         "restore the changed rows (git diff shows them), then commit again")
+
+
+def _ledger_edits(port: Port) -> list[str]:
+    """Lines of the ledger at HEAD that its work-tree copy no longer has."""
+    rel = port.config.ledger
+    path = port.root / rel
+    head = gitio.run(port.root, ["show", f"HEAD:{rel}"], check=False)
+    if head.returncode != 0 or not path.exists():
+        return []
+    old = head.stdout.decode("utf-8", "replace").splitlines()
+    new = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    return [line[1:] for line in difflib.ndiff(old, new) if line.startswith("- ")]
+
+
+def commit(port: Port, writes: dict[Path, bytes], message: Commit) -> str:
+    """Commit every changed sync record (after `writes` were written); the new HEAD."""
+    rels = changed_records(port, writes)
+    gitio.run(port.root, ["add", "-A", "--", *rels])
+    gitio.run(port.root, ["commit", "-q", "-m", message.subject, "-m", message.body, "--",
+                          *rels])
+    return gitio.run(port.root, ["rev-parse", "HEAD"]).stdout.decode().strip()
