@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
+from sync.headers import citations as citations_mod
+from sync.headers import oracles as oracles_mod
 from sync.infra.atomic import port_lock, read_text
 from sync.infra.errors import SyncError, UsageError
 from sync.infra.notes import Notes
@@ -89,8 +91,8 @@ class Port:
         return self._once("pin", lambda: pins.load(self.protocol, rel=self.config.protocol))
 
     def preferences(self) -> prefs_mod.Preferences:
-        return self._once("preferences",
-                          lambda: prefs_mod.load(self.root / self.config.preferences))
+        return self._once("preferences", lambda: prefs_mod.load(
+            self.root / self.config.preferences, variables=self.config.preference_variables))
 
     def reference(self) -> gitio.Reference:
         """The reference checkout the preferences name (refused when unset or shallow)."""
@@ -103,17 +105,69 @@ class Port:
         return f"{prefs.remote}/{prefs.branch}"
 
     def oracle_files(self) -> list[Path]:
-        return self._once("oracle_files", lambda: sorted(self.root.glob(self.config.oracles)))
+        """The oracle files the glob finds; the registry's own README is not one."""
+        return self._once("oracle_files", lambda: sorted(
+            p for p in self.root.glob(self.config.oracles)
+            if p.is_file() and p.name.lower() != "readme.md"))
+
+    def upstreams(self) -> oracles_mod.Upstreams:
+        """The oracles citations are attributed to: the oracle files (a file that does not
+        parse still names its id: `check` says what is wrong with it) and the configured
+        names and path prefixes; and how to tell the port's own paths."""
+        return self._once("upstreams", self._upstreams)
+
+    def _upstreams(self) -> oracles_mod.Upstreams:
+        from sync.records import oraclefile
+
+        found: dict[str, oracles_mod.Oracle] = {}
+        for path in self.oracle_files():
+            try:
+                of = oraclefile.load(path, self.root)
+            except SyncError:
+                found[path.stem] = oracles_mod.Oracle(path.stem, oracles_mod.names_of(path.stem))
+                continue
+            pin = of.pin if len(of.pin) == 40 else None
+            found[of.id] = oracles_mod.Oracle(of.id, oracles_mod.names_of(of.id, of.upstream),
+                                              pin=pin)
+        for oc in self.config.oracle_configs:
+            base = found.get(oc.id) or oracles_mod.Oracle(oc.id, oracles_mod.names_of(oc.id))
+            found[oc.id] = oracles_mod.Oracle(
+                oc.id, base.names | {n.lower() for n in oc.names}, oc.paths, base.pin)
+        parent = Path(self.config.protocol).parent.as_posix()
+        records = ".agents" if parent in ("", ".") else parent
+        return oracles_mod.Upstreams(tuple(found.values()), self.config.rewrite_prefixes,
+                                     self._local, records.rstrip("/") + "/")
+
+    def _local(self, path: str) -> bool:
+        """Whether the port itself holds `path` (at its root, under a ported root, or among
+        its records): such a "citation" names the port's own file."""
+        cache: dict[str, bool] = self._cache.setdefault("local", {})
+        if path not in cache:
+            bases: list[str] = self._cache.setdefault("local_bases", [
+                str(self.root), str(self.root / Path(self.config.protocol).parent),
+                *(str(self.root / r) for r in self.config.port_roots)])
+            try:
+                cache[path] = any(os.path.exists(os.path.join(b, path)) for b in bases)
+            except (OSError, ValueError):
+                cache[path] = False
+        return cache[path]
+
+    def header(self, rel: str, text: str) -> citations_mod.Header:
+        """The per-file pin header of port file `rel`, its citations attributed to their
+        oracles and the port's own paths moved to its mentions."""
+        return oracles_mod.attribute(citations_mod.parse_header(text, rel), self.upstreams(),
+                                     rel)
+
+    def ledger_read(self) -> ledger_mod.Read:
+        """The parity ledger as read: its table (malformed rows read as well as they can
+        be), or why it could not be read at all. Never treat an unreadable one as empty."""
+        return self._once("ledger", lambda: ledger_mod.read(self.root / self.config.ledger,
+                                                            rel=self.config.ledger))
 
     def ledger(self) -> ledger_mod.Table | None:
-        """The parity ledger's table; None when it is missing or does not parse (`check`
+        """The parity ledger's table; None when it cannot be read (`ledger_read().problem`
         says why)."""
-        def load() -> ledger_mod.Table | None:
-            try:
-                return ledger_mod.load(self.root / self.config.ledger, rel=self.config.ledger)
-            except SyncError:
-                return None
-        return self._once("ledger", load)
+        return self.ledger_read().table
 
     def inventory(self) -> Inventory | None:
         """The porting inventory, or None when the port has none."""

@@ -226,7 +226,7 @@ pin = {pin}
 pin_label = {label}
 pinned_on = 2026-01-01
 gateable = no
-evidence = -
+evidence = #1 (no gate host yet)
 ```
 """
 
@@ -258,6 +258,7 @@ def pin_doc(commit: str, runtime: str, dist: str, flashinfer: str = FLASHINFER) 
 
 
 def oracle_doc(oracle_id: str, role: str, pin: str, label: str) -> str:
+    role = {"core": "primary", "omni": "secondary"}.get(role, role)  # the port's two roles
     return ORACLE_DOC.format(id=oracle_id, role=role, pin=pin, label=label)
 
 

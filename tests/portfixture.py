@@ -124,14 +124,14 @@ def oracle_text(pin: str) -> str:
         "\n"
         "```oracle-pin\n"
         "id = vllm\n"
-        "role = core parity oracle\n"
+        "role = primary\n"
         "upstream = https://github.com/vllm-project/vllm\n"
         "scope = vllm/\n"
         f"pin = {pin}\n"
         f"pin_label = {RUNTIME}\n"
         "pinned_on = 2026-01-01\n"
         "gateable = no\n"
-        "evidence = -\n"
+        "evidence = #1 (no gate host yet)\n"
         "```\n"
     )
 

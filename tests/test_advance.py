@@ -772,3 +772,14 @@ def test_event_files_parse_or_fail_typed(tmp: Path, doc: dict[str, object], drop
         assert "\n" not in str(exc)
     else:
         assert [(type(e.index), type(e.detail)) for e in loaded] == [(int, str)]
+
+
+def test_an_unreadable_ledger_is_an_unmet_precondition(
+        prepared: Prepared, copy: Callable[[str], Copy]) -> None:
+    c = copy("fresh")
+    (c.port / ".agents/parity-ledger.md").write_text("# Ledger\n\nno table\n")
+    rc, out, _ = cmd("advance", "--dry-run")
+    assert rc == 6
+    assert ("unmet: the parity ledger .agents/parity-ledger.md cannot be read (no ledger table "
+            "with columns") in out
+    assert "no PORT-NOW commit can be checked for its ledger row" in out

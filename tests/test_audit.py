@@ -13,13 +13,18 @@ from sync.upstream import gitio
 pytestmark = pytest.mark.usefixtures("with_port_cmd")
 __all__ = ["with_port_cmd"]
 
-COUNTS = {"at-pin": 3, "behind": 2, "ahead": 1, "not-upstream": 1, "original": 1,
-          "no-header": 1}
+COUNTS = {"at-pin": 3, "behind-unchanged": 2, "behind-changed": 1, "path-gone": 0, "ahead": 1,
+          "not-upstream": 1, "other-oracle": 0, "original": 1, "no-header": 1}
+
 
 
 @pytest.fixture
 def world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> World:
-    return make_world(tmp_path, monkeypatch)
+    w = make_world(tmp_path, monkeypatch)
+    # vllm/b.py changed in the pin commit itself: a header citing it at `older` is behind a
+    # changed file; a.cpp and d.cpp cite files that did not change between `older` and the pin.
+    write(w.root, "src/e.cpp", f"// Ported from: vllm/b.py @ {w.up.older[:10]}\nint e;\n")
+    return w
 
 
 def test_audit_counts_with_positive_control(world: World) -> None:
@@ -29,17 +34,21 @@ def test_audit_counts_with_positive_control(world: World) -> None:
     assert a.control_ok
     assert a.counts() == COUNTS
     assert {f.path: f.status for f in a.files} == {
-        "src/a.cpp": "behind", "src/b.cpp": "at-pin", "src/c.cpp": "at-pin",
-        "src/d.cpp": "behind", "src/gone.cpp": "at-pin", "src/hot.cpp": "ahead",
-        "src/pr.cpp": "not-upstream", "src/orig.cpp": "original", "src/none.cpp": "no-header"}
-    # a.cpp's upstream path is named by a ledger row; d.cpp has no note.
-    assert [f.path for f in a.findings] == ["src/d.cpp"]
+        "src/a.cpp": "behind-unchanged", "src/b.cpp": "at-pin", "src/c.cpp": "at-pin",
+        "src/d.cpp": "behind-unchanged", "src/e.cpp": "behind-changed",
+        "src/gone.cpp": "at-pin", "src/hot.cpp": "ahead", "src/pr.cpp": "not-upstream",
+        "src/orig.cpp": "original", "src/none.cpp": "no-header"}
+    # e.cpp's upstream file changed and no ledger row names it.
+    assert [f.path for f in a.findings] == ["src/e.cpp"]
     summary = audit.summary_lines(a)
-    assert summary.lines[0] == (
-        "- Counts: at-pin 3, behind 2, ahead 1, not-upstream 1, original 1, no-header 1 "
-        "(of 9 files; positive control counted at-pin)")
-    assert f"- `src/d.cpp` behind: vllm/c.py @ {world.up.older[:12]}; ledger note: MISSING" \
-        in summary.lines
+    assert summary.lines[:2] == (
+        "- Counts: at-pin 3, behind-unchanged 2, behind-changed 1, path-gone 0, ahead 1, "
+        "not-upstream 1, other-oracle 0, original 1, no-header 1 (of 10 files; positive "
+        "control counted at-pin)",
+        "- behind-unchanged: 2 file(s) cite a blob identical at the pin — safe to bump with "
+        "`upstream-sync bump-headers --unchanged`")
+    assert (f"- `src/e.cpp` behind-changed: vllm/b.py changed since {world.up.older[:10]} by "
+            f"1 commit: `{world.up.pin[:10]}`; ledger note: MISSING") in summary.lines
 
 
 def test_audit_command_json(world: World) -> None:
@@ -47,29 +56,35 @@ def test_audit_command_json(world: World) -> None:
     assert r.rc == 0, r.err
     doc = json.loads(r.out)
     assert doc["counts"] == COUNTS and doc["control"]["ok"] is True
-    assert doc["findings"] == ["src/d.cpp"] and doc["severity"] == "warning"
+    assert doc["findings"] == ["src/e.cpp"] and doc["severity"] == "warning"
     by_path = {f["path"]: f for f in doc["files"]}
     assert by_path["src/a.cpp"]["citations"] == [
-        {"path": "vllm/a.py", "sha": world.up.older[:10], "status": "behind", "line": 1,
-         "lines": None, "symbol": None}]
-    assert by_path["src/a.cpp"]["noted"] is True and by_path["src/d.cpp"]["finding"] is True
+        {"path": "vllm/a.py", "upstream_path": "vllm/a.py", "sha": world.up.older[:10],
+         "oracle": "vllm", "status": "behind-unchanged",
+         "detail": f"vllm/a.py unchanged since {world.up.older[:10]}", "line": 1,
+         "lines": None, "symbol": None, "symbols": [], "since": [], "renamed_to": None,
+         "gone_in": None}]
+    assert by_path["src/e.cpp"]["citations"][0]["since"] == [world.up.pin]
+    assert by_path["src/a.cpp"]["noted"] is True and by_path["src/e.cpp"]["finding"] is True
     assert by_path["src/orig.cpp"]["citations"] == []
 
 
 def test_audit_command_text_and_severity(world: World) -> None:
     r = run(world.root, "audit")
     assert r.rc == 0, r.err
-    assert ("warning: src/d.cpp: behind the parity pin with no ledger note — bump the header or "
-            "add a ledger row naming it") in r.out
+    assert (f"warning: src/e.cpp:1: per-file pin behind the parity pin, and the upstream file "
+            f"changed with no ledger note: vllm/b.py changed since {world.up.older[:10]} by 1 "
+            f"commit: `{world.up.pin[:10]}` — port the change and bump the header, or add a "
+            "ledger row naming the file") in r.out
     write(world.root, ".agents/upstream-sync.toml", '[check]\nbehind_without_note = "error"\n')
     r = run(world.root, "audit")
-    assert r.rc == 7 and "1 file(s) behind the pin without a ledger note" in r.err
-    assert "error: src/d.cpp" in r.out
+    assert r.rc == 7 and "1 file(s) behind a changed upstream file" in r.err
+    assert "error: src/e.cpp" in r.out
 
 
 def test_ledger_note_naming_the_file_clears_the_finding(world: World) -> None:
-    r = run(world.root, "ledger", "add", "--commit", "abc1234", "--what", "d stays behind",
-            "--upstream", "src/d.cpp waits for vllm#15", "--status", "🚧 behind pin (noted)")
+    r = run(world.root, "ledger", "add", "--commit", "abc1234", "--what", "e stays behind",
+            "--upstream", "src/e.cpp waits for vllm#15", "--status", "🚧 behind pin (noted)")
     assert r.rc == 0, r.err
     doc = json.loads(run(world.root, "audit", "--json").out)
     assert doc["findings"] == [] and doc["counts"] == COUNTS
@@ -78,18 +93,19 @@ def test_ledger_note_naming_the_file_clears_the_finding(world: World) -> None:
 def test_check_reports_the_finding(world: World) -> None:
     found, _notes = check.findings(world.port)
     texts = [(f.severity, f.text) for f in found if "per-file pin" in f.text]
-    assert texts == [("warning", f"src/d.cpp:1: per-file pin behind the parity pin (vllm/c.py @ "
-                      f"{world.up.older[:12]}) with no ledger note — bump the header or add a "
-                      "ledger row naming the file")]
+    assert [t[0] for t in texts] == ["warning"] and texts[0][1].startswith(
+        "src/e.cpp:1: per-file pin behind the parity pin, and the upstream file changed")
 
 
 def test_broken_probe_fails_the_control(world: World, monkeypatch: pytest.MonkeyPatch) -> None:
-    real = sha_verify.classify_shas
+    real = sha_verify.probe
 
-    def blind(ref: gitio.Reference, pin: str, shas: object, upstream_ref: str) -> dict[str, str]:
-        return {s: "not-upstream" for s in real(ref, pin, shas, upstream_ref)}  # type: ignore[arg-type]
+    def blind(ref: gitio.Reference, pin: str, shas: object,
+              upstream_ref: str) -> sha_verify.Probe:
+        got = real(ref, pin, shas, upstream_ref)  # type: ignore[arg-type]
+        return sha_verify.Probe(got.pin, {s: "not-upstream" for s in got.status}, {})
 
-    monkeypatch.setattr(sha_verify, "classify_shas", blind)
+    monkeypatch.setattr(sha_verify, "probe", blind)
     r = run(world.root, "audit")
     assert r.rc == 7 and "positive control failed" in r.err
     assert "POSITIVE CONTROL FAILED" in r.out
@@ -98,10 +114,13 @@ def test_broken_probe_fails_the_control(world: World, monkeypatch: pytest.Monkey
 def test_wrapped_headers_are_counted(world: World) -> None:
     # A header wrapped over lines counts once, as a line grep would not.
     write(world.root, "src/wrapped.cpp",
-          "// Ported from: vllm/v1/\n//   a.py and vllm/b.py\n"
+          "// Ported from: vllm/\n//   a.py and vllm/b.py\n"
           f"//   @ {world.up.pin[:10]}\nint w;\n")
     doc = json.loads(run(world.root, "audit", "--json").out)
     assert doc["counts"]["at-pin"] == COUNTS["at-pin"] + 1
+    by_path = {f["path"]: f for f in doc["files"]}
+    cited = [c["path"] for c in by_path["src/wrapped.cpp"]["citations"]]
+    assert cited == ["vllm/a.py", "vllm/b.py"]
 
 
 def test_audit_needs_the_reference(world: World, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -66,12 +66,14 @@ def test_bump_is_byte_exact_except_sha_tokens(world: World) -> None:
         assert got == expected(text, tokens, target).encode(), rel
     crlf = (world.root / "src/crlf.cpp").read_bytes()
     assert crlf.count(b"\r\n") == 4 and crlf.count(b"\n") == 4
-    assert f"src/multi.cpp:3: bumped vllm/c.py {world.up.older[:7]} → {target[:8]} (was behind)" \
-        in r.out
+    assert (f"src/multi.cpp:3: bumped vllm/c.py {world.up.older[:7]} → {target[:8]} "
+            "(was behind-unchanged; the upstream file changed since)") in r.out
     # A second run has nothing left to do.
     again = run(world.root, "bump-headers", *(str(world.root / rel) for rel in cases))
     assert again.rc == 0
-    assert all(line.endswith(f"already at {target[:10]}") for line in again.out.splitlines())
+    *files, total = again.out.splitlines()
+    assert all(line.endswith(f"already at {target[:10]}") for line in files)
+    assert total.startswith(f"{len(cases)} file(s): 0 to bump")
 
 
 def test_check_lists_and_writes_nothing(world: World) -> None:
@@ -85,7 +87,7 @@ def test_check_lists_and_writes_nothing(world: World) -> None:
                                                                ("src/c.cpp", "bump")]
     change = doc["files"][0]["changes"][0]
     assert change == {"line": 1, "path": "vllm/a.py", "old": world.up.older[:10],
-                      "new": world.up.target[:10], "was": "behind"}
+                      "new": world.up.target[:10], "was": "behind-unchanged", "content": "changed"}
     assert doc["files"][1]["changes"][0]["old"] == world.up.pin[:8]
     assert (world.root / "src/a.cpp").read_bytes() == before
 
@@ -146,7 +148,8 @@ def test_a_release_tag_off_the_upstream_line_is_a_valid_target(world: World) -> 
     up = world.up
     r = run(world.root, "bump-headers", "src/a.cpp", "--to", "v0.1.0", "--check")
     assert r.rc == 0, r.err
-    assert f"would bump vllm/a.py {up.older[:10]} → {up.release[:10]} (was behind)" in r.out
+    assert (f"would bump vllm/a.py {up.older[:10]} → {up.release[:10]} "
+            "(was behind-unchanged)") in r.out
     world.freeze(up.release, "v0.1.0")
     r = run(world.root, "bump-headers", "src/a.cpp", "src/c.cpp")
     assert r.rc == 0, r.err
@@ -188,10 +191,11 @@ def test_refuses_files_outside_the_port_or_missing(world: World, tmp_path: Path)
     assert r.rc == 2 and "no such file" in r.err
 
 
-def test_not_upstream_citation_is_bumped_and_said(world: World) -> None:
+def test_a_sha_that_is_no_upstream_commit_is_refused_never_rewritten(world: World) -> None:
+    before = (world.root / "src/pr.cpp").read_bytes()
     r = run(world.root, "bump-headers", "src/pr.cpp", "--to", world.up.target)
-    assert r.rc == 0, r.err
-    assert "(was not-upstream)" in r.out
+    assert r.rc == 6 and "which is not a commit of the upstream line" in r.out
+    assert (world.root / "src/pr.cpp").read_bytes() == before
 
 
 def test_new_token_lengths() -> None:
@@ -242,13 +246,15 @@ def test_bump_says_where_each_sha_stood_in_audits_words(world: World) -> None:
     """`was` is the audit's status of the cited SHA (against the parity pin), not a word of
     its own: a header at the pin was at-pin, not "behind the target"."""
     world.freeze()
-    files = ["src/a.cpp", "src/b.cpp", "src/c.cpp", "src/pr.cpp"]
+    files = ["src/a.cpp", "src/b.cpp", "src/c.cpp", "src/e.cpp"]
+    write(world.root, "src/e.cpp", f"// Ported from: vllm/b.py @ {world.up.older[:10]}\nint e;\n")
     audit = json.loads(run(world.root, "audit", "--json").out)
-    words = {c["sha"]: c["status"] for f in audit["files"] for c in f["citations"]}
+    words = {(c["sha"], c["path"]): c["status"] for f in audit["files"]
+             for c in f["citations"]}
     r = run(world.root, "bump-headers", "--check", "--json", *files)
     assert r.rc == 0, r.err
     changes = [c for f in json.loads(r.out)["files"] for c in f["changes"]]
-    assert {c["was"] for c in changes} == {"behind", "at-pin", "not-upstream"}
-    assert all(c["was"] == words[c["old"]] for c in changes)
+    assert {c["was"] for c in changes} == {"behind-unchanged", "behind-changed", "at-pin"}
+    assert all(c["was"] == words[(c["old"], c["path"])] for c in changes)
     text = run(world.root, "bump-headers", "--check", "src/b.cpp").out
-    assert text.endswith("(was at-pin)\n")
+    assert text.splitlines()[0].endswith("(was at-pin; the upstream file changed since)")

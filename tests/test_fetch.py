@@ -89,7 +89,7 @@ def test_fetch_with_a_dirty_reference_checkout(fx: Fixture) -> None:
     assert dirty.read_text(encoding="utf-8") == "a = 'local experiment'\n"
     assert git(fx.reference, "status", "--porcelain") == " M vllm/a.py\n"
     assert git(fx.reference, "rev-parse", "HEAD").strip() == fx.pin
-    assert "has uncommitted changes; the fetch did not touch them" in r.err
+    assert "has uncommitted changes (dirty: 1 unstaged change) — commit or stash them" in r.err
     assert json.loads(run(fx.port, "fetch", "--json").out)["dirty"] is True
 
 

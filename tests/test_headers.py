@@ -220,7 +220,8 @@ def test_english_words_and_numbers_are_not_shas() -> None:
             "// 1234567 tokens max (vllm#12345678), see vllm/x.py:1234567\n")
     h = parsed(text, "a.cpp")
     assert h.shas == ()
-    assert shape(h) == [cite("vllm/x.py"), cite("vllm/x.py", lines="1234567")]
+    # The second path follows a `;` and a "see": a mention, not a second citation.
+    assert shape(h) == [cite("vllm/x.py")]
 
 
 def test_all_digit_sha_needs_a_cue() -> None:
@@ -350,20 +351,22 @@ def test_hash_comments_are_code_in_cpp_and_slashes_are_code_in_python() -> None:
 # -- ORIGINAL and NONE --------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("text", "path", "paths"), [
+@pytest.mark.parametrize(("text", "path", "watched", "mentioned"), [
     ("// Original code: no upstream mirror. Inspired by vllm/foo.py\n", "a.cpp",
-     ["vllm/foo.py"]),
+     [], ["vllm/foo.py"]),
     ("# Original implementation. Structure mirrors vllm/foo.py @ e24d1b24\n", "a.py",
-     ["vllm/foo.py"]),
+     ["vllm/foo.py"], []),
     ("// Not ported from upstream; see vllm/foo.py for the Python side.\n", "a.cpp",
-     ["vllm/foo.py"]),
-    ("/* No upstream equivalent (port-original). */\n", "a.cpp", []),
-    ("# Port-original helper.\n", "a.py", []),
+     [], ["vllm/foo.py"]),
+    ("/* No upstream equivalent (port-original). */\n", "a.cpp", [], []),
+    ("# Port-original helper.\n", "a.py", [], []),
 ])
-def test_original_declarations(text: str, path: str, paths: list[str]) -> None:
+def test_original_declarations(text: str, path: str, watched: list[str],
+                               mentioned: list[str]) -> None:
     h = parsed(text, path)
-    assert h.kind == "ORIGINAL" and h.verb is None
-    assert [c.path for c in h.citations] == paths
+    assert h.kind == "ORIGINAL" and h.verb is None and h.pins == ()
+    assert [c.path for c in h.watched] == watched
+    assert [m.path for m in h.mentions] == mentioned
 
 
 def test_original_remark_inside_a_ported_header_stays_ported() -> None:
@@ -393,22 +396,28 @@ def test_no_header(text: str, path: str) -> None:
 # -- inline citations ---------------------------------------------------------------------------
 
 
-def test_inline_citations() -> None:
+def test_inline_paths_cited_only_by_a_statement() -> None:
     text = ("// Ported from vllm/a.py @ e24d1b24\n"
             "int f() {  // see vllm/b.py:12 and vllm/entrypoints/\n"
             "           // openai/serving.py\n"
             "  return 1;  // not src/vllm/c.py, not tests/vllm/d.py, not vllm/e.cpp\n"
             "}\n"
-            "/* https://github.com/vllm-project/vllm/blob/main/vllm/g.py */\n"
+            "// Mirrors https://github.com/vllm-project/vllm/blob/main/vllm/g.py\n"
+            "/* https://github.com/vllm-project/vllm/blob/main/vllm/h.py */\n"
+            "// The loop below mirrors\n"
+            "// vllm/v1/i.py::step.\n"
             "const char* k = \"vllm/f.py\";\n")
-    assert inline_citations(text) == {"vllm/a.py", "vllm/b.py", "vllm/f.py", "vllm/g.py",
-                                      "vllm/entrypoints/openai/serving.py"}
-    assert inline_citations(text, ("tests/",)) == {"tests/vllm/d.py"}
+    got = headers.inline_paths(text)
+    assert got.cited == {"vllm/a.py", "vllm/g.py", "vllm/v1/i.py"}
+    assert got.mentioned == {"vllm/b.py", "vllm/f.py", "vllm/h.py",
+                             "vllm/entrypoints/openai/serving.py"}
+    assert inline_citations(text) == set(got.cited)
+    assert headers.inline_paths(text, ("tests/",)).mentioned == {"tests/vllm/d.py"}
     assert inline_citations(text, ()) == set()
 
 
 def test_inline_citations_python_wrap() -> None:
-    text = "x = 1\n# follows vllm/tool_parsers/foo_tool_parser\n# .py closely\n"
+    text = "x = 1\n# ported from vllm/tool_parsers/foo_tool_parser\n# .py closely\n"
     assert inline_citations(text) == {"vllm/tool_parsers/foo_tool_parser.py"}
 
 

@@ -69,8 +69,15 @@ def test_init_writes_a_loadable_config(tmp: Path) -> None:
         "  inventory = docs/porting-inventory.md",
         "  oracles = docs/oracles/*.md",
         "  port_roots = ['engine', 'kernels']",
+        "  [oracles.vllm] build_mode = \"precompiled\" (the pin block's distribution version "
+        "0.23.1rc1.dev1511+g555967922.precompiled)",
+        "  warning: no gates configured — an advance refuses until [golden] scripts or "
+        "[parity.suites.<name>] are configured, or [gates] none = true declares that the port "
+        "has none",
         f"wrote {root / '.agents/developer-preferences.md.example'} (copy it to "
         "developer-preferences.md and fill it in)",
+        f"edited {root / '.gitignore'} (added /.agents/developer-preferences.md, "
+        "/.agents/sync/.lock, /.agents/sync/.txn-*)",
     ]
     assert cfg_path.read_text() == (
         "# upstream-sync configuration (keys: docs/adopting.md in upstream-sync)\n"
@@ -88,7 +95,7 @@ def test_init_writes_a_loadable_config(tmp: Path) -> None:
         "mirrored = [\n"
         '    "vllm/",\n'
         "]\n\n"
-        "[oracles.vllm]\n"  # the build mode the pin block's suffix (.precompiled) names
+        "[oracles.vllm]\n"
         'build_mode = "precompiled"\n'
     ) + starter.RULES
     cfg = config.load(root)
@@ -207,3 +214,101 @@ def test_port_from_option_and_environment(tmp: Path, monkeypatch: pytest.MonkeyP
     monkeypatch.setenv("SYNC_PORT", str(other))
     assert cli.main(["init"], out=out, err=err) == 0
     assert (other / config.CONFIG_PATH).exists()
+
+
+# -- what the real port states (findings §6, recipe 16) ------------------------------------------
+
+EMPTY_PIN = PIN_BLOCK.replace(".precompiled", ".empty")
+
+
+def make_real_shaped(root: Path) -> Path:
+    files = {
+        ".agents/upstream-sync.md": "# Upstream sync\n\n" + EMPTY_PIN,
+        ".agents/porting-inventory.md": "# Inventory\n\n## T0\n\n## 9. Deviations\n",
+        ".agents/state.md": "# State\n\nT0 done. ## 9 notes\n",
+        ".agents/feature-matrix.md": "# Features\n\nT0 | ## 9\n",
+        "docs/design.md": "# Design\n\n## 9 T0 scope\n",
+        ".agents/parity-ledger.md": (
+            "| Date / commit | What it does | Upstream equivalent | Parity status |\n"
+            "|---|---|---|---|\n| 2026-07-02 `462d673` | x | vllm/x.py | ok |\n"),
+        "tools/parity/README.md": (
+            "# Parity harness\n\nRegenerate:\n"
+            "    ssh dgx.casa 'cd ~/work/port && ~/venvs/vllm-oracle/bin/python \\\n"
+            "      tools/parity/dump_ops.py --out tests/parity/goldens'\n"
+            "then commit the changed goldens.\n"),
+        ".agents/state.md.bak": "python3 tools/parity/dump_ops.py --model $M --out x\n",
+        "tools/parity/dump_ops.py": "# Ported from: vllm/x.py @ abcdef12\nprint('dump')\n",
+        "tests/parity/test_op_parity.cpp": "// Ported from: tests/x.py @ abcdef12\nint t;\n",
+        "src/gguf.cpp": "// Ported from llama.cpp (local fork) ggml/src/ggml.c @ 237ad9b96\n",
+        ".agents/developer-preferences.example.md": (
+            "# Developer preferences\n\nSet these in your shell or `.env`:\n\n"
+            "- `VLLM_SOURCE`: your vLLM clone\n- `VLLM_ORACLE`: the oracle venv\n"
+            "- `GATE_HOST`: the GPU host\n"),
+        ".gitignore": "build/\n",
+    }
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
+def test_init_reads_what_a_real_port_states(tmp: Path) -> None:
+    root = make_real_shaped(tmp)
+    code, out, err = init(str(root))
+    assert (code, err) == (0, ""), err
+    lines = out.splitlines()
+    assert "  inventory = .agents/porting-inventory.md" in lines
+    assert not any("not found uniquely" in ln for ln in lines)
+    assert ('  [oracles.vllm] build_mode = "empty" (the pin block\'s distribution version '
+            "0.23.1rc1.dev1511+g555967922.empty)") in lines
+    assert ("  [golden] script from tools/parity/README.md:4: tools/parity/dump_ops.py --out "
+            "{out}") in lines
+    assert not any("warning: no gates" in ln for ln in lines)
+    assert "  the docs name gate host(s) dgx.casa: set gate_hosts (SYNC_GATE_HOSTS) where " \
+        "gates run" in lines
+    assert any(ln.startswith("  other upstreams the headers cite by name: llama.cpp (1 "
+                             "citation)") for ln in lines)
+    assert lines[-2:] == [
+        "kept the port's own preferences example .agents/developer-preferences.example.md; no "
+        "second one written: VLLM_SOURCE (read as reference_checkout), GATE_HOST (mapped to "
+        "gate_hosts), VLLM_ORACLE (no preference holds it)",
+        f"edited {root / '.gitignore'} (added /.agents/developer-preferences.md, "
+        "/.agents/sync/.lock, /.agents/sync/.txn-*)"]
+    assert not (root / ".agents/developer-preferences.md.example").exists()
+    cfg = config.load(root)
+    assert cfg.oracle("vllm").build_mode == "empty"
+    assert cfg.golden_dir == "tests/parity/goldens"
+    assert cfg.golden_scripts == (("{python}", "tools/parity/dump_ops.py", "--out", "{out}"),)
+    assert cfg.preference_variables == (("gate_hosts", "GATE_HOST"),)
+    doc = json.loads(init(str(root), "--force", "--json")[1])
+    assert doc["written"] == [str(root / config.CONFIG_PATH)]  # .gitignore already has them
+
+
+def test_the_ports_variable_names_are_read(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = make_real_shaped(tmp)
+    assert init(str(root))[0] == 0
+    monkeypatch.setenv("GATE_HOST", "dgx.casa")
+    monkeypatch.delenv("SYNC_GATE_HOSTS", raising=False)
+    from sync import port
+
+    p = port.locate(str(root))
+    assert p.preferences().gate_hosts == ("dgx.casa",)
+    assert p.preferences().source_of("gate_hosts") == "env GATE_HOST"
+
+
+def test_no_gates_is_a_warning_and_advance_refuses_until_declared(tmp: Path) -> None:
+    root = make_real_shaped(tmp)
+    (root / "tools/parity/README.md").write_text("# Parity harness\n\nNothing to run yet.\n")
+    code, out, _ = init(str(root))
+    assert code == 0 and "  warning: no gates configured" in out
+    from sync import port
+    from sync.steps.advance import advance
+
+    p = port.locate(str(root))
+    assert advance._gates_declared(p) == [
+        "no gates are configured — configure [golden] scripts or [parity.suites.<name>] in "
+        ".agents/upstream-sync.toml, or declare that the port has none with [gates] none = true"]
+    cfg = root / config.CONFIG_PATH
+    cfg.write_text(cfg.read_text() + "\n[gates]\nnone = true\n")
+    assert advance._gates_declared(port.locate(str(root))) == []

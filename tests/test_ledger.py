@@ -66,19 +66,35 @@ def test_append_to_an_empty_table(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("text", "why"), [
-    ("# Ledger\n\nno table here\n", "found 0"),
-    (f"{HEAD}\n{SEP}\n{ROW}\n\n{HEAD}\n{SEP}\n", "found 2"),
+    ("# Ledger\n\nno table here\n", "no ledger table"),
     (f"{HEAD}\n{ROW}\n", "no separator row"),
-    (f"{HEAD}\n{SEP}\n| a | b | c |\n", "has 3 cells, expected 4"),
-    (f"{HEAD}\n{SEP}\n| a | b \\| c | d |\n", "has 3 cells, expected 4"),
-    (f"| Date | What | Upstream | Status |\n{SEP}\n", "found 0"),
+    (f"{HEAD}\n{SEP}\n{ROW}\n\n{HEAD}\n{ROW}\n", "no separator row"),
+    (f"| Date | What | Upstream | Status |\n{SEP}\n", "no ledger table"),
 ])
-def test_malformed_table_is_refused_and_untouched(tmp_path: Path, text: str, why: str) -> None:
+def test_a_ledger_without_its_header_is_refused_and_untouched(tmp_path: Path, text: str,
+                                                              why: str) -> None:
     path = ledger_file(tmp_path, text)
     with pytest.raises(MalformedRecord) as info:
         ledger.append(path, CELLS, rel="ledger.md")
     assert why in str(info.value) and str(info.value).startswith("ledger.md")
     assert path.read_text() == text
+    read = ledger.read(path, rel="ledger.md")
+    assert read.table is None and read.problem is not None and why in read.problem
+    line = read.unreadable("the queue cannot tell ported from open")
+    assert line is not None and line.startswith("the parity ledger ledger.md cannot be read (")
+    assert "the queue cannot tell ported from open" in line
+
+
+@pytest.mark.parametrize("bad", ["| a | b | c |", "| a | b \\| c | d |"])
+def test_append_after_a_malformed_row_keeps_it(tmp_path: Path, bad: str) -> None:
+    text = f"{HEAD}\n{SEP}\n{bad}\n"
+    path = ledger_file(tmp_path, text)
+    ledger.append(path, CELLS, rel="ledger.md")
+    assert path.read_text() == text + NEW_ROW + "\n"
+    table = ledger.load(path, rel="ledger.md")
+    assert [r.line for r in table.malformed] == [3]
+    assert ledger.malformed_findings(table, rel="ledger.md")[0].startswith(
+        "ledger.md:3: ledger row has 3 cells, expected 4: a column is missing — escape")
 
 
 def test_missing_ledger_and_empty_cells(tmp_path: Path) -> None:
@@ -208,3 +224,116 @@ def test_find_table_on_random_text(text: str) -> None:
     except MalformedRecord:
         return
     assert all(len(r.cells) == len(ledger.COLUMNS) for r in table.rows)
+
+
+# -- the real ledger's shape (`late-july`: 94 blocks, 48 malformed rows of kinds A-F) ---------
+
+REAL = (
+    "# Parity ledger (append-only)\n"
+    "\n"
+    "Columns:\n"
+    "- **Date / our commit** — when and what landed here.\n"
+    "\n"
+    f"{HEAD}\n"
+    f"{SEP}\n"
+    "| 2026-07-24 (`Glm4ForCausalLM`) | prepended, newest first | vLLM `e24d1b24`: "
+    "`vllm/model_executor/models/glm4.py` | token-exact |\n"  # 8
+    "| 2026-07-02 `462d673` | A: prose math | `vllm/a.py` | **BIT-IDENTICAL (max|diff|=0)** |\n"
+    "\n"
+    "| 2026-07-03 `1111111` | single-row block | vllm#501 `vllm/b.py` | ok |\n"  # 11
+    "\n"
+    "## A heading between blocks\n"
+    "\n"
+    "Some prose.\n"
+    "\n"
+    "| 2026-07-04 `2222222` | B: `default|on|off` | `vllm/c.py` | ok |\n"  # 17
+    "| 2026-07-05 `3333333` | D | vllm#777 `vllm/d.py` | ok | **MEASURED** narrative |\n"
+    "| 2026-07-06 (only two) | vllm#778 `vllm/e.py` everything else |\n"  # 19
+    "| 2026-07-07 `4444444` | E one | `vllm/f.py` | ok || 2026-07-07 (two) | E two | "
+    "vllm#779 | ok |\n"
+    "| 2026-07-08 `5555555` | escaped \\|diff\\|=0 | `vllm/g.py` @ 702f481 | ok |   \n"
+    "```\n"
+    "| not | a | row | here |\n"
+    "```\n"
+    "| 2026-07-09 `6666666` | C: GDN 34.7 | MoE 33.4 | DENSE 12.8 | glue 3.9. | `vllm/h.py` "
+    "| ok |\n"  # 25
+    "\n"
+    "| Other | table |\n"
+    "|---|---|\n"
+    "| not | ledger |\n"
+    "\n"
+    "| 2026-07-10 `7777777` | last row | `vllm/i.py` | ok |\n"  # 31
+    "\n"
+    "Trailing prose stays.\n"
+)
+
+
+def test_every_block_and_every_malformed_row_is_read(tmp_path: Path) -> None:
+    path = ledger_file(tmp_path, REAL)
+    table = ledger.load(path, rel="l.md")
+    assert [r.line for r in table.rows] == [8, 9, 11, 17, 18, 19, 20, 20, 21, 25, 31]
+    assert [r.line for r in table.malformed] == [9, 17, 18, 19, 20, 20, 25]
+    found = ledger.malformed_findings(table, rel="l.md")
+    assert [f.split(":")[1] for f in found] == ["9", "17", "18", "19", "20", "25"]
+    assert "a '|' inside a code span" in found[1]
+    assert "two rows on one line" in found[4]
+    assert "a column is missing" in found[3]
+    assert all(f.endswith("fix it in a commit of its own") for f in found)
+    two = [r for r in table.rows if r.line == 20]
+    assert [r.cells[1] for r in two] == ["E one", "E two"]
+    refs = ledger.Refs.of(table.rows)
+    assert refs.prs == {501, 777, 778, 779}  # vllm#N in malformed rows still count
+    assert refs.names("702f4814fe54" + "0" * 28, None)  # a SHA prefix the row writes
+    assert refs.names("e24d1b24" + "f" * 32, None) and not refs.names("e24d1b25" + "0" * 32, None)
+    assert ledger.mentions(table, "vllm/h.py") and not ledger.mentions(table, "not | ledger")
+
+
+def test_append_goes_after_the_last_row_of_the_file(tmp_path: Path) -> None:
+    path = ledger_file(tmp_path, REAL)
+    row = ledger.append(path, CELLS, rel="l.md")
+    at = REAL.index("| 2026-07-10")
+    at = REAL.index("\n", at) + 1
+    assert path.read_text() == REAL[:at] + row + "\n" + REAL[at:]
+    assert ledger.load(path, rel="l.md").rows[-1].line == 32
+
+
+def test_consumers_say_when_the_ledger_is_unreadable(world: World) -> None:
+    path = world.root / ".agents/parity-ledger.md"
+    path.write_text("# Ledger\n\nno table\n")
+    r = run(world.root, "check")
+    assert ".agents/parity-ledger.md: no ledger table with columns" in r.out + r.err
+    read = world.port.ledger_read()
+    assert read.table is None and "no ledger table" in (read.problem or "")
+
+
+# -- properties -------------------------------------------------------------------------------
+
+_CELL = st.lists(st.sampled_from([*"ab |`\\#-:", "vllm#12", "max|d|", "é", "2026-07-01"]),
+                 max_size=8).map("".join)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.one_of(st.lists(_CELL, min_size=1, max_size=7),
+                          st.sampled_from(["", "## h", "prose", "```", "|---|---|"])),
+                max_size=14))
+def test_hostile_rows_are_read_or_reported_never_dropped(lines: list[list[str] | str]) -> None:
+    body = ["| " + " | ".join(x) + " |" if isinstance(x, list) else x for x in lines]
+    text = "\n".join([HEAD, SEP, *body]) + "\n"
+    try:
+        table = ledger.find_table(text, path="l.md")
+    except MalformedRecord:
+        return
+    assert all(len(r.cells) == len(ledger.COLUMNS) for r in table.rows)
+    ok = {r.line for r in table.rows if r.problem is None}
+    bad = {r.line for r in table.malformed}
+    assert not ok & bad
+    for r in table.malformed:
+        assert r.raw and r.raw in text
+        assert ledger.PR_REF.findall(r.raw) == ledger.PR_REF.findall(r.text)
+    try:
+        new, _ = ledger.appended(text, CELLS, rel="l.md")
+    except MalformedRecord as exc:  # fail closed: a row that would not read back as one
+        assert "would not read back" in str(exc)
+        return
+    again = ledger.find_table(new, path="l.md")
+    assert again.rows[:-1] == table.rows and len(again.rows) == len(table.rows) + 1

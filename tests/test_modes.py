@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from sync.records import modes
@@ -25,16 +23,3 @@ def test_each_mode_sets_the_target_device_and_flashinfer_follows_cuda() -> None:
         assert dict(m.environ)["VLLM_TARGET_DEVICE"] == ("cuda" if m.flashinfer else name)
     assert dict(modes.mode("precompiled").environ)["VLLM_USE_PRECOMPILED"] == "1"
     assert [n for n in modes.MODES if modes.mode(n).python_only] == ["empty"]
-
-
-def test_init_doc_from_the_pin_block(tmp_path: Path) -> None:
-    protocol = tmp_path / "p.md"
-    protocol.write_text("```parity-pin\nvllm_commit = " + "a" * 40 + "\n"
-                        "vllm_runtime_version = 0.2.dev1+gaaaaaaa\n"
-                        "vllm_distribution_version = 0.2.dev1+gaaaaaaa.empty\n"
-                        "flashinfer_version = 0.6.15\n```\n")
-    assert modes.init_doc(protocol) == {"oracles": {"vllm": {"build_mode": "empty"}}}
-    protocol.write_text(protocol.read_text().replace(".empty", ".tpu"))
-    assert modes.init_doc(protocol) == {}
-    protocol.write_text("no block\n")
-    assert modes.init_doc(protocol) == {}

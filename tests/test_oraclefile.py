@@ -146,7 +146,7 @@ def test_bad_pin(port: Path, pin: str) -> None:
 
 
 def test_dash_date_needs_unpinned(port: Path) -> None:
-    assert "pinned_on = '-' is not YYYY-MM-DD" in str(refused(doc(pinned_on="-"), port))
+    assert "pinned_on = '-' is not an ISO date" in str(refused(doc(pinned_on="-"), port))
 
 
 def test_bad_date(port: Path) -> None:
@@ -173,13 +173,63 @@ def test_evidence_escaping_the_port(port: Path, evidence: str) -> None:
     assert "escapes the port" in str(refused(doc(evidence=evidence), port))
 
 
-def test_agreement_reports_both_fields(port: Path) -> None:
+def test_agreement_compares_the_pin_never_the_label(port: Path) -> None:
+    # pin_label is the revision's human name (the real registry: 0.26.0.dev0, v0.5.15, b9892).
     of = oraclefile.load(write(port, doc(pin=NEXT, pin_label="0.26.0.dev0")), port)
     assert oraclefile.agreement(of, PIN) == [
-        f"{of.path}:10: pin = {NEXT} but the pin block's vllm_commit is {COMMIT}",
-        f"{of.path}:11: pin_label = 0.26.0.dev0 but the pin block's runtime version is "
-        "0.23.1rc1.dev1511",
-    ]
+        f"{of.path}:10: pin = {NEXT} but the pin block's vllm_commit is {COMMIT}"]
+    ok = oraclefile.load(write(port, doc(pin_label="0.26.0.dev0")), port)
+    assert oraclefile.agreement(ok, PIN) == []
+
+
+STRICT = {"role": "primary", "gateable": "no", "evidence": "#633 (no gate host yet)"}
+
+
+def lint(port: Path, name: str = "vllm.md", **over: str | None) -> list[str]:
+    path = write(port, doc(**{**STRICT, **over}), name)
+    out = []
+    for e in oraclefile.lint(path, port):
+        text = str(e)
+        assert "\n" not in text and " — " in text and text.startswith(f"{path}:")
+        out.append(text[len(str(path)) + 1:])
+    return out
+
+
+def test_lint_accepts_the_port_rules(port: Path) -> None:
+    assert lint(port) == []
+    assert lint(port, gateable="yes", evidence="goldens/manifest.json") == []
+    assert lint(port, "llama.cpp.md", id="llama.cpp", role="secondary", pin="UNPINNED",
+                pin_label="b9892") == []
+
+
+def test_lint_refuses_what_the_port_checker_refuses(port: Path) -> None:
+    # The real registry's failure shapes (findings §5.2): each is named, all at once.
+    assert lint(port, "llama.cpp.md", id="llama.cpp", role="advisory", pin="UNPINNED",
+                pinned_on="-", evidence="soon") == [
+        "7: role = 'advisory' is not primary or secondary — write primary (the oracle the "
+        "port is gated on) or secondary",
+        "12: pinned_on = '-' is not an ISO date — write the date the pin was recorded, as "
+        "YYYY-MM-DD",
+        "14: gateable = no but evidence = 'soon' names no issue — name the issue that owes "
+        "the gate, as #N"]
+    assert lint(port, "sglang.md", id="sglang", pin="UNPINNED", gateable="yes",
+                evidence="goldens/manifest.json") == [
+        "10: gateable = yes but pin = UNPINNED — pin the oracle before gating on it, or set "
+        "gateable = no"]
+    assert lint(port, gateable="yes", evidence="#12") == [
+        "14: gateable = yes but no evidence path is given — name the file (relative to the "
+        "port root) that shows the gate works"]
+    assert lint(port, scope="", evidence="") == [
+        "9: scope is empty — give it a value", "14: evidence is empty — give it a value"]
+    assert lint(port, extra="x")[0].startswith("15: unknown key 'extra' in ```oracle-pin")
+
+
+def test_loading_for_use_is_lenient_where_check_is_not(port: Path) -> None:
+    # A build or a probe needs the pin, not the record's paperwork.
+    path = write(port, doc(role="core", evidence="-", gateable="no"))
+    assert oraclefile.load(path, port).id == "vllm"
+    assert next(str(e).split(": ", 1)[1] for e in oraclefile.lint(path, port)).startswith(
+        "role = 'core' is not primary or secondary")
 
 
 @pytest.mark.parametrize("newline", ["\n", "\r\n"])

@@ -183,3 +183,72 @@ def test_status_on_a_shallow_reference_says_so(tmp_path: Path) -> None:
     ref = json.loads(r.out)["reference"]
     assert (ref["path"], ref["shallow"], ref["head"]) == (str(shallow), True, fx.tip)
     assert "shallow clone" in ref["error"]
+
+
+# -- what the real port writes (findings §5, recipe 15) ------------------------------------------
+
+
+@pytest.mark.parametrize("line", [
+    "**Active pin (advanced 2026-01-02):** current parity pin `147b89ac9` (vLLM 0.24.0.dev0 + "
+    "Torch 2.13.0); audited target",
+    "**Active cycle (2026-01-02):** current parity pin `147b89ac9`; audited target",
+    "- Active pin (advanced 2026-01-02): current parity pin 147b89ac9 (vLLM `0.24.0.dev0`)",
+])
+def test_check_reads_the_markdown_parity_pin_line(copy: Path, line: str) -> None:
+    path = copy / PROTOCOL
+    text = path.read_text(encoding="utf-8")
+    old = next(ln for ln in text.splitlines() if ln.startswith("Active pin"))
+    path.write_text(text.replace(old, line), encoding="utf-8")
+    r = run(copy, "check", "--no-audit")
+    assert r.rc == 0, r.out + r.err
+    path.write_text(text.replace(old, line.replace("147b89ac9", "e24d1b24a")), encoding="utf-8")
+    n = _line_of(path, "e24d1b24a")
+    assert _check_lines(copy) == [
+        f"{PROTOCOL}:{n}: PARITY PIN line names e24d1b24a, which is not a prefix of "
+        f"vllm_commit {COMMIT}"]
+
+
+def test_check_hint_for_a_missing_parity_pin_line_is_a_whole_sentence(copy: Path) -> None:
+    _corrupt(copy, PROTOCOL, "Active pin (advanced 2026-01-02): current parity pin",
+             "Pinned 2026-01-02 at")
+    (line,) = _check_lines(copy)
+    assert line == (
+        f"{PROTOCOL}: no PARITY PIN line — write it as one line 'Active pin (advanced "
+        "YYYY-MM-DD): current parity pin <sha> (vLLM <release>)' (markdown bold and backticks "
+        "are fine)")
+    assert line.count("(") == line.count(")") and line.count("'") % 2 == 0
+
+
+def test_check_applies_the_registry_rules_and_skips_its_readme(copy: Path) -> None:
+    registry = copy / ".agents/oracles"
+    (registry / "README.md").write_text(
+        "# The oracle registry\n\nOne file per oracle, e.g.\n\n```oracle-pin\nid = x\n```\n",
+        encoding="utf-8")
+    (registry / "sglang.md").write_text(
+        "# sglang\n\n```oracle-pin\nid = sglang\nrole = advisory\n"
+        "upstream = https://github.com/sgl-project/sglang\nscope = bench client\n"
+        "pin = UNPINNED\npin_label = none\npinned_on = 2026-01-02\ngateable = no\n"
+        "evidence = soon\n```\n", encoding="utf-8")
+    (registry / "lmcache.md").write_text(
+        "# lmcache\n\n```oracle-pin\nid = lmcache\nrole = secondary\n"
+        "upstream = https://github.com/LMCache/LMCache\nscope = wire format\n"
+        "pin = UNPINNED\npin_label = 8570aad\npinned_on = 2026-01-02\ngateable = yes\n"
+        "evidence = docs/BENCHMARKS.md\n```\n", encoding="utf-8")
+    lines = _check_lines(copy)
+    assert lines == [
+        ".agents/oracles/lmcache.md:8: gateable = yes but pin = UNPINNED — pin the oracle "
+        "before gating on it, or set gateable = no",
+        ".agents/oracles/sglang.md:5: role = 'advisory' is not primary or secondary — write "
+        "primary (the oracle the port is gated on) or secondary",
+        ".agents/oracles/sglang.md:12: gateable = no but evidence = 'soon' names no issue — "
+        "name the issue that owes the gate, as #N"]
+    assert not any("README" in ln for ln in lines)
+    status = json.loads(run(copy, "status", "--json").out)
+    assert "README" not in {o["id"] for o in status["oracles"]}
+
+
+def test_check_on_a_port_without_a_registry_says_so_and_passes(copy: Path) -> None:
+    shutil.rmtree(copy / ".agents/oracles")
+    r = run(copy, "check", "--no-audit")
+    assert r.rc == 0, r.out + r.err
+    assert "no oracle registry (.agents/oracles/*.md)" in r.out + r.err

@@ -494,6 +494,34 @@ def test_removing_a_decision_returns_the_commit_to_its_rule(fx: Fixture) -> None
     assert decided(fx) == {}
 
 
+def test_an_unreadable_ledger_is_never_read_as_empty(fx: Fixture) -> None:
+    ledger = fx.port / ".agents/parity-ledger.md"
+    ledger.write_text("# Parity ledger\n\nThe table was lost in a merge.\n", encoding="utf-8")
+    doc = synced(fx)
+    first = doc["carry_over"][0]
+    assert first.startswith("- the parity ledger .agents/parity-ledger.md cannot be read "
+                            "(no ledger table with columns")
+    assert "every PORT-NOW commit below shows as open because no row can be checked" in first
+    assert f"- PORT-NOW open: `{fx.marks['change_a'][:10]}` vllm#101 (ledger unreadable)" \
+        in doc["carry_over"]
+    r = run(fx.port, "queue")
+    assert r.rc == 0, r.err
+    assert "the parity ledger .agents/parity-ledger.md cannot be read" in r.out + r.err
+    assert "every item shows as open because no row can be checked" in r.out + r.err
+
+
+def test_a_ledger_row_naming_the_commit_by_sha_prefix_counts(fx: Fixture) -> None:
+    # The real ledger cites upstream SHAs (`702f481`) and paths, never vllm#N.
+    ledger = fx.port / ".agents/parity-ledger.md"
+    row = (f"| 2026-01-03 `def5678` | Port a | vLLM `{fx.marks['change_a'][:7]}`: "
+           "`vllm/a.py` | ok | an extra fifth column |\n")
+    ledger.write_text(ledger.read_text(encoding="utf-8") + row, encoding="utf-8")
+    doc = synced(fx)
+    assert not any(fx.marks["change_a"][:10] in line for line in doc["carry_over"])
+    r = run(fx.port, "check")
+    assert ".agents/parity-ledger.md:6: ledger row has 5 cells, expected 4" in r.out
+
+
 # -- the target: retargets, release tags, reports written by hand ----------------------------------
 
 

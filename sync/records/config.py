@@ -124,6 +124,16 @@ def _env(value: object, where: str) -> tuple[tuple[str, str], ...]:
     return tuple(sorted(value.items()))
 
 
+def _rewrites(value: object, where: str) -> tuple[tuple[str, str], ...]:
+    """A table of cited prefix -> upstream prefix, longest first (so the most specific wins)."""
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise _bad(f"{where} must be a table of strings")
+    for k, v in value.items():
+        if not k or any(ord(c) < 32 for c in k + v) or k.startswith("/") or ".." in k + v:
+            raise _bad(f"{where}: {k!r} = {v!r} is not a relative path prefix")
+    return tuple(sorted(value.items(), key=lambda kv: (-len(kv[0]), kv[0])))
+
+
 def _argv_lists(value: object, where: str) -> tuple[tuple[str, ...], ...]:
     if not isinstance(value, list) or not all(
             isinstance(s, list) and s and all(isinstance(a, str) for a in s) for s in value):
@@ -194,6 +204,12 @@ class OracleConfig:
         (), _absolute, "absolute site directories of a gate host's image (its CUDA torch, "
         "say) appended to the oracle's path by a .pth file: the oracle's own packages still "
         "come first, and verify still requires exactly one distribution of the oracle")
+    names: tuple[str, ...] = _key(
+        (), _strs, "other names the port's headers call this oracle's upstream by (a citation "
+        "naming one, `from ggml @ <sha>`, is attributed to this oracle), e.g. `[\"ggml\"]`")
+    paths: tuple[str, ...] = _key(
+        (), _strs, "cited path prefixes that belong to this oracle's upstream (a citation of "
+        "`ggml/src/x.c` is attributed to it), e.g. `[\"ggml/\"]`")
     torch_version: str | None = _key(
         None, _str, "the Torch release the oracle must have, compared without its local "
         "part (`\"2.13.0\"` matches `2.13.0+cpu`)", shown="none")
@@ -342,6 +358,10 @@ class Config:
                           table="paths")
     preferences: str = _key(".agents/developer-preferences.md", _path,
                             "the untracked preferences file", table="paths")
+    preference_variables: tuple[tuple[str, str], ...] = _key(
+        (), _env, "the port's own environment variable for a preference, read as well as "
+        "upstream-sync's (`init` maps them), e.g. `{ gate_hosts = \"GATE_HOST\" }`",
+        table="preferences", name="variables", shown="`{}`")
     port_roots: tuple[str, ...] = _key(("src",), _paths, "where ported files live",
                                        table="surface")
     mirrored: tuple[str, ...] = _key(("vllm/",), _paths,
@@ -350,6 +370,13 @@ class Config:
     header_globs: tuple[str, ...] = _key(
         ("**/*.h", "**/*.hpp", "**/*.cc", "**/*.cpp", "**/*.cu", "**/*.py"), _paths,
         "files whose leading comment is read for citations", table="surface")
+    rewrite_prefixes: tuple[tuple[str, str], ...] = _key(
+        (("vllm/csrc/", "csrc/"), ("vllm/tests/", "tests/"), ("vllm/docs/", "docs/")),
+        _rewrites, "how the port writes upstream paths under another prefix: a cited "
+        "`vllm/csrc/x.cu` is upstream `csrc/x.cu`", table="surface",
+        shown='`{ "vllm/csrc/" = "csrc/", "vllm/tests/" = "tests/", "vllm/docs/" = "docs/" }`')
+
+
     model_globs: tuple[str, ...] = _key(
         ("vllm/model_executor/models/**", "vllm/models/**"), _paths,
         "upstream model files: a registry row naming a model changed in the same commit "
@@ -388,6 +415,9 @@ class Config:
                                   name="needs_gpu")
     suites: tuple[Suite, ...] = _key((), _suites, "one parity suite", table="parity",
                                      item=Suite, each="<name>")
+    gates_none: bool = _key(False, _bool, "`true` declares that the port has no gates: "
+                            "without golden scripts or parity suites, an advance refuses "
+                            "unless this says so", table="gates", name="none")
     source: str | None = None  # the TOML file this came from, None for defaults
     raw: dict[str, Any] = field(default_factory=dict)
 

@@ -1,40 +1,69 @@
-"""The parity ledger: one markdown table, rows appended, never edited.
+"""The parity ledger: a markdown table, rows appended, never edited.
 
 Columns: `Date / commit | What it does | Upstream equivalent | Parity status`.
+
+A real ledger is not one tidy table: blank lines (and headings, prose) split it into
+many blocks under the one header, and rows hold unescaped `|` (`max|diff|=0`), pipes
+inside code spans (GFM splits cells there too), a fifth column, a missing one, or two
+rows on one line. Every `|` line under the header is read: a well-formed row as its
+four cells, a malformed one as well as it can be (its text, references included, still
+counts) together with what is wrong with it, so `check` lists every malformed row at
+once. Only a ledger without its header (or one that cannot be read at all) is
+unreadable, and then no command treats it as empty (`Read.problem` says why).
 """
 
 from __future__ import annotations
 
+import functools
 import re
+from bisect import bisect_left
 from dataclasses import dataclass
 from pathlib import Path
 
 from sync.infra.atomic import read_text, write_text
 from sync.infra.errors import MalformedRecord, SyncError, UsageError
+from sync.records import mdscan
 
 COLUMNS = ("Date / commit", "What it does", "Upstream equivalent", "Parity status")
 _SEP = re.compile(r"^\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
+_CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
+_DATE_CELL = re.compile(r"\d{4}-\d{2}-\d{2}\b")
+PR_REF = re.compile(r"vllm#(\d+)\b|github\.com/vllm-project/vllm/pull/(\d+)\b")
+_HEX = re.compile(r"(?<![0-9A-Za-z_])[0-9a-f]{7,40}(?![0-9A-Za-z_])")
 
 
 @dataclass(frozen=True)
 class Row:
-    cells: tuple[str, ...]
+    cells: tuple[str, ...]  # four cells; a malformed row's as read (see `problem`)
     line: int
+    problem: str | None = None  # what is wrong with a malformed row
+    raw: str = ""  # the row's text on its line (for a malformed row: everything it says)
 
     @property
     def text(self) -> str:
-        return " | ".join(self.cells)
+        """Everything the row says: its cells, or for a malformed row its whole line."""
+        return self.raw if self.problem is not None and self.raw else " | ".join(self.cells)
 
 
 @dataclass(frozen=True)
 class Table:
     rows: tuple[Row, ...]
-    insert_at: int  # offset where a new row goes (just after the last row)
+    insert_at: int  # offset where a new row goes (just after the ledger's last row)
     newline: str
     needs_newline: bool  # the last row has no line terminator (end of file)
 
+    @property
+    def malformed(self) -> tuple[Row, ...]:
+        return tuple(r for r in self.rows if r.problem is not None)
+
+    @functools.cached_property
+    def joined(self) -> str:
+        """Every row's text, one row per line (a needle never spans two rows)."""
+        return "\n".join(r.text for r in self.rows)
+
 
 def split_row(line: str) -> list[str]:
+    """Cells as GFM splits them: at every unescaped `|`, code spans included."""
     body = line.strip()
     if body.startswith("|"):
         body = body[1:]
@@ -44,51 +73,154 @@ def split_row(line: str) -> list[str]:
     return [c.strip() for c in cells]
 
 
-def find_table(text: str, *, path: str) -> Table:
-    lines = text.splitlines(keepends=True)
-    h = _header(lines, path)
-    rows = _rows(lines, h + 2, path)
-    i = h + 2 + len(rows)  # the first line after the table
-    last = lines[i - 1]
-    body = last.rstrip("\r\n")
-    newline = last[len(body):] or ("\r\n" if "\r\n" in text else "\n")
-    insert_at = sum(len(raw) for raw in lines[:i])
-    return Table(tuple(rows), insert_at, newline, not last.endswith(("\n", "\r")))
+def _split_outside_code(line: str) -> list[str]:
+    """Cells as the author meant them when a `|` sits inside a code span."""
+    masked = _CODE_SPAN.sub(lambda m: m.group().replace("|", "\0"), line)
+    return [c.replace("\0", "|") for c in split_row(masked)]
 
 
-def _header(lines: list[str], path: str) -> int:
-    """The index of the one header line with the ledger's columns (its separator checked)."""
-    found = [i for i, raw in enumerate(lines)
-             if raw.lstrip().startswith("|") and tuple(split_row(raw)) == COLUMNS]
-    if len(found) != 1:
+def _tolerant(cells: list[str], line: str) -> tuple[list[tuple[str, ...]], str]:
+    """(the row(s) a malformed line holds, what is wrong with it)."""
+    n, want = len(cells), len(COLUMNS)
+    code = _split_outside_code(line)
+    if len(code) == want:
+        return [tuple(code)], (f"{n} cells, expected {want}: a '|' inside a code span splits "
+                               "the row (GFM splits cells there too)")
+    two = _two_rows(cells)
+    if two is not None:
+        return two, (f"{n} cells: two rows on one line (joined by '||'); put the second on "
+                     "its own line")
+    if n < want:
+        return [tuple(cells + [""] * (want - n))], (
+            f"{n} cells, expected {want}: a column is missing")
+    head = cells[: want - 1]
+    return [(*head, " | ".join(cells[want - 1:]))], (
+        f"{n} cells, expected {want}: an unescaped '|' inside a cell, or an extra column")
+
+
+def _two_rows(cells: list[str]) -> list[tuple[str, ...]] | None:
+    want = len(COLUMNS)
+    if (len(cells) == 2 * want + 1 and cells[want] == ""
+            and _DATE_CELL.match(cells[want + 1]) is not None):
+        return [tuple(cells[:want]), tuple(cells[want + 1:])]
+    return None
+
+
+_FIX = ("escape each '|' inside a cell as '\\|' and keep exactly four columns; ledger rows "
+        "are never edited, so fix it in a commit of its own")
+
+
+def _header_lines(lines: list[mdscan.Line], code: list[bool]) -> list[int]:
+    return [ln.no for ln in lines
+            if not code[ln.no] and ln.body.lstrip().startswith("|")
+            and tuple(split_row(ln.body)) == COLUMNS]
+
+
+def _header(lines: list[mdscan.Line], code: list[bool], path: str) -> int:
+    """The 1-based line of the ledger's header (the first; a repeat heads a later block)."""
+    found = _header_lines(lines, code)
+    if not found:
         raise MalformedRecord(
-            f"expected exactly one ledger table with columns {' | '.join(COLUMNS)}, "
-            f"found {len(found)}", "restore the table header", path=path)
-    h = found[0]
-    if h + 1 >= len(lines) or not _SEP.match(lines[h + 1].strip()):
-        raise MalformedRecord("the ledger table has no separator row under its header",
-                              "add '|---|---|---|---|'", path=path, line=h + 2)
-    return h
+            f"no ledger table with columns {' | '.join(COLUMNS)}",
+            "restore the table header and its separator row", path=path)
+    for h in found:
+        if h >= len(lines) or not _SEP.match(lines[h].body.strip()):
+            raise MalformedRecord("the ledger table has no separator row under its header",
+                                  "add '|---|---|---|---|' under it", path=path, line=h + 1)
+    return found[0]
 
 
-def _rows(lines: list[str], first: int, path: str) -> list[Row]:
-    """The table's rows: the `|` lines from index `first` on."""
+def _blocks(lines: list[mdscan.Line], code: list[bool], first: int) -> list[list[mdscan.Line]]:
+    """Runs of `|` lines from line `first` on, outside fenced code."""
+    runs: list[list[mdscan.Line]] = []
+    cur: list[mdscan.Line] = []
+    for ln in lines[first - 1:]:
+        if not code[ln.no] and ln.body.lstrip().startswith("|"):
+            cur.append(ln)
+            continue
+        if cur:
+            runs.append(cur)
+        cur = []
+    if cur:
+        runs.append(cur)
+    return runs
+
+
+def _block_rows(block: list[mdscan.Line]) -> tuple[list[Row], bool]:
+    """(the ledger rows of one block, whether it is the ledger's): a block headed by another
+    table's header and separator is not the ledger's; one headed by the ledger's header
+    (repeated to make the block render) is."""
+    start = 0
+    if len(block) > 1 and _SEP.match(block[1].body.strip()):
+        if tuple(split_row(block[0].body)) != COLUMNS:
+            return [], False
+        start = 2
     rows: list[Row] = []
-    for i in range(first, len(lines)):
-        if not lines[i].lstrip().startswith("|"):
-            break
-        cells = split_row(lines[i])
-        if len(cells) != len(COLUMNS):
-            raise MalformedRecord(f"ledger row has {len(cells)} cells, expected {len(COLUMNS)}",
-                                  "fix the row (escape '|' inside cells as '\\|')",
-                                  path=path, line=i + 1)
-        rows.append(Row(tuple(cells), i + 1))
-    return rows
+    for ln in block[start:]:
+        rows += _row(ln)
+    return rows, True
+
+
+def _row(ln: mdscan.Line) -> list[Row]:
+    cells = split_row(ln.body)
+    if len(cells) == len(COLUMNS):
+        return [Row(tuple(cells), ln.no)]
+    read, problem = _tolerant(cells, ln.body)
+    return [Row(c, ln.no, problem, ln.body.strip()) for c in read]
+
+
+def find_table(text: str, *, path: str) -> Table:
+    lines = mdscan.split_lines(text)
+    code, _ = mdscan.scan(lines)
+    h = _header(lines, code, path)
+    rows: list[Row] = []
+    last = lines[h]  # the separator: a new row goes after it when there is none yet
+    for block in _blocks(lines, code, h + 2):
+        got, ours = _block_rows(block)
+        rows += got
+        if ours:
+            last = block[-1]
+    newline = last.nl or mdscan.newline(lines)
+    return Table(tuple(rows), last.start + len(last.body) + len(last.nl), newline, not last.nl)
 
 
 def escape_cell(text: str) -> str:
     flat = " <br> ".join(part.strip() for part in text.strip().splitlines() if part.strip())
     return flat.replace("|", "\\|")
+
+
+@dataclass(frozen=True)
+class Read:
+    """The ledger as a command sees it: its table, or why it could not be read."""
+
+    rel: str
+    table: Table | None
+    problem: str | None  # None when the table was read (malformed rows included)
+
+    @property
+    def rows(self) -> tuple[Row, ...]:
+        return self.table.rows if self.table is not None else ()
+
+    def unreadable(self, affects: str) -> str | None:
+        """One line: what could not be read and what that means for `affects`; None when
+        the ledger was read."""
+        if self.problem is None:
+            return None
+        return (f"the parity ledger {self.rel} cannot be read ({self.problem}): {affects} — "
+                "fix the ledger (upstream-sync check names the problem)")
+
+
+def read(path: Path, *, rel: str) -> Read:
+    """The ledger, never raising: an unreadable one says why in `problem`."""
+    try:
+        return Read(rel, load(path, rel=rel), None)
+    except MalformedRecord as exc:
+        # The message starts with "path:line: "; the line says where, the path is `rel`.
+        where = f"{exc.path}:{exc.line}: " if exc.line is not None else f"{exc.path}: "
+        bare = exc.message.removeprefix(where) if exc.path is not None else exc.message
+        return Read(rel, None, (f"line {exc.line}: " if exc.line is not None else "") + bare)
+    except SyncError as exc:
+        return Read(rel, None, exc.message)
 
 
 def load(path: Path, *, rel: str) -> Table:
@@ -105,6 +237,14 @@ def _read(path: Path, rel: str) -> str:
         raise MalformedRecord("not UTF-8", "re-save it as UTF-8", path=rel) from None
 
 
+def malformed_findings(table: Table, *, rel: str) -> list[str]:
+    """One `file:line: ...` line per malformed row (a line holding two rows counts once)."""
+    seen: dict[int, str] = {}
+    for r in table.malformed:
+        seen.setdefault(r.line, r.problem or "")
+    return [f"{rel}:{line}: ledger row has {problem} — {_FIX}" for line, problem in seen.items()]
+
+
 def render_row(cells: tuple[str, str, str, str]) -> str:
     if any(not escape_cell(c) for c in cells):
         raise UsageError("every ledger column needs a value", "fill all four")
@@ -112,9 +252,9 @@ def render_row(cells: tuple[str, str, str, str]) -> str:
 
 
 def appended(text: str, cells: tuple[str, str, str, str], *, rel: str) -> tuple[str, str]:
-    """(new text, row): `text` with one row added after the table's last row.
+    """(new text, row): `text` with one row added after the ledger's last row.
 
-    Fails closed: the new text must read back as the same table plus exactly this row,
+    Fails closed: the new text must read back as the same rows plus exactly this one,
     and every byte before and after the insertion must be the old file's.
     """
     table = find_table(text, path=rel)
@@ -123,7 +263,8 @@ def appended(text: str, cells: tuple[str, str, str, str], *, rel: str) -> tuple[
     new = text[: table.insert_at] + lead + row + table.newline + text[table.insert_at:]
     again = find_table(new, path=rel)
     want = tuple(escape_cell(c) for c in cells)
-    if again.rows[:-1] != table.rows or again.rows[-1].cells != want:
+    if (again.rows[:-1] != table.rows or len(again.rows) != len(table.rows) + 1
+            or again.rows[-1].cells != want or again.rows[-1].problem is not None):
         raise MalformedRecord("the new row would not read back as one row of the table",
                               "check the table's surroundings (a '|' line right after it?)",
                               path=rel)
@@ -140,12 +281,34 @@ def append(path: Path, cells: tuple[str, str, str, str], *, rel: str) -> str:
 
 
 def mentions(table: Table, needle: str) -> bool:
-    return any(needle in r.text for r in table.rows)
+    """Whether a row names `needle` (one search over every row's text, joined once)."""
+    return needle in table.joined
 
 
-def rows_text(path: Path, *, rel: str) -> str:
-    """Every row's cells joined, for "does a row name X" questions; "" when unreadable."""
-    try:
-        return "\n".join(r.text for r in load(path, rel=rel).rows)
-    except SyncError:
-        return ""
+@dataclass(frozen=True)
+class Refs:
+    """What the ledger's rows name: upstream PRs and commit SHAs (prefixes as written)."""
+
+    prs: frozenset[int]
+    shas: tuple[str, ...]  # every 7-40 hex word, sorted
+    text: str
+
+    @classmethod
+    def of(cls, rows: tuple[Row, ...]) -> Refs:
+        text = "\n".join(r.text for r in rows)
+        prs = frozenset(int(a or b) for a, b in PR_REF.findall(text))
+        shas = tuple(sorted({m.group() for m in _HEX.finditer(text)
+                             if any(ch.isdigit() for ch in m.group())}))
+        return cls(prs, shas, text)
+
+    def names(self, sha: str, pr: int | None) -> bool:
+        """A row names the PR, or the commit by a prefix of its SHA (7+ characters)."""
+        if pr is not None and pr in self.prs:
+            return True
+        # The words that could be a prefix of `sha` sort in one run after its first 7.
+        i = bisect_left(self.shas, sha[:7])
+        while i < len(self.shas) and self.shas[i].startswith(sha[:7]):
+            if sha.startswith(self.shas[i]):
+                return True
+            i += 1
+        return False

@@ -11,11 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Literal, get_args
-
-from sync.infra.errors import SyncError
-from sync.records import pins
 
 BuildMode = Literal["source", "precompiled", "empty", "cpu"]
 MODES: tuple[BuildMode, ...] = get_args(BuildMode)
@@ -57,19 +53,3 @@ def fits(name: BuildMode, suffix: str | None) -> bool:
 def from_suffix(suffix: str | None) -> BuildMode | None:
     """The mode whose builds add `suffix`; None for a suffix no mode here adds (`.tpu`)."""
     return next((m for m in MODES if fits(m, suffix)), None)
-
-
-def oracle_table(suffix: str | None) -> dict[str, dict[str, str]]:
-    """What `init` writes under `[oracles]` for a pin block whose suffix is `suffix`."""
-    found = from_suffix(suffix)
-    return {"vllm": {"build_mode": found}} if found is not None else {}
-
-
-def init_doc(protocol: Path) -> dict[str, dict[str, dict[str, str]]]:
-    """`{"oracles": ...}` for `init` from the protocol file's pin block; empty when the block
-    does not read (`check` reports why) or names no mode."""
-    try:
-        table = oracle_table(pins.load(protocol).pin.build_suffix)
-    except SyncError:
-        return {}
-    return {"oracles": table} if table else {}

@@ -74,48 +74,87 @@ class _Fields:
         return MalformedRecord(message, fix, path=str(self.path), line=self.lines.get(key))
 
 
+ROLES = ("primary", "secondary")
+_ISSUE = re.compile(r"(?<![\w&])#[0-9]+\b")
+
+
+def problems(values: dict[str, str], lines: dict[str, int], *, path: Path,
+             port_root: Path | None, strict: bool = True) -> list[MalformedRecord]:
+    """Every way the block breaks the port's record rules (DESIGN §3), in key order.
+
+    The rules the real port's own checker enforces: every key present and non-empty,
+    `id` is the file stem, `role` primary or secondary, `pinned_on` an ISO date, `gateable`
+    yes or no; a gateable oracle has a pin (not UNPINNED) and an evidence file that exists
+    (an issue reference is not evidence); a non-gateable one names the issue that owes the
+    gate as `#N`. `pin_label` is the human name of the revision: it is never compared with
+    anything. `port_root` None skips the evidence-exists check (nothing to resolve it).
+
+    Not `strict` (loading a record to use it: a build, a probe, an advance) checks only what
+    using it needs; `check` (`lint`) checks every rule.
+    """
+    f = _Fields(values, lines, path)
+    out = [f.bad(key, f"{key} is empty", "give it a value") for key in KEYS
+           if not values[key] and (strict or key != "evidence")]
+    if values["id"] and values["id"] != path.stem:
+        out.append(f.bad("id", f"id = {values['id']!r} does not match the file name "
+                         f"{path.name}", f"rename the file to {values['id']}.md or fix the id"))
+    if strict and values["role"] and values["role"] not in ROLES:
+        out.append(f.bad("role", f"role = {values['role']!r} is not primary or secondary",
+                         "write primary (the oracle the port is gated on) or secondary"))
+    out += _pin(f, strict)
+    gateable = values["gateable"]
+    if gateable and gateable not in ("yes", "no"):
+        out.append(f.bad("gateable", f"gateable = {gateable!r} is not yes or no",
+                         "write yes or no"))
+    elif gateable == "yes":
+        out += _evidence(f, port_root, strict)
+    elif (strict and gateable == "no" and values["evidence"]
+          and not _ISSUE.search(values["evidence"])):
+        out.append(f.bad("evidence", f"gateable = no but evidence = {values['evidence']!r} "
+                         "names no issue", "name the issue that owes the gate, as #N"))
+    return out
+
+
 def _validate(values: dict[str, str], lines: dict[str, int], *, path: Path,
               port_root: Path | None) -> None:
-    """Field rules; `port_root` None skips the evidence-exists check (nothing to resolve it)."""
-    f = _Fields(values, lines, path)
-    for key in KEYS:
-        if key != "evidence" and not values[key]:
-            raise f.bad(key, f"{key} is empty", "give it a value")
-    if values["id"] != path.stem:
-        raise f.bad("id", f"id = {values['id']!r} does not match the file name {path.name}",
-                    f"rename the file to {values['id']}.md or fix the id")
-    _pin(f)
-    if values["gateable"] not in ("yes", "no"):
-        raise f.bad("gateable", f"gateable = {values['gateable']!r} is not yes or no",
-                    "write yes or no")
-    if values["gateable"] == "yes":
-        _evidence(f, port_root)
+    found = problems(values, lines, path=path, port_root=port_root, strict=False)
+    if found:
+        raise found[0]
 
 
-def _pin(f: _Fields) -> None:
+def _pin(f: _Fields, strict: bool) -> list[MalformedRecord]:
     pin, pinned_on = f.values["pin"], f.values["pinned_on"]
-    if pin != UNPINNED and not _FULL_SHA.fullmatch(pin) and not _is_version(pin):
-        raise f.bad("pin", f"pin = {pin!r} is neither 40 lowercase hex, a version, nor "
-                    f"{UNPINNED}", "write the full commit SHA, a version, or UNPINNED")
-    if not blocks.is_date(pinned_on) and not (pinned_on == "-" and pin == UNPINNED):
-        allowed = "YYYY-MM-DD or '-' (UNPINNED only)" if pin == UNPINNED else "YYYY-MM-DD"
-        raise f.bad("pinned_on", f"pinned_on = {pinned_on!r} is not {allowed}",
-                    "write the date the pin was measured")
+    out = []
+    if pin and pin != UNPINNED and not _FULL_SHA.fullmatch(pin) and not _is_version(pin):
+        out.append(f.bad("pin", f"pin = {pin!r} is neither 40 lowercase hex, a version, nor "
+                         f"{UNPINNED}", "write the full commit SHA, a version, or UNPINNED"))
+    lenient = not strict and pinned_on == "-" and pin == UNPINNED
+    if pinned_on and not blocks.is_date(pinned_on) and not lenient:
+        out.append(f.bad("pinned_on", f"pinned_on = {pinned_on!r} is not an ISO date",
+                         "write the date the pin was recorded, as YYYY-MM-DD"))
+    return out
 
 
-def _evidence(f: _Fields, port_root: Path | None) -> None:
-    """A gateable oracle names a file, inside the port, that shows the gate works."""
+def _evidence(f: _Fields, port_root: Path | None, strict: bool) -> list[MalformedRecord]:
+    """A gateable oracle has a pin and names a file, inside the port, that shows the gate
+    works (an issue reference is not evidence)."""
     evidence = f.values["evidence"]
-    if evidence in ("", "-"):
-        raise f.bad("evidence", "gateable = yes but no evidence path is given",
-                    "name the file (relative to the port root) that shows the gate works")
+    out = []
+    if strict and f.values["pin"] == UNPINNED:
+        out.append(f.bad("pin", "gateable = yes but pin = UNPINNED",
+                         "pin the oracle before gating on it, or set gateable = no"))
+    if evidence in ("", "-") or _ISSUE.fullmatch(evidence.strip()):
+        out.append(f.bad("evidence", "gateable = yes but no evidence path is given",
+                         "name the file (relative to the port root) that shows the gate works"))
+        return out
     rel = PurePosixPath(evidence)
     if rel.is_absolute() or ".." in rel.parts or "\\" in evidence or "\0" in evidence:
-        raise f.bad("evidence", f"evidence = {evidence!r} escapes the port",
-                    "use a path relative to the port root")
-    if port_root is not None and not _evidence_exists(evidence, port_root):
-        raise f.bad("evidence", f"evidence {evidence!r} does not exist under {port_root}",
-                    "commit the evidence file or set gateable = no")
+        out.append(f.bad("evidence", f"evidence = {evidence!r} escapes the port",
+                         "use a path relative to the port root"))
+    elif port_root is not None and not _evidence_exists(evidence, port_root):
+        out.append(f.bad("evidence", f"evidence {evidence!r} does not exist in the port",
+                         "commit the evidence file or set gateable = no"))
+    return out
 
 
 def _build(text: str, *, path: Path, port_root: Path | None) -> OracleFile:
@@ -126,6 +165,24 @@ def _build(text: str, *, path: Path, port_root: Path | None) -> OracleFile:
     return OracleFile(values["id"], values["role"], values["upstream"], values["scope"],
                       values["pin"], values["pin_label"], values["pinned_on"],
                       values["gateable"] == "yes", values["evidence"], path, text, block)
+
+
+def lint(path: Path, port_root: Path) -> list[MalformedRecord]:
+    """Every problem of one oracle file (an unreadable file or block is one problem)."""
+    try:
+        text = read_text(path)
+    except UnicodeDecodeError:
+        return [MalformedRecord("not UTF-8", "re-save it as UTF-8", path=str(path))]
+    except OSError as exc:
+        return [MalformedRecord(f"cannot read it: {exc.strerror}", "make it a readable file",
+                                path=str(path))]
+    try:
+        block = blocks.exactly_one(text, INFO, path=str(path))
+        values = blocks.check_keys(block, KEYS, path=str(path))
+    except MalformedRecord as exc:
+        return [exc]
+    return problems(values, {e.key: e.line for e in block.entries}, path=path,
+                    port_root=port_root)
 
 
 def parse(text: str, *, path: Path, port_root: Path) -> OracleFile:
@@ -165,14 +222,12 @@ def core(files: list[OracleFile], oracle_id: str = CORE_ID) -> OracleFile | None
 def agreement(core: OracleFile, pin: Pin) -> list[str]:
     """Problems with the core oracle file as a copy of the pin block (empty when it agrees)."""
     lines = {e.key: e.line for e in core.block.entries}
-    problems = []
+    out: list[str] = []
     if core.pin != pin.commit:
-        problems.append(f"{core.path}:{lines['pin']}: pin = {core.pin} but the pin block's "
+        out.append(f"{core.path}:{lines['pin']}: pin = {core.pin} but the pin block's "
                         f"vllm_commit is {pin.commit}")
-    if core.pin_label != pin.public_version:
-        problems.append(f"{core.path}:{lines['pin_label']}: pin_label = {core.pin_label} but "
-                        f"the pin block's runtime version is {pin.public_version}")
-    return problems
+    # pin_label is the revision's human name (0.26.0.dev0): never the runtime version.
+    return out
 
 
 def render(of: OracleFile, **changes: str) -> str:

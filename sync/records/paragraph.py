@@ -4,6 +4,10 @@ Its anchored head names the pin:
 
     Active pin (advanced 2026-07-26): current parity pin 555967922 (vLLM 0.26.0.dev0 ...
 
+Real ports write it as markdown (`**Active pin (advanced 2026-07-26):** current parity pin
+`555967922` (vLLM ...`), and before a first advance as `**Active cycle (2026-07-12):**
+current parity pin `e24d1b24`; ...`: emphasis and backticks are read.
+
 Exactly one line may match; two would make "the active pin" ambiguous. An advance
 rewrites the whole paragraph from what it measured (`rewrite`): the date, the new pin
 as the pin block holds it, the release label, the versions the oracle reported, the
@@ -23,16 +27,17 @@ from sync.infra.errors import MalformedRecord, UsageError
 from sync.records import blocks, claims
 from sync.records.pins import Pin
 
-_LEAD = "Active pin (advanced "
-_LABEL = r"[^\s(),]+"
+_LEAD = re.compile(r"(?:[-*+>]\s+)?(?:\*\*|__)?Active (?:pin|cycle) \(")
+_LABEL = r"[^\s(),`*]+"
 _RULE = re.compile(
-    r"Active pin \(advanced (?P<date>[0-9]{4}-[0-9]{2}-[0-9]{2})\): "
-    r"current parity pin (?P<sha>[0-9a-f]{7,40})(?![0-9A-Za-z])"
-    rf"(?: \(vLLM (?P<label>{_LABEL}))?"
+    r"(?:[-*+>]\s+)?(?:\*\*|__)?Active (?:pin \(advanced |cycle \()"
+    r"(?P<date>[0-9]{4}-[0-9]{2}-[0-9]{2})\):(?:\*\*|__)? "
+    r"current parity pin `?(?P<sha>[0-9a-f]{7,40})(?![0-9A-Za-z])`?"
+    rf"(?: \(vLLM `?(?P<label>{_LABEL}))?"
 )
 _SHA = re.compile(r"[0-9a-f]{7,40}")
-_FIX = ("start the line 'Active pin (advanced YYYY-MM-DD): current parity pin <sha>' "
-        "optionally followed by ' (vLLM <release>'")
+_FIX = ("write it as one line 'Active pin (advanced YYYY-MM-DD): current parity pin <sha> "
+        "(vLLM <release>)' (markdown bold and backticks are fine)")
 
 
 @dataclass(frozen=True)
@@ -54,7 +59,7 @@ def find(text: str, *, path: str) -> Paragraph:
         if m:
             found.append(Paragraph(m["date"], m["sha"], m["label"], number,
                                    offset + m.start(), offset + m.end()))
-        elif raw.startswith(_LEAD):
+        elif _LEAD.match(raw):
             near.append(number)
         offset += len(raw)
     if not found:
@@ -64,7 +69,7 @@ def find(text: str, *, path: str) -> Paragraph:
     if len(found) > 1:
         lines = ", ".join(str(p.line) for p in found)
         raise MalformedRecord(f"{len(found)} PARITY PIN lines (lines {lines})",
-                              "keep exactly one 'Active pin (advanced ...' line", path=path,
+                              "keep exactly one 'Active pin (advanced ...)' line", path=path,
                               line=found[1].line)
     para = found[0]
     if not blocks.is_date(para.date):

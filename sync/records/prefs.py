@@ -26,6 +26,9 @@ KEYS: dict[str, tuple[str, str]] = {
     "gate_hosts": ("SYNC_GATE_HOSTS", "comma-separated host names eligible to run gates"),
     "oracle_home": ("SYNC_ORACLE_HOME", "directory holding oracle virtualenvs (outside checkouts)"),
     "omni_source": ("VLLM_OMNI_SOURCE", "clone of vllm-omni, for the omni oracle"),
+    "oracle_checkouts": ("SYNC_ORACLE_CHECKOUTS", "comma-separated <oracle id>=<path> clones of "
+                         "other oracles' upstreams (llama.cpp=~/src/llama.cpp), to verify the "
+                         "SHAs the port cites them at"),
 }
 
 
@@ -67,6 +70,16 @@ class Preferences:
         raw = self.get("gate_hosts") or ""
         return tuple(h.strip() for h in raw.split(",") if h.strip())
 
+    @property
+    def oracle_checkouts(self) -> dict[str, Path]:
+        """Other oracles' checkouts by oracle id (`oracle_checkouts = llama.cpp=~/src/l`)."""
+        out: dict[str, Path] = {}
+        for item in (self.get("oracle_checkouts") or "").split(","):
+            oid, eq, path = item.partition("=")
+            if eq and oid.strip() and path.strip():
+                out[oid.strip()] = Path(path.strip()).expanduser()
+        return out
+
     def reference(self) -> gitio.Reference:
         """The reference checkout, refused when unset, missing, not git, or shallow."""
         var = KEYS["reference_checkout"][0]
@@ -98,7 +111,10 @@ def parse(text: str, *, path: str) -> dict[str, str]:
     return values
 
 
-def load(file: Path, environ: dict[str, str] | None = None) -> Preferences:
+def load(file: Path, environ: dict[str, str] | None = None,
+         variables: tuple[tuple[str, str], ...] = ()) -> Preferences:
+    """The preferences: the file, then the environment (`variables` adds the port's own
+    variable names, `gate_hosts = GATE_HOST`; upstream-sync's own names win)."""
     env = os.environ if environ is None else environ
     values: dict[str, str] = {}
     sources: dict[str, str] = {}
@@ -113,6 +129,9 @@ def load(file: Path, environ: dict[str, str] | None = None) -> Preferences:
         for k, v in parse(text, path=str(file)).items():
             if v:
                 values[k], sources[k] = v, str(file)
+    for key, var in variables:
+        if key in KEYS and env.get(var):
+            values[key], sources[key] = env[var], f"env {var}"
     for key, (var, _) in KEYS.items():
         if env.get(var):
             values[key], sources[key] = env[var], f"env {var}"
@@ -129,7 +148,8 @@ def example_text() -> str:
         f"```{INFO}",
     ]
     samples = {"reference_checkout": "~/src/vllm", "fetch_remote": "origin", "branch": "main",
-               "gate_hosts": "dgx", "oracle_home": "~/venvs", "omni_source": "~/src/vllm-omni"}
+               "gate_hosts": "dgx", "oracle_home": "~/venvs", "omni_source": "~/src/vllm-omni",
+               "oracle_checkouts": "llama.cpp=~/src/llama.cpp"}
     lines += [f"{k} = {samples[k]}" for k in KEYS]
     lines += ["```", ""]
     return "\n".join(lines)

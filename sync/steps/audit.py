@@ -1,47 +1,79 @@
 """Per-file pin audit: where every ported file's header pin stands against the parity pin.
 
-A file may be ahead of the pin (a hot-fix port) but never behind it without a
-ledger note (a ledger row naming the file or its upstream path). Counts come with
-a positive control: a synthetic header citing the pin goes through the same parse
-and the same SHA probe and must come out at-pin, or the counts are refused.
+A SHA behind the pin says nothing by itself: what matters is whether the cited file
+changed since. So "behind" splits by content: *behind-unchanged* (the cited file's blob
+is the same at the pin: safe to bump, no warning), *behind-changed* (a warning naming
+the commits since, unless a ledger row names the file or its upstream path) and
+*path-gone* (renamed: to what; deleted: in which commit; or never there: a wrong path).
+Citations of another oracle's upstream are attributed to it ("cites llama.cpp at
+237ad9b96"), verified against its checkout when the preferences name one, never called
+"not an upstream commit" of vLLM. Mentions and watched paths are listed as references.
+
+Counts come with a positive control: a synthetic header citing the pin goes through
+the same parse and the same SHA probe and must come out at-pin, or the counts are refused.
+Git stays a constant number of processes (`headers.verify`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Literal
 
 from sync.headers import citations as headers
-from sync.headers import verify as sha_verify
+from sync.headers import verify
+from sync.infra.errors import SyncError
 from sync.port import Port
 from sync.records import ledger
 from sync.steps.surface import Surface
 from sync.upstream import gitio
 from sync.upstream.gitio import short
 
-Status = Literal["at-pin", "behind", "ahead", "not-upstream", "original", "no-header"]
-ORDER: tuple[Status, ...] = ("at-pin", "behind", "ahead", "not-upstream", "original", "no-header")
-_RANK = {"at-pin": 0, "ahead": 1, "behind": 2, "not-upstream": 3}
+Status = Literal["at-pin", "behind-unchanged", "behind-changed", "path-gone", "ahead",
+                 "not-upstream", "other-oracle", "original", "no-header"]
+ORDER: tuple[Status, ...] = ("at-pin", "behind-unchanged", "behind-changed", "path-gone",
+                             "ahead", "not-upstream", "other-oracle", "original", "no-header")
+CiteKind = Literal["at-pin", "behind-unchanged", "behind-changed", "path-gone", "ahead",
+                   "not-upstream", "no-sha", "other-oracle"]
+_RANK: dict[str, int] = {"at-pin": 0, "behind-unchanged": 1, "ahead": 2, "behind-changed": 3,
+                         "path-gone": 4, "not-upstream": 5}
 CONTROL_PATH = "vllm/__upstream_sync_control__.py"
+SHOWN = 3  # commits named per changed citation; the rest are counted
+
+
+@dataclass(frozen=True)
+class CiteStatus:
+    citation: headers.Citation
+    status: CiteKind
+    detail: str  # one phrase for a person: what became of the cited file
+    content: verify.Content | None = None
 
 
 @dataclass(frozen=True)
 class FileStatus:
     path: str
     status: Status
-    citations: tuple[headers.Citation, ...]
-    sha_status: tuple[tuple[str, str], ...]
-    noted: bool  # a ledger row names the file or an upstream path it cites
+    cites: tuple[CiteStatus, ...]
+    noted: bool | None  # a ledger row names the file or a path it cites; None: unreadable
+    references: tuple[headers.Mention, ...] = ()
+    watched: tuple[headers.Citation, ...] = ()
+
+    @property
+    def citations(self) -> tuple[headers.Citation, ...]:
+        return tuple(c.citation for c in self.cites)
 
     @property
     def finding(self) -> bool:
-        return self.status == "behind" and not self.noted
+        """Behind a changed upstream file with no ledger note, or citing a path that is gone."""
+        return self.status == "path-gone" or (self.status == "behind-changed"
+                                              and self.noted is not True)
 
 
 @dataclass(frozen=True)
 class Audit:
     files: tuple[FileStatus, ...]
     control_ok: bool
+    ledger_problem: str | None = None  # why ledger notes could not be checked
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {s: 0 for s in ORDER}
@@ -54,43 +86,146 @@ class Audit:
         return tuple(f for f in self.files if f.finding)
 
 
+@dataclass(frozen=True)
+class _Facts:
+    """What git says about every cited SHA and path (a constant number of processes)."""
+
+    core: str
+    probe: verify.Probe
+    content: dict[verify.Cited, verify.Content]
+    others: dict[str, dict[str, bool]]  # oracle -> cited SHA -> a commit of its checkout
+    rewrite: dict[str, str]  # near paths as cited -> as upstream has them
+
+
 def run_audit(port: Port, ref: gitio.Reference, pin: str, upstream_ref: str,
               surf: Surface) -> Audit:
     control = headers.parse_header(f"// Ported from: {CONTROL_PATH} @ {short(pin)}\n",
                                    "<control>")
-    shas = {c.sha for h in surf.file_headers.values() for c in h.citations if c.sha}
-    shas.update(c.sha for c in control.citations if c.sha)
-    status = sha_verify.classify_shas(ref, pin, sorted(shas), upstream_ref)
-    table = port.ledger()
-    files = tuple(_file_status(rel, h, status, table)
+    facts = _facts(port, ref, pin, upstream_ref, surf, control)
+    read = port.ledger_read()
+    files = tuple(_file_status(rel, h, facts, read.table)
                   for rel, h in sorted(surf.file_headers.items()))
-    return Audit(files, _control_ok(control, status))
+    problem = read.unreadable("ledger notes were not checked")
+    return Audit(files, _control_ok(control, facts), problem)
 
 
-def _control_ok(control: headers.Header, status: dict[str, sha_verify.ShaStatus]) -> bool:
+def _facts(port: Port, ref: gitio.Reference, pin: str, upstream_ref: str, surf: Surface,
+           control: headers.Header) -> _Facts:
+    ups = port.upstreams()
+    cites = [c for h in surf.file_headers.values() for c in h.citations]
+    mine = [c for c in cites if c.oracle == ups.core]
+    shas = {c.sha for c in mine if c.sha} | {c.sha for c in control.citations if c.sha}
+    probe = verify.probe(ref, pin, sorted(shas), upstream_ref)
+    rewrite = {c.near: ups.rewrite(c.near) or c.near for c in mine if c.near}
+    wanted = [verify.Cited(probe.full[c.sha], c.upstream_path, rewrite.get(c.near or ""))
+              for h in surf.file_headers.values() if h.kind == "PORTED"
+              for c in h.citations if c.oracle == ups.core and c.sha
+              and probe.status.get(c.sha) in ("at-pin", "behind")]
+    content = verify.content(ref, probe.pin, wanted) if wanted else {}
+    return _Facts(ups.core, probe, content, _others(port, cites, ups.core), rewrite)
+
+
+def _others(port: Port, cites: list[headers.Citation], core: str) -> dict[str, dict[str, bool]]:
+    """Per other oracle with a checkout in the preferences: which cited SHAs it has."""
+    try:
+        checkouts = port.preferences().oracle_checkouts
+    except SyncError:
+        return {}
+    out: dict[str, dict[str, bool]] = {}
+    for oracle, path in sorted(checkouts.items()):
+        shas = sorted({c.sha for c in cites if c.oracle == oracle and c.sha})
+        if not shas:
+            continue
+        try:
+            other = gitio.open_repo(Path(path), what=f"{oracle} checkout",
+                                    variable="SYNC_ORACLE_CHECKOUTS")
+            rows = gitio.batch_check(other, [f"{s}^{{commit}}" for s in shas])
+        except SyncError:
+            continue
+        out[oracle] = {s: row is not None for s, row in zip(shas, rows, strict=True)}
+    return out
+
+
+def _control_ok(control: headers.Header, facts: _Facts) -> bool:
     """The control goes through the same aggregation as every real file, not just the probe."""
+    plain = _Facts(facts.core, facts.probe, {}, {}, {})
     return (control.kind == "PORTED" and len(control.citations) == 1
             and control.citations[0].path == CONTROL_PATH
-            and _file_status(CONTROL_PATH, control, status, None).status == "at-pin")
+            and _file_status(CONTROL_PATH, control, plain, None).status == "at-pin")
 
 
-def _file_status(rel: str, h: headers.Header, status: dict[str, sha_verify.ShaStatus],
-                 table: ledger.Table | None) -> FileStatus:
-    cites = h.citations
-    pairs = tuple((c.sha, status.get(c.sha, "not-upstream")) for c in cites if c.sha)
-    st: Status
+def _cite_status(c: headers.Citation, facts: _Facts) -> CiteStatus:
+    if c.oracle != facts.core:
+        return CiteStatus(c, "other-oracle", _other_detail(c, facts))
+    if not c.sha:
+        return CiteStatus(c, "no-sha", "no SHA given")
+    sha_status = facts.probe.status.get(c.sha, "not-upstream")
+    if sha_status == "not-upstream":
+        return CiteStatus(c, "not-upstream", f"{c.sha} is not a commit of the reference "
+                          "checkout's upstream line")
+    if sha_status == "ahead":
+        return CiteStatus(c, "ahead", f"{c.sha} is ahead of the pin")
+    full = facts.probe.full[c.sha]
+    got = facts.content.get(verify.Cited(full, c.upstream_path, facts.rewrite.get(c.near or "")))
+    if got is None:
+        return CiteStatus(c, "at-pin" if sha_status == "at-pin" else "behind-unchanged", "")
+    return _content_status(c, sha_status, got)
+
+
+def _content_status(c: headers.Citation, sha_status: str, got: verify.Content) -> CiteStatus:
+    if got.kind == "unchanged":
+        if sha_status == "at-pin":
+            return CiteStatus(c, "at-pin", "", got)
+        return CiteStatus(c, "behind-unchanged", f"{got.path} unchanged since {c.sha}", got)
+    if got.kind == "changed":
+        shown = ", ".join(f"`{short(s)}`" for s in got.since[:SHOWN])
+        more = f" and {len(got.since) - SHOWN} more" if len(got.since) > SHOWN else ""
+        n = len(got.since)
+        return CiteStatus(c, "behind-changed", f"{got.path} changed since {c.sha} by "
+                          f"{n} commit{'s' if n != 1 else ''}: {shown}{more}", got)
+    return CiteStatus(c, "path-gone", gone_detail(c.sha or "", got), got)
+
+
+def gone_detail(sha: str, got: verify.Content, against: str = "the pin") -> str:
+    """What became of a cited path that `against` no longer has."""
+    if got.kind == "renamed":
+        return f"{got.path} was renamed to {got.new_path} in `{short(got.gone_in or '')}`"
+    if got.kind == "deleted":
+        where = f" in `{short(got.gone_in)}`" if got.gone_in else ""
+        return f"{got.path} was deleted{where}"
+    return f"{got.path} is not in upstream at {sha} nor at {against}: a wrong or relative path"
+
+
+def _other_detail(c: headers.Citation, facts: _Facts) -> str:
+    at = f" at {c.sha}" if c.sha else ""
+    known = facts.others.get(c.oracle)
+    if known is None or not c.sha:
+        return f"cites {c.oracle}{at} (not verified here)"
+    if known.get(c.sha):
+        return f"cites {c.oracle}{at} (a commit of its checkout)"
+    return f"cites {c.oracle}{at}, which is NOT a commit of its checkout"
+
+
+def _worst(cites: tuple[CiteStatus, ...], h: headers.Header) -> Status:
     if h.kind == "NONE":
-        st = "no-header"
-    elif h.kind == "ORIGINAL":
-        st = "original"
-    elif not pairs:
-        st = "no-header"
-    else:
-        worst = max((s for _, s in pairs), key=lambda s: _RANK[s])
-        st = worst
-    noted = table is not None and (ledger.mentions(table, rel)
-                                   or any(ledger.mentions(table, c.path) for c in cites))
-    return FileStatus(rel, st, cites, pairs, noted)
+        return "no-header"
+    if h.kind == "ORIGINAL":
+        return "original"
+    ranked = [c.status for c in cites if c.status in _RANK]
+    if ranked:
+        worst = max(ranked, key=lambda s: _RANK[s])
+        return worst  # type: ignore[return-value]  # every ranked kind is a Status
+    if any(c.status == "other-oracle" for c in cites):
+        return "other-oracle"
+    return "no-header"
+
+
+def _file_status(rel: str, h: headers.Header, facts: _Facts,
+                 table: ledger.Table | None) -> FileStatus:
+    cites = tuple(_cite_status(c, facts) for c in h.pins)
+    noted = None if table is None else (
+        ledger.mentions(table, rel) or any(ledger.mentions(table, c.path) for c in h.pins))
+    return FileStatus(rel, _worst(cites, h), cites, noted, h.mentions, h.watched)
 
 
 @dataclass(frozen=True)
@@ -99,16 +234,48 @@ class Summary:
     counts: tuple[tuple[str, int], ...]
 
 
+_LISTED: tuple[Status, ...] = ("behind-changed", "path-gone", "ahead", "not-upstream",
+                               "other-oracle")
+
+
 def summary_lines(a: Audit) -> Summary:
     counts = a.counts()
     head = (", ".join(f"{s} {counts[s]}" for s in ORDER) + f" (of {len(a.files)} files; "
             + ("positive control counted at-pin" if a.control_ok else
                "POSITIVE CONTROL FAILED: counts are not trustworthy") + ")")
     lines = [f"- Counts: {head}"]
+    if a.ledger_problem is not None:
+        lines.append(f"- {a.ledger_problem}")
+    if counts["behind-unchanged"]:
+        lines.append(f"- behind-unchanged: {counts['behind-unchanged']} file(s) cite a blob "
+                     "identical at the pin — safe to bump with `upstream-sync bump-headers "
+                     "--unchanged`")
     for f in a.files:
-        if f.status in ("behind", "ahead", "not-upstream"):
-            cited = ", ".join(f"{c.path} @ {c.sha}" for c in f.citations if c.sha)
-            note = "" if f.status != "behind" else (
-                "; ledger note: yes" if f.noted else "; ledger note: MISSING")
-            lines.append(f"- `{f.path}` {f.status}: {cited}{note}")
+        if f.status in _LISTED:
+            lines.append(file_line(f))
     return Summary(tuple(lines), tuple(counts.items()))
+
+
+def file_line(f: FileStatus) -> str:
+    """One file's line in the report and in `audit`: what each of its notable pins says."""
+    shown = [c for c in f.cites if c.status == f.status] or list(f.cites)
+    said = "; ".join(dict.fromkeys(c.detail or f"{c.citation.path} @ {c.citation.sha}"
+                                   for c in shown))
+    note = ""
+    if f.status == "behind-changed":
+        note = ("; ledger note: unknown (ledger unreadable)" if f.noted is None else
+                "; ledger note: yes" if f.noted else "; ledger note: MISSING")
+    return f"- `{f.path}` {f.status}: {said}{note}"
+
+
+def finding_text(f: FileStatus) -> str:
+    """What a finding is and what to do, as one sentence."""
+    first = f.cites[0].citation.line if f.cites else 1
+    if f.status == "path-gone":
+        said = "; ".join(c.detail for c in f.cites if c.status == "path-gone")
+        return (f"{f.path}:{first}: the header cites a path the parity pin does not have: "
+                f"{said} — follow the move (or fix the path) in the header by hand")
+    said = "; ".join(c.detail for c in f.cites if c.status == "behind-changed")
+    return (f"{f.path}:{first}: per-file pin behind the parity pin, and the upstream file "
+            f"changed with no ledger note: {said} — port the change and bump the header, or "
+            "add a ledger row naming the file")

@@ -5,20 +5,28 @@ a bump replaces exactly those characters: wrapped headers, `@ pin <sha>`, severa
 citations, CRLF files all keep every other byte. Anything that would make the
 header wrong instead of current is refused with the reason, and a refusal in any
 file means nothing is written: a SHA split over lines (no single token to
-rewrite), a citation without a SHA, a path the target no longer has (upstream
-moved or deleted it; the header must follow the move by hand), a citation ahead
-of the target (a bump would move it back).
+rewrite), a citation without a SHA, a SHA that is no commit of the upstream line,
+a path the target no longer has (renamed: to what; deleted: in which commit; the
+header must follow the move by hand), a citation ahead of the target (a bump would
+move it back). Only the core oracle's citations are rewritten: a citation of
+llama.cpp keeps its llama.cpp SHA. `unchanged_only` (`--unchanged`) bumps only files
+whose every cited upstream file is byte-identical at the target, and leaves the
+others alone; the files are written in one journaled transaction, all or none.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
 from sync.headers import citations as headers
+from sync.headers import oracles
 from sync.headers import verify as sha_verify
-from sync.infra.atomic import read_text, write_text
+from sync.headers.citations import CORE
+from sync.infra import txn
+from sync.infra.atomic import read_text
 from sync.infra.errors import (
     BlockedCycle,
     EnvironmentUnresolved,
@@ -32,7 +40,11 @@ from sync.upstream.gitio import short
 MIN_LEN = 8  # a shorter abbreviation is ambiguous in a repository of vLLM's size
 FULL_LEN = 40
 
-PlanStatus = Literal["bump", "unchanged", "refused"]
+PlanStatus = Literal["bump", "unchanged", "refused", "skipped"]
+
+
+class Skipped(UsageError):
+    """A file `--unchanged` leaves alone (its cited upstream file changed): not an error."""
 
 
 @dataclass(frozen=True)
@@ -43,7 +55,8 @@ class Change:
     new: str
     start: int
     end: int
-    was: sha_verify.ShaStatus  # where the old SHA stood, in audit's words (against the pin)
+    was: str  # where the old SHA stood, in audit's words (against the parity pin)
+    content: str = "unchanged"  # what became of the cited file up to the target
 
 
 @dataclass(frozen=True)
@@ -57,6 +70,8 @@ class FilePlan:
 
     @property
     def status(self) -> PlanStatus:
+        if isinstance(self.refusal, Skipped):
+            return "skipped"
         if self.refusal is not None:
             return "refused"
         return "bump" if self.changes else "unchanged"
@@ -78,16 +93,6 @@ def unique_length(ref: gitio.Reference, target: str) -> int:
         raise EnvironmentUnresolved(f"git rev-parse --short gave {short!r} for {target}",
                                     "check the reference checkout")
     return len(short)
-
-
-def missing_paths(ref: gitio.Reference, target: str, paths: list[str]) -> set[str]:
-    """Which of `paths` the target's tree lacks (one `git cat-file --batch-check`)."""
-    wanted = [p for p in dict.fromkeys(paths) if "\n" not in p]
-    if not wanted:
-        return set()
-    gitio.check_rev(target)
-    rows = gitio.batch_check(ref, [f"{target}:{p}" for p in wanted])
-    return {p for p, row in zip(wanted, rows, strict=True) if row is None}
 
 
 def resolve_target(ref: gitio.Reference, rev: str, upstream_ref: str,
@@ -123,42 +128,59 @@ class _Draft:
     header: headers.Header
     refusal: SyncError | None = None
 
+    @property
+    def moving(self) -> tuple[headers.Citation, ...]:
+        """The citations a bump rewrites: the core oracle's (another oracle's SHA is never
+        rewritten to a vLLM commit)."""
+        return tuple(c for c in self.header.pins if c.oracle == CORE)
 
-def _read(file: Path, rel: str) -> _Draft:
+
+HeaderReader = Callable[[str, str], headers.Header]
+
+
+def _plain(rel: str, text: str) -> headers.Header:
+    return oracles.attribute(headers.parse_header(text, rel), oracles.Upstreams(), rel)
+
+
+def _read(file: Path, rel: str, read: HeaderReader = _plain) -> _Draft:
     try:
         text = read_text(file)
     except UnicodeDecodeError:
         return _Draft(file, rel, "", headers.NO_HEADER,
                       MalformedRecord("not UTF-8", "re-save it as UTF-8", path=rel))
-    header = headers.parse_header(text, rel)
+    header = read(rel, text)
     d = _Draft(file, rel, text, header)
+    d.refusal = _header_refusal(d)
+    return d
+
+
+def _header_refusal(d: _Draft) -> SyncError | None:
+    header, rel = d.header, d.rel
     if header.kind == "NONE":
-        d.refusal = MalformedRecord(
-            "no per-file pin header (no 'Ported from: <path> @ <sha>' in the leading comment)",
-            "write the header by hand first; bump-headers only rewrites existing SHAs", path=rel)
-    elif header.kind == "ORIGINAL":
-        d.refusal = MalformedRecord(
+        local = "; its comment names only the port's own files" if header.mentions else ""
+        return MalformedRecord(
+            f"no per-file pin header (no 'Ported from: <path> @ <sha>' in the leading "
+            f"comment{local})", "write the header by hand first; bump-headers only rewrites "
+            "existing SHAs", path=rel)
+    if header.kind == "ORIGINAL":
+        return MalformedRecord(
             f"the header declares the file original (no upstream mirror), line "
             f"{header.start_line}", "leave it out: only ported files carry per-file pins",
             path=rel, line=header.start_line)
-    else:
-        for c in header.citations:
-            if c.sha is None:
-                d.refusal = MalformedRecord(
-                    f"the citation of {c.path} has no SHA to rewrite",
-                    "add '@ <sha>' to it by hand", path=rel, line=c.line)
-            elif c.sha_start is None or c.sha_end is None:
-                d.refusal = MalformedRecord(
-                    f"ambiguous header: the SHA {c.sha} citing {c.path} is split across lines, "
-                    "so there is no single token to rewrite",
-                    "join the SHA onto one line by hand, then bump again", path=rel, line=c.line)
-            elif text[c.sha_start:c.sha_end] != c.sha:
-                d.refusal = MalformedRecord(
-                    f"the header's SHA {c.sha} for {c.path} is not where the parser located it",
-                    "report this header; bump it by hand", path=rel, line=c.line)
-            if d.refusal is not None:
-                break
-    return d
+    for c in d.moving:
+        if c.sha is None:
+            return MalformedRecord(f"the citation of {c.path} has no SHA to rewrite",
+                                   "add '@ <sha>' to it by hand", path=rel, line=c.line)
+        if c.sha_start is None or c.sha_end is None:
+            return MalformedRecord(
+                f"ambiguous header: the SHA {c.sha} citing {c.path} is split across lines, "
+                "so there is no single token to rewrite",
+                "join the SHA onto one line by hand, then bump again", path=rel, line=c.line)
+        if d.text[c.sha_start:c.sha_end] != c.sha:
+            return MalformedRecord(
+                f"the header's SHA {c.sha} for {c.path} is not where the parser located it",
+                "report this header; bump it by hand", path=rel, line=c.line)
+    return None
 
 
 @dataclass(frozen=True)
@@ -166,55 +188,125 @@ class _Against:
     """The target a plan bumps to, and where every cited SHA and path stands against it."""
 
     target: str
-    status: dict[str, sha_verify.ShaStatus]
-    gone: set[str]  # cited paths the target's tree lacks
+    probe: sha_verify.Probe
+    content: dict[sha_verify.Cited, sha_verify.Content]
     unique: int  # the target's shortest unambiguous abbreviation
-    audit: dict[str, sha_verify.ShaStatus]  # cited SHA -> against the parity pin (audit's word)
+    audit: dict[tuple[str, str, str | None], str]  # (sha, path, near) -> audit's word (pin)
+
+    def word(self, c: headers.Citation) -> str:
+        """Where the citation's SHA stood against the parity pin, in audit's words."""
+        return self.audit.get((c.sha or "", c.upstream_path, c.near), "not-upstream")
+
+    def of(self, c: headers.Citation) -> sha_verify.Content | None:
+        full = self.probe.full.get(c.sha or "")
+        if full is None:
+            return None
+        return self.content.get(sha_verify.Cited(full, c.upstream_path, c.near))
+
+
+@dataclass(frozen=True)
+class How:
+    """How a bump reads headers and which it takes."""
+
+    read: HeaderReader = _plain
+    unchanged_only: bool = False  # bump only headers whose cited files are unchanged
+
+
+@dataclass(frozen=True)
+class Request:
+    """What a bump is asked: the target, the files, how their headers are read."""
+
+    target: str
+    upstream_ref: str
+    files: list[tuple[Path, str]]
+    pin: str | None = None  # the parity pin: each change says where its SHA stood against it
+    read: HeaderReader = _plain
+    unchanged_only: bool = False
 
 
 def plan(ref: gitio.Reference, target: str, upstream_ref: str,
-         files: list[tuple[Path, str]], pin: str | None = None) -> list[FilePlan]:
+         files: list[tuple[Path, str]], pin: str | None = None, *,
+         how: How | None = None) -> list[FilePlan]:
     """What bumping each (file, rel) to the full SHA `target` would change; writes nothing.
 
     Each change says where its old SHA stood in audit's words, against `pin` (the parity
     pin; the target when none is given). A constant number of git processes whatever the
-    number of files: one cat-file for the paths, three (six with `pin`) for the SHA
-    statuses, one for the abbreviation length.
+    number of files: three (six with `pin`) for the SHA statuses, at most five for the
+    cited files' content, one for the abbreviation length.
     """
-    drafts = [_read(f, rel) for f, rel in files]
-    against = _against(ref, (target, pin), upstream_ref,
-                       [d for d in drafts if d.refusal is None])
-    return [_plan_file(d, against) for d in drafts]
+    h = how or How()
+    req = Request(target, upstream_ref, files, pin, h.read, h.unchanged_only)
+    drafts = [_read(f, rel, req.read) for f, rel in req.files]
+    against = _against(ref, req, [d for d in drafts if d.refusal is None])
+    plans = [_plan_file(d, against, req.unchanged_only) for d in drafts]
+    if req.unchanged_only:  # a file that is not of the safe kind is left alone, not refused
+        plans = [p if p.refusal is None or isinstance(p.refusal, Skipped) else
+                 replace(p, refusal=Skipped(p.refusal.message, p.refusal.fix)) for p in plans]
+    return plans
 
 
-def _against(ref: gitio.Reference, points: tuple[str, str | None], upstream_ref: str,
-             live: list[_Draft]) -> _Against:
-    target, pin = points
-    shas = sorted({c.sha for d in live for c in d.header.citations if c.sha})
-    status = sha_verify.classify_shas(ref, target, shas, upstream_ref) if shas else {}
-    audit = (sha_verify.classify_shas(ref, pin, shas, upstream_ref)
-             if shas and pin is not None and pin != target else status)
-    moving = [c.path for d in live for c in d.header.citations
-              if c.sha and status.get(c.sha) != "at-pin"]
-    return _Against(target, status, missing_paths(ref, target, moving),
-                    unique_length(ref, target), audit)
+def _against(ref: gitio.Reference, req: Request, live: list[_Draft]) -> _Against:
+    shas = sorted({c.sha for d in live for c in d.moving if c.sha})
+    probe = sha_verify.probe(ref, req.target, shas, req.upstream_ref)
+    moving = [sha_verify.Cited(probe.full[c.sha], c.upstream_path, c.near)
+              for d in live for c in d.moving
+              if c.sha and probe.status.get(c.sha) == "behind"]
+    content = sha_verify.content(ref, probe.pin, moving) if moving else {}
+    if req.pin is None or req.pin == req.target or not shas:
+        words = _words(live, probe, content)
+    else:
+        at_pin = sha_verify.probe(ref, req.pin, shas, req.upstream_ref)
+        behind = [sha_verify.Cited(at_pin.full[c.sha], c.upstream_path, c.near)
+                  for d in live for c in d.moving
+                  if c.sha and at_pin.status.get(c.sha) == "behind"]
+        words = _words(live, at_pin, sha_verify.content(ref, at_pin.pin, behind)
+                       if behind else {})
+    return _Against(req.target, probe, content, unique_length(ref, req.target), words)
 
 
-def _plan_file(d: _Draft, a: _Against) -> FilePlan:
+_CONTENT_WORD = {"unchanged": "behind-unchanged", "changed": "behind-changed"}
+
+
+def _words(live: list[_Draft], probe: sha_verify.Probe,
+           content: dict[sha_verify.Cited, sha_verify.Content]
+           ) -> dict[tuple[str, str, str | None], str]:
+    """Each citation's status as `audit` words it: at-pin, behind-unchanged, behind-changed,
+    path-gone, ahead, not-upstream."""
+    out: dict[tuple[str, str, str | None], str] = {}
+    for d in live:
+        for c in d.moving:
+            if not c.sha:
+                continue
+            cited = sha_verify.Cited(probe.full.get(c.sha, c.sha), c.upstream_path, c.near)
+            status = probe.status.get(c.sha, "not-upstream")
+            got = content.get(cited)
+            word = (_CONTENT_WORD.get(got.kind, "path-gone") if got is not None else
+                    "behind-unchanged") if status == "behind" else status
+            out[(c.sha, c.upstream_path, c.near)] = word
+    return out
+
+
+def _plan_file(d: _Draft, a: _Against, unchanged_only: bool) -> FilePlan:
     if d.refusal is not None:
         return FilePlan(d.file, d.rel, (), d.refusal, d.text, d.text)
     changes: dict[tuple[int, int], Change] = {}
-    for c in d.header.citations:
+    for c in d.moving:
         assert c.sha is not None and c.sha_start is not None and c.sha_end is not None
-        was = a.status.get(c.sha, "not-upstream")
+        was = a.probe.status.get(c.sha, "not-upstream")
         if was == "at-pin":
             continue
-        refusal = _refusal(d.rel, c, was, a)
+        got = a.of(c)
+        refusal = _refusal(d.rel, c, was, got, a.target)
+        if refusal is None and unchanged_only and (got is None or got.kind != "unchanged"):
+            refusal = Skipped(f"{d.rel}:{c.line}: {c.upstream_path} changed upstream since "
+                              f"{c.sha}: not bumped with --unchanged",
+                              "port the change, then bump this file by name")
         if refusal is not None:
             return FilePlan(d.file, d.rel, (), refusal, d.text, d.text)
         changes[(c.sha_start, c.sha_end)] = Change(
             _line_of(d.text, c.sha_start), c.path, c.sha, new_token(c.sha, a.target, a.unique),
-            c.sha_start, c.sha_end, a.audit.get(c.sha, "not-upstream"))
+            c.sha_start, c.sha_end, a.word(c),
+            got.kind if got is not None else "unchanged")
     ordered = sorted(changes.values(), key=lambda ch: ch.start)
     new = d.text
     for ch in reversed(ordered):
@@ -223,33 +315,48 @@ def _plan_file(d: _Draft, a: _Against) -> FilePlan:
 
 
 def _refusal(rel: str, c: headers.Citation, was: sha_verify.ShaStatus,
-             a: _Against) -> SyncError | None:
-    """Why a citation must not be bumped: it is ahead of the target, or the target lacks it."""
+             got: sha_verify.Content | None, target: str) -> SyncError | None:
+    """Why a citation must not be bumped: its SHA is no upstream commit, it is ahead of the
+    target, or the target no longer has the cited path."""
+    if was == "not-upstream":
+        return BlockedCycle(
+            f"{rel}:{c.line}: {c.path} is cited at {c.sha}, which is not a commit of the "
+            "upstream line in the reference checkout (a PR head, another project, a typo)",
+            "fix the header's SHA by hand (or name the project it cites), then bump")
     if was == "ahead":
         return BlockedCycle(
             f"{rel}:{c.line}: {c.path} is cited at {c.sha}, which is ahead of the "
-            f"target {short(a.target)}: a bump would move it back",
+            f"target {short(target)}: a bump would move it back",
             "leave this file out (it is a hot-fix port ahead of the target)")
-    if c.path in a.gone:
+    if got is not None and got.kind in ("renamed", "deleted", "missing"):
         return BlockedCycle(
-            f"{rel}:{c.line}: the target {short(a.target)} has no {c.path} (upstream "
-            "moved or deleted it; see the report's moves section)",
+            f"{rel}:{c.line}: the target {short(target)} has no {c.upstream_path}: "
+            + audit_gone(c, got, target),
             "port the move and fix the header's path by hand, then bump")
     return None
+
+
+def audit_gone(c: headers.Citation, got: sha_verify.Content, target: str) -> str:
+    if got.kind == "renamed":
+        return f"upstream renamed it to {got.new_path} in {short(got.gone_in or '')}"
+    if got.kind == "deleted":
+        return ("upstream deleted it" + (f" in {short(got.gone_in)}" if got.gone_in else ""))
+    return (f"it is not in upstream at {c.sha} either (a wrong or relative path the tree "
+            "does not resolve)")
 
 
 def _line_of(text: str, offset: int) -> int:
     return text.count("\n", 0, offset) + 1
 
 
-def write(plans: list[FilePlan]) -> int:
-    """Write every planned bump; refuses (writing nothing) when any plan was refused."""
+def write(plans: list[FilePlan], state_dir: Path) -> int:
+    """Write every planned bump in one journaled transaction (all files or none); refuses,
+    writing nothing, when any plan was refused (a skipped file is only left alone)."""
     for p in plans:
-        if p.refusal is not None:
+        if p.refusal is not None and not isinstance(p.refusal, Skipped):
             raise p.refusal
-    n = 0
-    for p in plans:
-        if p.changes:
-            write_text(p.file, p.new_text)
-            n += 1
-    return n
+    writes = {p.file: p.new_text.encode() for p in plans if p.changes}
+    if writes:
+        state_dir.mkdir(parents=True, exist_ok=True)
+        txn.commit(state_dir, writes)
+    return len(writes)

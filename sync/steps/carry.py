@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from sync.port import Port
-from sync.records import carryover, cycle, gates
+from sync.records import carryover, cycle, gates, ledger
 from sync.records.carryover import Carried
 from sync.records.decisions import Decision
 from sync.records.mdtext import escape, short_subject
@@ -40,23 +40,38 @@ def pr_refs(text: str) -> set[int]:
 
 @dataclass(frozen=True)
 class LedgerRefs:
-    prs: frozenset[int]
-    text: str
+    """What the ledger's rows name, and why nothing can be said when it cannot be read."""
+
+    refs: ledger.Refs
+    read: ledger.Read
 
     @classmethod
-    def of(cls, ledger_text: str) -> LedgerRefs:
-        return cls(frozenset(pr_refs(ledger_text)), ledger_text)
+    def of(cls, read: ledger.Read) -> LedgerRefs:
+        return cls(ledger.Refs.of(read.rows), read)
+
+    @property
+    def prs(self) -> frozenset[int]:
+        return self.refs.prs
+
+    @property
+    def text(self) -> str:
+        return self.refs.text
+
+    def unreadable(self, affects: str) -> str | None:
+        return self.read.unreadable(affects)
 
 
 def ledger_refs(port: Port) -> LedgerRefs:
-    """What the port's ledger rows name ("" when the ledger is missing or does not parse)."""
-    table = port.ledger()
-    return LedgerRefs.of("\n".join(r.text for r in table.rows) if table is not None else "")
+    """What the port's ledger rows name (malformed rows included)."""
+    return LedgerRefs.of(port.ledger_read())
 
 
 def ported(entry: Entry, refs: LedgerRefs) -> bool:
-    """A ledger row names the entry's PR or its SHA."""
-    return (entry.pr is not None and entry.pr in refs.prs) or short(entry.sha) in refs.text
+    """A ledger row names the entry's PR, or its commit by a 7+ character SHA prefix."""
+    return refs.refs.names(entry.sha, entry.pr)
+
+
+UNREADABLE_PORT_NOW = "every PORT-NOW commit below shows as open because no row can be checked"
 
 
 def annotated(entry: Entry, prs: set[int]) -> bool:
@@ -155,7 +170,8 @@ def _owed_line(e: Entry, owed: Owed, since: str | None) -> str | None:
         return (f"- PORT-NOW carried over: `{short(e.sha)}` {_pr(e)} "
                 f"({escape(e.reason, reason=True)}{_since(since)})")
     if e.disposition == "PORT-NOW":
-        return f"- PORT-NOW open: `{short(e.sha)}` {_pr(e)} (no ledger row yet{_since(since)})"
+        why = "ledger unreadable" if owed.ledger.read.problem is not None else "no ledger row yet"
+        return f"- PORT-NOW open: `{short(e.sha)}` {_pr(e)} ({why}{_since(since)})"
     if e.disposition == "INVENTORY":
         return (f"- INVENTORY unannotated: `{short(e.sha)}` {_pr(e)} (not in the inventory"
                 f"{_since(since)})")
@@ -173,6 +189,9 @@ def own_lines(port: Port, entries: Iterable[Entry], recorded: list[gates.GateRes
         if line is not None:
             groups[e.disposition].append(line)
     out = [line for group in groups.values() for line in group]
+    problem = owed.ledger.unreadable(UNREADABLE_PORT_NOW)
+    if problem is not None:
+        out.insert(0, f"- {problem}")
     for g in recorded:
         if g.status != "PASS":
             out.append(f"- gate {g.name} {g.status}" + (f": run `{g.handoff}`" if g.handoff

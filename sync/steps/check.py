@@ -46,7 +46,7 @@ def findings(port: Port, *, with_audit: bool = True) -> tuple[list[Finding], lis
     notes: list[str] = []
     pin, out = _pin(port)
     out += _paragraph(port, pin)
-    out += _oracle_files(port, pin)
+    out += _oracle_files(port, pin, notes)
     if pin is not None:
         out += [Finding(x) for x in spans.check(port.root, port.config.span_globs, pin)]
     out += _records(port)
@@ -79,12 +79,27 @@ def _paragraph(port: Port, pin: pins.Pin | None) -> list[Finding]:
     return _guarded(agree)
 
 
-def _oracle_files(port: Port, pin: pins.Pin | None) -> list[Finding]:
+def _oracle_files(port: Port, pin: pins.Pin | None,
+                  notes: list[str]) -> list[Finding]:
+    """Every oracle file against the port's record rules (all problems of each); the core
+    oracle's file agrees with the pin block. A port with no registry yet is told so."""
     files = port.oracle_files()
     if not files:
-        return [Finding(f"{port.config.oracles}: no oracle files found (expected at least "
-                        "the core oracle vllm.md)")]
-    return [f for path in files for f in _guarded(partial(_oracle_file, path, port.root, pin))]
+        registry = port.root / port.config.oracles.rsplit("/", 1)[0]
+        if not registry.is_dir():
+            notes.append(f"no oracle registry ({port.config.oracles}): the oracle-file checks "
+                         "were skipped; create it with the core oracle's file vllm.md when "
+                         "the port records its oracles")
+            return []
+        return [Finding(f"{port.config.oracles}: the oracle registry has no oracle file — "
+                        "add the core oracle's file vllm.md")]
+    out: list[Finding] = []
+    for path in files:
+        found = oraclefile.lint(path, port.root)
+        out += [Finding(str(x)) for x in found]
+        if not found:
+            out += _guarded(partial(_oracle_file, path, port.root, pin))
+    return out
 
 
 def _oracle_file(path: Path, root: Path, pin: pins.Pin | None) -> list[Finding]:
@@ -99,11 +114,24 @@ def _records(port: Port) -> list[Finding]:
     out: list[Finding] = []
     ledger_path = port.root / port.config.ledger
     if ledger_path.exists():
-        out += _loads(lambda: ledger.load(ledger_path, rel=port.rel(ledger_path)))
+        out += _ledger(port, ledger_path)
     dec = port.sync_dir / decisions.FILE
     out += _loads(lambda: decisions.load(dec, rel=port.rel(dec)))
     out += _loads(lambda: cycle.load(port))
     return out
+
+
+def _ledger(port: Port, path: Path) -> list[Finding]:
+    """The ledger reads, and every malformed row in it (all of them, each with its line)."""
+    rel = port.rel(path)
+    read = port.ledger_read()
+    if read.table is None:
+        try:
+            ledger.load(path, rel=rel)
+        except SyncError as exc:
+            return [Finding(str(exc))]
+        return []
+    return [Finding(x) for x in ledger.malformed_findings(read.table, rel=rel)]
 
 
 def _events(port: Port) -> list[Finding]:
@@ -140,10 +168,9 @@ def _audit(port: Port, pin: pins.Pin, notes: list[str]) -> list[Finding]:
     if not result.control_ok:
         out.append(Finding("per-file pin audit: the positive control failed (a header citing the "
                            "pin was not counted at-pin) — the header probe is broken"))
+    if result.ledger_problem is not None:
+        notes.append(result.ledger_problem)
     severity = port.config.behind_without_note
     for f in result.findings:
-        cited = ", ".join(f"{c.path} @ {c.sha}" for c in f.citations if c.sha)
-        out.append(Finding(f"{f.path}:1: per-file pin behind the parity pin ({cited}) with no "
-                           "ledger note — bump the header or add a ledger row naming the file",
-                           severity))
+        out.append(Finding(audit.finding_text(f), severity))
     return out

@@ -1,15 +1,29 @@
-"""Set-up: find a port's records by content (what `init` writes into the configuration)."""
+"""Set-up: find a port's records by content (what `init` writes into the configuration).
+
+`init` reads what the port states rather than guessing: a record at its default path is
+that record (other files that look like one are listed, not counted against it); the
+build mode is the pin block's distribution suffix; gates are the golden dumpers the
+port's docs tell you to run (`tools/parity/dump_ops.py --out tests/parity/goldens`); the
+port's own preferences conventions (a `developer-preferences.example.md`, `.env` names)
+are mapped, not duplicated; projects the headers cite by name are listed with their
+citation counts.
+"""
 
 from __future__ import annotations
 
 import os
+import re
+import shlex
+from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from sync.headers import citations as headers
+from sync.headers import oracles
 from sync.infra.atomic import read_text
-from sync.infra.errors import MalformedRecord
-from sync.records import blocks, ledger
+from sync.infra.errors import MalformedRecord, SyncError
+from sync.records import blocks, config, ledger, modes, pins
 
 _SKIP = {".git", ".nox", "node_modules", "build", ".venv", "__pycache__", "third_party"}
 _SOURCE_EXT = {".h", ".hpp", ".cc", ".cpp", ".cu", ".py"}
@@ -41,15 +55,40 @@ def _count(text: str, info: str, rel: str) -> int:
         return 1  # a broken block is still the record's home; `check` reports what is wrong
 
 
+DEFAULTS = {"ledger": config.Config().ledger, "inventory": config.Config().inventory}
+
+
 def discover(root: Path) -> dict[str, Any]:
-    """Find the records by content, not by name: each must be unique or it is left default."""
+    """Find the records by content, not by name: a record at its default path is that record;
+    elsewhere a record must be unique or it is left default."""
     found = _candidates(root)
     paths = {key: found[key][0] for key in ("protocol", "ledger", "inventory")
              if len(found[key]) == 1}
+    for key, default in DEFAULTS.items():
+        if default in found[key]:
+            paths[key] = default  # the port states it: the default path holds it
     dirs = sorted({str(Path(p).parent.as_posix()) for p in found["oracles"]})
     if len(dirs) == 1:
         paths["oracles"] = f"{dirs[0]}/*.md"
-    return {"paths": paths, "found": found, "port_roots": _port_roots(root)}
+    registry = _registry(root, found["oracles"])
+    roots, projects = _port_roots(root, registry)
+    return {"paths": paths, "found": found, "port_roots": roots,
+            "cited_projects": dict(projects.most_common()),
+            "registered": sorted(p for p in projects if registry.registered(p))}
+
+
+def _registry(root: Path, files: list[str]) -> oracles.Upstreams:
+    """The oracles the found oracle files name (their id and upstream), for attribution."""
+    known = []
+    for rel in files:
+        try:
+            block = blocks.find(_text(root / rel), "oracle-pin", path=rel)[0]
+        except (MalformedRecord, IndexError):
+            continue
+        values = block.as_dict()
+        oid = values.get("id") or Path(rel).stem
+        known.append(oracles.Oracle(oid, oracles.names_of(oid, values.get("upstream", ""))))
+    return oracles.Upstreams(tuple(known))
 
 
 def _candidates(root: Path) -> dict[str, list[str]]:
@@ -66,6 +105,8 @@ def _candidates(root: Path) -> dict[str, list[str]]:
             found["ledger"].append(rel)
         if path.name == "porting-inventory.md" or ("## 9" in text and "T0" in text):
             found["inventory"].append(rel)
+        if path.name.lower() == "readme.md":
+            found["oracles"] = [o for o in found["oracles"] if o != rel]
     return found
 
 
@@ -74,11 +115,151 @@ def _has_ledger_header(text: str) -> bool:
                for line in text.splitlines())
 
 
-def _port_roots(root: Path) -> list[str]:
-    """The top-level directories holding files with a ported-from header."""
+def _port_roots(root: Path, ups: oracles.Upstreams) -> tuple[list[str], Counter[str]]:
+    """The top-level directories holding files with a ported-from header, and the oracles
+    other than vLLM their citation statements name (with citation counts)."""
     roots: dict[str, int] = {}
+    projects: Counter[str] = Counter()
     for path in _files(root, _SOURCE_EXT):
-        if headers.parse_header(_text(path)[:8192], path.name).kind == "PORTED":
+        rel = path.relative_to(root).as_posix()
+        header = headers.parse_header(_text(path)[:16384], rel)
+        if header.kind == "PORTED":
             top = path.relative_to(root).parts[0]
             roots[top] = roots.get(top, 0) + 1
-    return sorted(roots)
+        projects.update(c.oracle for c in oracles.attribute(header, ups, rel).citations
+                        if c.oracle != ups.core)
+    return sorted(roots), projects
+
+
+# -- what init reads beyond the record paths ------------------------------------------------------
+
+
+def build_mode(root: Path, protocol: str) -> tuple[str, str] | None:
+    """(build mode, the distribution version it comes from): the pin block's suffix
+    (`...+g555967922.precompiled` is a precompiled build); None without one."""
+    try:
+        pin = pins.load(root / protocol, rel=protocol).pin
+    except SyncError:
+        return None
+    mode = modes.from_suffix(pin.build_suffix) if pin.build_suffix is not None else None
+    return (mode, pin.distribution_version) if mode is not None else None
+
+
+_DUMPER = re.compile(r"(?P<script>(?:[\w.-]+/)*dump_[\w-]*\.py)\b(?P<args>[^'\n`]*)")
+
+
+@dataclass(frozen=True)
+class GoldenScript:
+    argv: tuple[str, ...]  # with {python} and {out}, as [golden] scripts holds them
+    out: str  # the goldens directory the docs name
+    source: str  # "file:line" where the port says to run it
+
+
+@dataclass(frozen=True)
+class Gates:
+    scripts: tuple[GoldenScript, ...] = ()
+    suites: tuple[str, ...] = ()  # parity suites the port has (not configured: they need a build)
+    hosts: tuple[str, ...] = ()  # gate hosts the docs name
+
+
+def _joined_lines(text: str) -> list[tuple[int, str]]:
+    """Lines with shell continuations (`\\` at the end) joined, each with its first line."""
+    out: list[tuple[int, str]] = []
+    pending, start = "", 0
+    for no, raw in enumerate(text.splitlines(), start=1):
+        if not pending:
+            start = no
+        if raw.rstrip().endswith("\\"):
+            pending += raw.rstrip()[:-1] + " "
+            continue
+        out.append((start, pending + raw))
+        pending = ""
+    return out
+
+
+def _golden_commands(root: Path, rel: str, text: str) -> list[GoldenScript]:
+    out = []
+    for no, line in _joined_lines(text):
+        for m in _DUMPER.finditer(line):
+            script = m["script"]
+            try:
+                args = shlex.split(m["args"].split(";")[0].split("&&")[0])
+            except ValueError:
+                continue
+            if "--out" not in args or args.index("--out") + 1 >= len(args):
+                continue
+            if not (root / script).is_file() or any(a[:1] in "$<" for a in args):
+                continue  # a placeholder (`$MODEL`, `<dir>`) needs a person, not init
+            i = args.index("--out")
+            outdir = args[i + 1]
+            argv = ("{python}", script, *args[:i], "--out", "{out}", *args[i + 2:])
+            out.append(GoldenScript(argv, outdir, f"{rel}:{no}"))
+    return out
+
+
+_HOST = re.compile(r"\bssh\s+([\w-]+\.[\w.-]*\w)\s")
+# Where a port tells how to run its gates: READMEs, its gates record and the protocol (not
+# its logs and plans, whose commands carry one day's placeholders).
+_GATE_DOCS = ("readme.md", "gates.md", "upstream-sync.md")
+
+
+def gates(root: Path) -> Gates:
+    """The golden dumpers the port's docs say to run, its parity suites, its gate hosts."""
+    scripts: dict[tuple[str, ...], GoldenScript] = {}
+    hosts: list[str] = []
+    for path in _files(root, {".md"}):
+        if path.name.lower() not in _GATE_DOCS:
+            continue
+        text = _text(path)
+        if "dump_" not in text and "ssh " not in text:
+            continue
+        rel = path.relative_to(root).as_posix()
+        for g in _golden_commands(root, rel, text):
+            scripts.setdefault(g.argv, g)
+        hosts += _HOST.findall(text)
+    suites = sorted(p.relative_to(root).as_posix() for p in root.glob("tests/parity/test_*")
+                    if p.is_file())
+    return Gates(tuple(scripts.values()), tuple(suites), tuple(dict.fromkeys(hosts)))
+
+
+# The port's own names for the values the preferences hold.
+_SYNONYMS = {
+    "VLLM_SOURCE": "reference_checkout", "VLLM_REFERENCE": "reference_checkout",
+    "GATE_HOST": "gate_hosts", "GATE_HOSTS": "gate_hosts", "VLLM_OMNI_SOURCE": "omni_source",
+    "ORACLE_HOME": "oracle_home", "VLLM_ORACLE_HOME": "oracle_home",
+}
+_ENV_NAME = re.compile(r"(?m)^\s*(?:export\s+)?([A-Z][A-Z0-9_]{2,})\s*=|`([A-Z][A-Z0-9_]{2,})`")
+
+
+@dataclass(frozen=True)
+class Conventions:
+    example: str | None  # the port's own preferences example, if it has one
+    env_files: tuple[str, ...]  # .env, .env.example
+    names: tuple[str, ...]  # the variable names they use
+    mapped: dict[str, str] = field(default_factory=dict)  # preference key -> the port's name
+    unmapped: tuple[str, ...] = ()  # names no preference holds
+
+
+def conventions(root: Path) -> Conventions:
+    """The port's own preferences conventions: its example file and `.env` names."""
+    example = next((p.relative_to(root).as_posix() for p in
+                    (root / ".agents/developer-preferences.example.md",
+                     root / "developer-preferences.example.md",
+                     root / "docs/developer-preferences.example.md") if p.is_file()), None)
+    env_files = tuple(n for n in (".env", ".env.example") if (root / n).is_file())
+    names: list[str] = []
+    for rel in ([example] if example else []) + list(env_files):
+        for a, b in _ENV_NAME.findall(_text(root / rel)):
+            names.append(a or b)
+    names = list(dict.fromkeys(names))
+    ours = {var for var, _ in _pref_vars().values()}
+    mapped = {_SYNONYMS[n]: n for n in names if n in _SYNONYMS and n not in ours}
+    unmapped = tuple(n for n in names if n not in _SYNONYMS and n not in ours)
+    return Conventions(example, env_files, tuple(names), mapped, unmapped)
+
+
+def _pref_vars() -> dict[str, tuple[str, str]]:
+    from sync.records import prefs
+
+    return prefs.KEYS
+

@@ -33,7 +33,7 @@ from sync.infra.errors import MalformedRecord, UsageError
 from sync.port import Port
 from sync.records import cycle
 from sync.records.decisions import ALL
-from sync.steps import carry
+from sync.steps import carry, surface
 from sync.steps.classify import AUTO, Entry
 from sync.steps.evidence import parse_ranges
 from sync.upstream import gitio, history, patch
@@ -255,6 +255,9 @@ def build(port: Port, ref: gitio.Reference, upstream_ref: str, *,
     sections = ({b: patches(ref, b, c.target, ps) for b, ps in by_base.items()}
                 if patch_dir is not None else {})
     led = carry.ledger_refs(port)
+    unread = led.unreadable("every item shows as open because no row can be checked")
+    if unread is not None:
+        notes.insert(0, unread)
     items: list[Item] = []
     for index, p in enumerate(plans, start=1):
         diffs = _diffs(p.bases, stats, c.target) if drift else []
@@ -414,21 +417,25 @@ class _Cited:
 def _cited(port: Port, ref: gitio.Reference, work: list[Entry], upstream_ref: str) -> _Cited:
     pin = port.pin_record().pin.commit
     file_headers: dict[str, headers.Header | None] = {}
+    read = surface.header_reader(port) if work else port.header
     for e in work:
         for f in e.port_files:
             if f not in file_headers:
-                file_headers[f] = _header_of(port, f)
-    shas = sorted({ct.sha for h in file_headers.values() if h for ct in h.citations if ct.sha})
+                file_headers[f] = _header_of(port, f, read)
+    core = port.upstreams().core
+    shas = sorted({ct.sha for h in file_headers.values() if h for ct in h.citations
+                   if ct.sha and ct.oracle == core})
     status = sha_verify.classify_shas(ref, pin, shas, upstream_ref) if shas else {}
     return _Cited(pin, file_headers, status, _resolve_many(ref, shas))
 
 
-def _header_of(port: Port, f: str) -> headers.Header | None:
+def _header_of(port: Port, f: str,
+               read: Callable[[str, str], headers.Header]) -> headers.Header | None:
     """The header of port file `f` (as the report names it), None when it cannot be read."""
     if Path(f).is_absolute() or ".." in Path(f).parts:
         return None
     try:
-        return headers.parse_header(read_text(port.root / f), f)
+        return read(f, read_text(port.root / f))
     except (OSError, UnicodeDecodeError):
         return None
 
@@ -462,7 +469,7 @@ def _plan_path(up: str, files: tuple[str, ...], cited: _Cited,
             pins.append(FilePin(f, up, None, "missing file"))
             continue
         for ct in h.citations:
-            if ct.path != up:
+            if ct.upstream_path != up or ct.oracle != headers.CORE:
                 continue
             pins.append(FilePin(f, up, ct.sha, cited.status.get(ct.sha, "not-upstream")
                                 if ct.sha else "no pin"))

@@ -86,6 +86,7 @@ class Model:
     divergent: bool = False
     target_from: str = ""  # where the target came from (steps/target.Provenance.describe)
     others: tuple[tuple[str, bool], ...] = ()  # other reports naming the target: (name, by hand)
+    reference_state: str = ""  # "clean", or what is wrong with the checkout (health.summary)
     extra: dict[str, Any] = field(default_factory=dict)
 
     def counts(self) -> dict[str, int]:
@@ -233,13 +234,18 @@ def _head(m: Model) -> list[str]:
             f"`{name}` ({'written by hand' if hand else 'an earlier cycle'})"
             for name, hand in m.others)] if m.others else []),
         # No machine path: the same report must come out of every developer's checkout and CI.
-        f"- Reference checkout: at `{short(m.reference_head)}`, "
-        f"{'dirty' if m.reference_dirty else 'clean'}, full clone",
+        f"- Reference checkout: at `{short(m.reference_head)}`, {_state(m)}, full clone",
         f"- Range: {s.commits} non-merge commits, {s.files_changed} files changed, "
         f"{s.insertions} insertions(+), {s.deletions} deletions(-)",
         f"- Cycle state: {m.state}",
         "",
     ]
+
+
+def _state(m: Model) -> str:
+    if m.reference_state:
+        return m.reference_state  # the tool's own words and a validated ref name
+    return "dirty" if m.reference_dirty else "clean"
 
 
 def _head_doc(m: Model) -> dict[str, Any]:
@@ -248,7 +254,8 @@ def _head_doc(m: Model) -> dict[str, Any]:
         "date": m.date, "pin": m.pin, "pin_runtime": m.pin_runtime, "target": m.target,
         "target_ref": m.target_ref, "target_from": m.target_from, "divergent": m.divergent,
         "other_reports": [{"report": name, "by_hand": hand} for name, hand in m.others],
-        "reference": {"head": m.reference_head, "dirty": m.reference_dirty},
+        "reference": {"head": m.reference_head, "dirty": m.reference_dirty,
+                      "state": m.reference_state or ("dirty" if m.reference_dirty else "clean")},
         "range": {"commits": s.commits, "files_changed": s.files_changed,
                   "insertions": s.insertions, "deletions": s.deletions},
         "state": m.state,

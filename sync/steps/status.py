@@ -12,7 +12,7 @@ from sync.port import Port
 from sync.records import cycle, oraclefile, pins, spans
 from sync.records.prefs import Preferences
 from sync.steps.verify import oracle
-from sync.upstream import gitio
+from sync.upstream import gitio, health
 from sync.upstream.gitio import short
 
 
@@ -38,18 +38,36 @@ def _reference(port: Port, pin: pins.Pin
     except EnvironmentUnresolved as exc:
         return _unresolved(prefs, exc), None, exc
     present = gitio.has_commit(ref, pin.commit)
-    doc = {"path": str(ref.path), "head": gitio.head_sha(ref), "shallow": gitio.is_shallow(ref),
-           "pin_present": present, "dirty": gitio.is_dirty(ref)}
+    doc: dict[str, Any] = {"path": str(ref.path), "head": gitio.head_sha(ref),
+                           "shallow": gitio.is_shallow(ref), "pin_present": present}
     if not present:
+        doc["dirty"] = not health.tree(ref).clean
         return doc, None, EnvironmentUnresolved(
             f"the pin {short(pin.commit)} is not in the reference checkout {ref.path}",
             "run 'upstream-sync fetch'")
-    tip = gitio.resolve(ref, port.upstream_ref)
-    if tip is None:
-        return doc, None, None
-    return doc, {"ref": port.upstream_ref, "tip": tip,
-                 "commits": gitio.count_range(ref, pin.commit, tip),
-                 "newest_date": gitio.newest_date(ref, pin.commit, tip)}, None
+    h = health.assess(ref, pin.commit, port.upstream_ref)
+    doc.update(_health_doc(h))
+    problem = h.error
+    u = h.upstream
+    if u.tip is None:
+        return doc, None, problem
+    behind = {"ref": port.upstream_ref, "tip": u.tip, "relation": u.relation,
+              "commits": u.commits if u.relation == "ahead" else 0,
+              "behind_pin": u.commits if u.relation == "behind" else 0,
+              "newest_date": (gitio.newest_date(ref, pin.commit, u.tip)
+                              if u.relation == "ahead" else None)}
+    return doc, behind, problem
+
+
+def _health_doc(h: health.Health) -> dict[str, Any]:
+    t = h.tree
+    return {"dirty": not t.clean, "state": h.summary(),
+            "tree": {"staged": t.staged, "staged_deleted": t.staged_deleted,
+                     "unstaged": t.unstaged, "unstaged_deleted": t.unstaged_deleted,
+                     "index_missing": t.index_missing},
+            "objects": None if h.objects is None else {
+                "ok": h.objects.ok, "missing": h.objects.missing, "first": h.objects.first},
+            "problems": list(h.problems)}
 
 
 def _unresolved(prefs: Preferences, exc: EnvironmentUnresolved) -> dict[str, Any]:

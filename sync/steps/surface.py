@@ -1,9 +1,11 @@
 """The ported surface: which upstream paths the port mirrors, and which port files mirror each.
 
-Three sources, merged into one many-to-many map: per-file header citations
-(PORTED headers only: an ORIGINAL file that cites upstream is not a port of it),
-inline citations of upstream `*.py` paths anywhere in the ported roots, and the
-configured mapping rules (`src/vllm/**/*.cpp` <- `vllm/{stem}.py`).
+Three sources, merged into one many-to-many map: per-file header citations of the core
+oracle (PORTED headers only: an ORIGINAL file that cites upstream is not a port of it),
+inline citation statements of upstream `*.py` paths anywhere in the ported roots, and the
+configured mapping rules (`src/vllm/**/*.cpp` <- `vllm/{stem}.py`). What is only named
+(a mention, in a header or inline) or watched (an original file whose semantics mirror an
+upstream path) is kept apart as a reference: listed, never a reason for PORT-NOW.
 
 Each citation is also kept as a `Cite`, with its anchors (`::Sym`, `(A, B)`, `:A-B`)
 and where it is in the port file, for the symbol pass; and each port file's DEFERRED
@@ -13,13 +15,14 @@ and where it is in the port file, for the symbol pass; and each port file's DEFE
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
 from sync.headers import citations as headers
 from sync.headers import deferred as deferred_mod
+from sync.headers import oracles
 from sync.infra import globs
 from sync.port import Port
 from sync.records.config import Config, Mapping
@@ -58,11 +61,18 @@ class Cite:
 @dataclass(frozen=True)
 class Surface:
     by_upstream: dict[str, tuple[str, ...]]  # upstream path -> port files (sorted)
-    file_headers: dict[str, headers.Header]  # port file -> its parsed header
+    file_headers: dict[str, headers.Header]  # port file -> its parsed, attributed header
     mirrored: tuple[str, ...]
     cites: dict[str, tuple[Cite, ...]] = field(default_factory=dict)  # upstream path -> cites
     deferred: dict[str, tuple[deferred_mod.Deferred, ...]] = field(default_factory=dict)
     model_globs: tuple[str, ...] = ()
+    watched: dict[str, tuple[str, ...]] = field(default_factory=dict)  # original files
+    references: dict[str, tuple[str, ...]] = field(default_factory=dict)  # mentions
+
+    def citing(self, upstream_path: str) -> tuple[str, ...]:
+        """The port files that cite or watch `upstream_path` (whose moves they must follow)."""
+        return tuple(sorted({*self.by_upstream.get(upstream_path, ()),
+                             *self.watched.get(upstream_path, ())}))
 
     def port_files(self, upstream_paths: Iterable[str]) -> tuple[str, ...]:
         out: set[str] = set()
@@ -117,14 +127,53 @@ def mapped_upstream(rel: str, mapping: Mapping) -> str | None:
     return mapping.upstream.replace("{stem}", stem)
 
 
+def _sorted(m: dict[str, set[str]]) -> dict[str, tuple[str, ...]]:
+    return {k: tuple(sorted(v)) for k, v in sorted(m.items())}
+
+
+def header_reader(port: Port, found: dict[str, headers.Header] | None = None
+                  ) -> Callable[[str, str], headers.Header]:
+    """Read one port file's header as `build` reads it: attributed, and with what the port's
+    named citations teach about unnamed ones (`found`: the scanned files' headers, read now
+    when not given)."""
+    if found is None:
+        found, _ = read_headers(port)
+    ups = port.upstreams()
+    learned = oracles.learn(found.values(), ups)
+
+    def read(rel: str, text: str) -> headers.Header:
+        known = found.get(rel)
+        return known if known is not None else oracles.reattribute(
+            port.header(rel, text), learned, ups)
+
+    return read
+
+
+def read_headers(port: Port) -> tuple[dict[str, headers.Header], dict[str, str]]:
+    """(port file -> its attributed header, port file -> its text) for every scanned file;
+    a citation another oracle's named citations explain (its SHA, its path root) is theirs."""
+    texts: dict[str, str] = {}
+    found: dict[str, headers.Header] = {}
+    for path in port_files(port):
+        rel = path.relative_to(port.root).as_posix()
+        try:
+            texts[rel] = path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        found[rel] = port.header(rel, texts[rel])
+    ups = port.upstreams()
+    learned = oracles.learn(found.values(), ups)
+    return {rel: oracles.reattribute(h, learned, ups) for rel, h in found.items()}, texts
+
+
 def _resolved(citation: headers.Citation, header: headers.Header) -> str:
     """The full upstream path a citation names: a bare `name.py` (`basename::Sym`) is the
     header's full path with that name, when there is exactly one."""
     if "/" in citation.path:
-        return citation.path
-    full = {c.path for c in header.citations
+        return citation.upstream_path
+    full = {c.upstream_path for c in header.citations
             if "/" in c.path and c.path.rsplit("/", 1)[1] == citation.path}
-    return full.pop() if len(full) == 1 else citation.path
+    return full.pop() if len(full) == 1 else citation.upstream_path
 
 
 def _line_of(text: str, needle: str) -> int:
@@ -132,19 +181,43 @@ def _line_of(text: str, needle: str) -> int:
     return 0 if at < 0 else text.count("\n", 0, at) + 1
 
 
-def _file_cites(rel: str, text: str, header: headers.Header, cfg: Config) -> list[Cite]:
+@dataclass
+class _Refs:
+    """What a file names without porting it: mentions, and what an original file watches."""
+
+    watched: dict[str, set[str]] = field(default_factory=dict)
+    mentioned: dict[str, set[str]] = field(default_factory=dict)
+
+    def add(self, kind: dict[str, set[str]], up: str, rel: str) -> None:
+        kind.setdefault(up, set()).add(rel)
+
+
+def _file_cites(rel: str, text: str, header: headers.Header, cfg: Config,
+                refs: _Refs) -> list[Cite]:
     cites: list[Cite] = []
+    core = [c for c in header.citations if c.oracle == headers.CORE]
     if header.kind == "PORTED":
         cites += [Cite(rel, _resolved(c, header), c.line, c.symbols, c.lines, c.sha)
-                  for c in header.citations]
+                  for c in core]
+    elif header.kind == "ORIGINAL":
+        for c in core:
+            refs.add(refs.watched, _resolved(c, header), rel)
+    for mention in header.mentions:
+        if mention.why == "prose":
+            refs.add(refs.mentioned, mention.path, rel)
     if header.kind != "ORIGINAL":
         named = {c.path for c in cites}
+        # Every path named in the body is kept for the symbol pass, which judges a whole-file
+        # one a mention (never PORT-NOW on its own); those no verb cites are references too.
+        inline = headers.inline_paths(text, cfg.mirrored)
         cites += [Cite(rel, up, _line_of(text, up), source="inline")
-                  for up in sorted(headers.inline_citations(text, cfg.mirrored) - named)]
+                  for up in sorted((inline.cited | inline.mentioned) - named)]
+        for up in inline.mentioned:
+            refs.add(refs.mentioned, up, rel)
     for m in cfg.mappings:
-        up = mapped_upstream(rel, m)
-        if up is not None and all(c.path != up for c in cites):
-            cites.append(Cite(rel, up, 0, source="mapping"))
+        mapped = mapped_upstream(rel, m)
+        if mapped is not None and all(c.path != mapped for c in cites):
+            cites.append(Cite(rel, mapped, 0, source="mapping"))
     return cites
 
 
@@ -152,17 +225,12 @@ def build(port: Port) -> Surface:
     cfg: Config = port.config
     by_upstream: dict[str, set[str]] = {}
     cites: dict[str, list[Cite]] = {}
-    file_headers: dict[str, headers.Header] = {}
     deferred: dict[str, tuple[deferred_mod.Deferred, ...]] = {}
-    for path in port_files(port):
-        rel = path.relative_to(port.root).as_posix()
-        try:
-            text = path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            continue
-        header = headers.parse_header(text, rel)
-        file_headers[rel] = header
-        found = _file_cites(rel, text, header, cfg)
+    refs = _Refs()
+    file_headers, texts = read_headers(port)
+    for rel, header in file_headers.items():
+        text = texts[rel]
+        found = _file_cites(rel, text, header, cfg, refs)
         for cite in found:
             by_upstream.setdefault(cite.path, set()).add(rel)
             cites.setdefault(cite.path, []).append(cite)
@@ -170,6 +238,6 @@ def build(port: Port) -> Surface:
             paras = deferred_mod.deferred(text, rel)
             if paras:
                 deferred[rel] = paras
-    return Surface({k: tuple(sorted(v)) for k, v in sorted(by_upstream.items())}, file_headers,
-                   cfg.mirrored, {k: tuple(v) for k, v in sorted(cites.items())}, deferred,
-                   cfg.model_globs)
+    return Surface(_sorted(by_upstream), file_headers, cfg.mirrored,
+                   {k: tuple(v) for k, v in sorted(cites.items())}, deferred,
+                   cfg.model_globs, _sorted(refs.watched), _sorted(refs.mentioned))

@@ -25,7 +25,7 @@ from sync.records import cycle, decisions, deviations, gates, pins
 from sync.steps import audit, carry, classify, evidence, report, surface
 from sync.steps import target as target_step
 from sync.steps.target import Wanted, freeze
-from sync.upstream import gitio, history
+from sync.upstream import gitio, health, history
 from sync.upstream.gitio import short
 
 
@@ -97,12 +97,12 @@ def moves(commits: list[history.Commit], surf: surface.Surface,
     out = []
     for c in commits:
         for ch in c.changes:
-            if ch.status == "D" and ch.path in surf.by_upstream:
+            if ch.status == "D" and surf.citing(ch.path):
                 out.append(report.Move(ch.path, "deleted", None, c.sha, c.pr,
-                                       surf.by_upstream[ch.path]))
-            elif ch.status == "R" and ch.old_path in surf.by_upstream and ch.old_path:
+                                       surf.citing(ch.path)))
+            elif ch.status == "R" and ch.old_path and surf.citing(ch.old_path):
                 out.append(report.Move(ch.old_path, "renamed", ch.path, c.sha, c.pr,
-                                       surf.by_upstream[ch.old_path]))
+                                       surf.citing(ch.old_path)))
     return tuple(out) + _deleted_definitions(entries or [])
 
 
@@ -160,12 +160,23 @@ def _frame(port: Port, notes: Notes | None, req: CycleRequest) -> _Frame:
     if not (req.allow_divergent or accepted) and not gitio.is_ancestor(ref, pin.commit, sha):
         raise UsageError(f"target {short(sha)} does not descend from the pin {short(pin.commit)}",
                          "pick a target on the pin's line, or pass --allow-divergent")
+    _readable(ref, pin.commit, sha)
     frozen = freeze(port, ref, wanted)
     c = frozen.cycle
     if frozen.moved and notes is not None:
         notes.note(f"the remote moved to {short(frozen.moved)}; this cycle keeps its target "
                    f"{short(c.target)} (pass --retarget to move it)")
     return _Frame(ref, pin, c, report_path(port, c))
+
+
+def _readable(ref: gitio.Reference, pin: str, target: str) -> None:
+    """Refuse, before a target is frozen (and cycle.toml written), a checkout that cannot
+    read the objects of pin..target, with the fix."""
+    if target == pin:
+        return
+    error = health.objects_error(health.objects(ref, pin, target), ref.path, pin, target)
+    if error is not None:
+        raise error
 
 
 def _enumerate(port: Port, frame: _Frame, notes: Notes | None) -> _Range:
@@ -262,14 +273,17 @@ def _assemble(port: Port, frame: _Frame, rng: _Range, earlier: _Earlier,
     return report.Model(
         date=c.frozen_at[:10], pin=frame.pin.commit, pin_runtime=frame.pin.runtime_version,
         target=c.target, target_ref=c.target_ref,
-        reference_head=gitio.head_sha(frame.ref) or "", reference_dirty=gitio.is_dirty(frame.ref),
+        reference_head=gitio.head_sha(frame.ref) or "",
+        reference_dirty=not (state := _reference_state(port, frame)).startswith("clean"),
+        reference_state=state,
         stats=rng.stats, state=req.state or _kept_state(back),
         entries=tuple(entries),
         reverts=tuple(sorted(history.find_reverts(rng.commits).items())),
         duplicates=tuple(history.find_duplicates(frame.ref, rng.commits)),
         moves=moves(rng.commits, rng.surf, entries),
         deviations=tuple(touched),
-        file_pins=pins_summary.lines, file_pin_counts=pins_summary.counts,
+        file_pins=pins_summary.lines + watched_lines(rng.commits, rng.surf),
+        file_pin_counts=pins_summary.counts,
         gates=tuple(gates.render_section(recorded).splitlines()),
         gate_docs=tuple(g.as_doc() for g in recorded),
         carry_over=tuple(_unmet_lines(back, req)
@@ -280,6 +294,32 @@ def _assemble(port: Port, frame: _Frame, rng: _Range, earlier: _Earlier,
         target_from=target_step.provenance(frame.ref, c, port.upstream_ref).describe(),
         others=other_reports(port, frame.path, c.target),
     )
+
+
+def watched_lines(commits: list[history.Commit], surf: surface.Surface) -> tuple[str, ...]:
+    """Upstream paths that original files say their semantics mirror, changed in the range:
+    references to re-read, never PORT-NOW on their own."""
+    changed: dict[str, list[str]] = {}
+    for c in commits:
+        for path in c.paths:
+            if path in surf.watched:
+                changed.setdefault(path, []).append(short(c.sha))
+    return tuple(f"- watched `{path}` changed in {', '.join(f'`{s}`' for s in shas)}; the "
+                 f"original file(s) {', '.join(surf.watched[path])} mirror its semantics"
+                 for path, shas in sorted(changed.items()))
+
+
+def _reference_state(port: Port, frame: _Frame) -> str:
+    """The checkout's work tree and its upstream branch against the pin (its objects were
+    checked before the target was frozen)."""
+    t = health.tree(frame.ref)
+    u = health.upstream(frame.ref, frame.pin.commit, port.upstream_ref)
+    state = t.describe()
+    if u.relation == "behind":
+        state += f"; {u.ref} is {u.commits} commit(s) older than the pin"
+    elif u.relation == "diverged":
+        state += f"; {u.ref} does not descend from the pin"
+    return state
 
 
 def _kept_state(back: report.ReadBack | None) -> report.State:

@@ -78,12 +78,18 @@ def run(
     return proc
 
 
+_MISSING_OBJECT = re.compile(r"unable to read|bad object|missing (?:blob|tree|commit)|"
+                             r"did not receive expected object|could not parse object")
+
+
 def _fail(repo: Path, args: Sequence[str], stderr: bytes) -> None:
     msg = stderr.decode("utf-8", "replace").strip().splitlines()
-    raise EnvironmentUnresolved(
-        f"git {args[0]} failed in {repo}: {msg[-1] if msg else 'no message'}",
-        "check the repository and the revisions given",
-    )
+    last = msg[-1] if msg else "no message"
+    fix = "check the repository and the revisions given"
+    if any(_MISSING_OBJECT.search(line) for line in msg):
+        fix = (f"the checkout is missing objects: re-fetch them with 'git -C {repo} fetch "
+               "--refetch origin' (or re-clone it), then run the command again")
+    raise EnvironmentUnresolved(f"git {args[0]} failed in {repo}: {last}", fix)
 
 
 class Started:
@@ -298,6 +304,25 @@ def batch_check(ref: Reference, names: list[str]) -> list[tuple[str, str] | None
         ok = len(parts) == 3 and _OBJECT_ID.fullmatch(parts[0]) is not None
         out.append((parts[0], parts[1]) if ok else None)
     return out
+
+
+def tree_paths(ref: Reference, rev: str) -> list[str]:
+    """Every file path in `rev`'s tree (one `git ls-tree -r -z`)."""
+    check_rev(rev)
+    out = ref.git("-c", "core.quotePath=false", "ls-tree", "-r", "-z", "--name-only",
+                  "--end-of-options", rev)
+    return [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
+
+
+def merge_base(ref: Reference, shas: list[str]) -> str | None:
+    """The best common ancestor of every commit in `shas` (one `git merge-base --octopus`)."""
+    for s in shas:
+        check_rev(s)
+    if len(shas) == 1:
+        return shas[0]
+    proc = run(ref.path, ["merge-base", "--octopus", "--end-of-options", *shas], check=False)
+    out = proc.stdout.decode().strip()
+    return out or None
 
 
 def cat_blobs(ref: Reference, names: list[str]) -> list[bytes | None]:

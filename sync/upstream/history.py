@@ -175,14 +175,17 @@ def _change(tokens: list[bytes], i: int, sha: str) -> tuple[Change, int]:
     return Change(status, _text(tokens[i + 1]), None, score), i + 2
 
 
-def begin_log(ref: gitio.Reference, base: str, target: str) -> gitio.Started:
-    """Start the range's one `git log -z` in the background (see `finish_log`)."""
+def begin_log(ref: gitio.Reference, base: str, target: str, *,
+              merges: bool = False) -> gitio.Started:
+    """Start the range's one `git log -z` in the background (see `finish_log`); `merges`
+    keeps merge commits (without their diffs), for walking the range's ancestry."""
     gitio.check_rev(base)
     gitio.check_rev(target)
     # Options a user's config could otherwise switch on are pinned off so the output
     # shape is ours; --encoding makes git convert messages that declare an encoding.
     return gitio.start(ref.path, [
-        "log", "-z", "--no-merges", "-M", "--name-status", "--encoding=UTF-8", "--no-color",
+        "log", "-z", *(() if merges else ("--no-merges",)), "-M", "--name-status",
+        "--encoding=UTF-8", "--no-color",
         "--no-show-signature", "--no-relative", _FORMAT,
         "--end-of-options", f"{base}..{target}", "--",
     ])

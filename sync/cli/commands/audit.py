@@ -7,22 +7,37 @@ from typing import Any
 
 from sync.cli.context import Context, add_json
 from sync.headers import citations as headers
+from sync.headers import verify
 from sync.infra.errors import CheckFailed
 from sync.steps import audit, surface
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("audit", help="step 5: every ported file's per-file pin status",
-                       description="Audit per-file pins against the parity pin: at-pin, behind, "
-                       "ahead, not-upstream, original, no-header; behind without a ledger note "
-                       "is a finding. Counts come with a positive control.")
+                       description="Audit per-file pins against the parity pin by content: "
+                       "at-pin, behind-unchanged (safe to bump), behind-changed (a finding "
+                       "without a ledger note), path-gone (a finding), ahead, not-upstream, "
+                       "other-oracle, original, no-header. Mentions and watched paths are "
+                       "listed as references. Counts come with a positive control.")
     add_json(p)
     p.set_defaults(func=run)
 
 
-def citation_doc(c: headers.Citation, status: str | None) -> dict[str, Any]:
-    return {"path": c.path, "sha": c.sha, "status": status, "line": c.line, "lines": c.lines,
-            "symbol": c.symbol}
+def citation_doc(c: headers.Citation, status: str | None, detail: str = "",
+                 content: verify.Content | None = None) -> dict[str, Any]:
+    return {"path": c.path, "upstream_path": c.upstream_path, "sha": c.sha, "oracle": c.oracle,
+            "status": status, "detail": detail, "line": c.line, "lines": c.lines,
+            "symbol": c.symbol, "symbols": list(c.symbols),
+            "since": list(content.since) if content and content.kind == "changed" else [],
+            "renamed_to": content.new_path if content else None,
+            "gone_in": content.gone_in if content else None}
+
+
+def _references(f: audit.FileStatus) -> list[dict[str, Any]]:
+    return ([{"path": m.path, "line": m.line, "kind": "mention", "why": m.why}
+             for m in f.references]
+            + [{"path": c.upstream_path, "line": c.line, "kind": "watched", "why": "original",
+                "oracle": c.oracle} for c in f.watched])
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
@@ -40,8 +55,9 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
                           "pin was not counted at-pin): the counts are not trustworthy",
                           "report this; the header probe is broken")
     if severity == "error" and result.findings:
-        raise CheckFailed(f"{len(result.findings)} file(s) behind the pin without a ledger note",
-                          "bump their headers or add ledger rows naming them")
+        raise CheckFailed(f"{len(result.findings)} file(s) behind a changed upstream file "
+                          "without a ledger note, or citing a path that is gone",
+                          "fix each file listed above")
     return 0
 
 
@@ -51,9 +67,11 @@ def _doc(result: audit.Audit, pin: str, upstream: str, severity: str) -> dict[st
         "control": {"ok": result.control_ok, "path": audit.CONTROL_PATH},
         "counts": result.counts(),
         "files": [{"path": f.path, "status": f.status, "noted": f.noted, "finding": f.finding,
-                   "citations": [citation_doc(c, dict(f.sha_status).get(c.sha or ""))
-                                 for c in f.citations]} for f in result.files],
+                   "citations": [citation_doc(c.citation, c.status, c.detail, c.content)
+                                 for c in f.cites],
+                   "references": _references(f)} for f in result.files],
         "findings": [f.path for f in result.findings], "severity": severity,
+        "ledger_problem": result.ledger_problem,
     }
 
 
@@ -61,5 +79,4 @@ def _print(result: audit.Audit, severity: str, ctx: Context) -> None:
     for line in audit.summary_lines(result).lines:
         ctx.say(line)
     for f in result.findings:
-        ctx.say(f"{'error' if severity == 'error' else 'warning'}: {f.path}: behind the parity "
-              "pin with no ledger note — bump the header or add a ledger row naming it")
+        ctx.say(f"{'error' if severity == 'error' else 'warning'}: {audit.finding_text(f)}")

@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Any
 
 from sync.cli.context import Context, add_json
+from sync.headers.citations import Header
 from sync.infra.errors import SyncError, UsageError
 from sync.port import Port
 from sync.records import cycle
-from sync.steps import bump
+from sync.steps import bump, surface
 from sync.upstream import gitio
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -24,10 +25,17 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        description="Rewrite only the SHA token(s) of each file's header "
                        "citations to the target (default: the open cycle's target); every "
                        "other byte is kept. Refuses ambiguous headers, citations ahead of the "
-                       "target and paths the target no longer has; a refusal writes nothing.")
-    p.add_argument("files", nargs="+", metavar="FILE", help="ported files to bump")
+                       "target, SHAs that are no upstream commit and paths the target no "
+                       "longer has; a refusal writes nothing. Another oracle's citations are "
+                       "never rewritten. Without FILE: every ported file of the surface.")
+    p.add_argument("files", nargs="*", metavar="FILE",
+                   help="ported files to bump (default: every file with a ported-from header)")
     p.add_argument("--to", metavar="SHA", help="upstream commit to bump to (default: the cycle "
-                   "target)")
+                   "target; with --unchanged and no open cycle, the parity pin)")
+    p.add_argument("--unchanged", action="store_true",
+                   help="bump only headers whose cited upstream files are byte-identical at "
+                   "the target (safe without porting anything), all of them in one go; the "
+                   "others are skipped, not refused")
     p.add_argument("--check", action="store_true",
                    help="list what would change and write nothing")
     add_json(p)
@@ -58,9 +66,9 @@ def _plans(port: Port, plan: Callable[[], list[bump.FilePlan]],
     # Plan under the lock too: what is written must be what was read.
     with port.lock():
         plans = plan()
-        if any(p.refusal is not None for p in plans):
+        if any(p.status == "refused" for p in plans):
             return plans, 0
-        return plans, bump.write(plans)
+        return plans, bump.write(plans, port.sync_dir)
 
 
 def _as_json(target: str, check: bool, written: int,
@@ -71,19 +79,28 @@ def _as_json(target: str, check: bool, written: int,
             "path": p.rel, "status": p.status,
             "reason": None if p.refusal is None else str(p.refusal),
             "changes": [{"line": c.line, "path": c.path, "old": c.old, "new": c.new,
-                         "was": c.was} for c in p.changes],
+                         "was": c.was, "content": c.content} for c in p.changes],
         } for p in plans],
     }
 
 
 def _say(ctx: Context, plans: list[bump.FilePlan], target: str, verb: str) -> None:
     for p in plans:
-        if p.refusal is not None:
+        if p.status == "skipped":
+            ctx.say(f"skipped: {p.refusal}")
+        elif p.refusal is not None:
             ctx.say(f"refused: {p.refusal}")
         elif not p.changes:
             ctx.say(f"{p.rel}: already at {target[:10]}")
         for c in p.changes:
-            ctx.say(f"{p.rel}:{c.line}: {verb} {c.path} {c.old} → {c.new} (was {c.was})")
+            changed = "" if c.content == "unchanged" else "; the upstream file changed since"
+            ctx.say(f"{p.rel}:{c.line}: {verb} {c.path} {c.old} → {c.new} (was {c.was}"
+                    f"{changed})")
+    counts = {s: sum(1 for p in plans if p.status == s)
+              for s in ("bump", "unchanged", "skipped", "refused")}
+    ctx.say(f"{len(plans)} file(s): {counts['bump']} to bump ({verb}), {counts['unchanged']} "
+            f"already at {target[:10]} or citing no vLLM SHA to move, {counts['skipped']} "
+            f"skipped, {counts['refused']} refused")
 
 
 def _refusal(refusals: list[SyncError], files: int) -> SyncError:
@@ -96,18 +113,36 @@ def _refusal(refusals: list[SyncError], files: int) -> SyncError:
                        "fix those headers by hand or leave the files out")
 
 
+def _all_ported(port: Port, found: dict[str, Header]) -> list[tuple[Path, str]]:
+    """Every scanned file whose header is a ported-from header."""
+    return [(port.root / rel, rel) for rel, h in found.items() if h.kind == "PORTED"]
+
+
+
+def _target_rev(port: Port, args: argparse.Namespace) -> str:
+    if args.to is not None:
+        return str(args.to)
+    c = port.cycle()
+    if c is None and args.unchanged:
+        return port.pin_record().pin.commit
+    return (c or cycle.require(port)).target
+
+
 def run(args: argparse.Namespace, ctx: Context) -> int:
     port = ctx.port
     ref, upstream = port.reference(), port.upstream_ref
-    files = [_file_arg(port, a) for a in dict.fromkeys(args.files)]
+    found, _ = surface.read_headers(port)
+    files = ([_file_arg(port, a) for a in dict.fromkeys(args.files)] if args.files
+             else _all_ported(port, found))
     c = port.cycle()
-    rev = args.to if args.to is not None else cycle.require(port).target
+    rev = _target_rev(port, args)
     gitio.check_rev(rev)
     target = bump.resolve_target(ref, rev, upstream, c.target if c else None)
     pin = port.pin_record().pin.commit
-    plans, written = _plans(port, lambda: bump.plan(ref, target, upstream, files, pin),
+    how = bump.How(surface.header_reader(port, found), args.unchanged)
+    plans, written = _plans(port, lambda: bump.plan(ref, target, upstream, files, pin, how=how),
                             args.check)
-    refusals = [p.refusal for p in plans if p.refusal is not None]
+    refusals = [p.refusal for p in plans if p.status == "refused" and p.refusal is not None]
     if ctx.json:
         ctx.emit_json(_as_json(target, bool(args.check), written, plans))
     else:

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 
 from sync.cli.context import Context, add_json
+from sync.infra.errors import UsageError
 from sync.steps.target import Wanted, freeze
-from sync.upstream import gitio
+from sync.upstream import gitio, health
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -28,14 +29,25 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     ctx.note(f"fetching {prefs.remote} {prefs.branch} in {ref.path}")
     gitio.fetch(ref, prefs.remote, prefs.branch, progress=ctx.note, live=ctx.on_terminal(),
                 tag=args.target)
+    if gitio.has_commit(ref, pin.commit):
+        check = health.assess(ref, pin.commit, port.upstream_ref)
+        for problem in check.problems:
+            ctx.note(f"note: {problem}")
+        if check.error is not None:
+            raise check.error  # nothing is frozen on a checkout that cannot read the range
+        if check.upstream.relation in ("behind", "diverged") and args.target is None:
+            raise UsageError(f"{port.upstream_ref} does not move past the pin after the fetch "
+                             f"({check.summary()})", "check the remote and branch in the "
+                             "developer preferences, or pass --target")
     frozen = freeze(port, ref, Wanted(pin.commit, args.target, args.retarget))
     c = frozen.cycle
     behind = gitio.count_range(ref, pin.commit, c.target) if gitio.has_commit(
         ref, pin.commit) else None
+    tree = health.tree(ref)
     if ctx.json:
         ctx.emit_json({"pin": pin.commit, "target": c.target, "target_ref": c.target_ref,
                        "frozen_at": c.frozen_at, "remote_moved_to": frozen.moved,
-                       "commits": behind, "dirty": gitio.is_dirty(ref)})
+                       "commits": behind, "dirty": not tree.clean, "state": tree.describe()})
         return 0
     if frozen.moved:
         ctx.note(f"{prefs.remote}/{prefs.branch} moved to {frozen.moved[:10]}; the open cycle "
@@ -43,8 +55,6 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     if c.target == pin.commit:
         ctx.say(f"nothing to sync: the target {c.target[:10]} is the pin")
         return 0
-    if gitio.is_dirty(ref):
-        ctx.note(f"note: {ref.path} has uncommitted changes; the fetch did not touch them")
     ctx.say(f"target {c.target} ({c.target_ref}) frozen for this cycle; "
-          f"{behind if behind is not None else '?'} commits after the pin {pin.commit[:10]}")
+            f"{behind if behind is not None else '?'} commits after the pin {pin.commit[:10]}")
     return 0

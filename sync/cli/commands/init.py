@@ -1,9 +1,15 @@
-"""`init`: discover a port's records and write its configuration and preferences example."""
+"""`init`: discover a port's records and write its configuration and preferences example.
+
+It reads what the port states (steps/discover.py) and names every file it writes or edits.
+The configuration is built in one place (`_config`), so a new discovered section is one
+addition there.
+"""
 
 from __future__ import annotations
 
 import argparse
 import os
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -12,40 +18,71 @@ import tomli_w
 from sync.cli.context import Context, add_json
 from sync.infra.atomic import read_text, write_text
 from sync.infra.errors import UsageError
-from sync.records import config, modes, prefs, starter
+from sync.records import config, prefs, starter
 from sync.steps import discover
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("init", help="set-up: discover a port's records, write its config and "
                        "the preferences example", description="Discover the pin block, oracle "
-                       "files, ledger, inventory and ported roots in DIR (default: --port or the "
-                       "current directory); write .agents/upstream-sync.toml and "
-                       ".agents/developer-preferences.md.example.")
+                       "files, ledger, inventory, ported roots, build mode and gates in DIR "
+                       "(default: --port or the current directory); write "
+                       ".agents/upstream-sync.toml and, unless the port has its own, "
+                       ".agents/developer-preferences.md.example; every file written or "
+                       "edited is named.")
     p.add_argument("dir", nargs="?", help="the port's root")
     p.add_argument("--force", action="store_true", help="overwrite an existing configuration")
     add_json(p)
     p.set_defaults(func=run)
 
 
-def _config(root: Path, found: dict[str, Any]) -> dict[str, Any]:
-    """The configuration to write, from what `discover` found (refused without one pin block)."""
-    if "protocol" not in found["paths"]:
-        hits = found["found"]["protocol"]
+@dataclass
+class _Found:
+    """Everything discovery found, beyond the record paths."""
+
+    records: dict[str, Any]
+    build: tuple[str, str] | None
+    gates: discover.Gates
+    conventions: discover.Conventions
+    projects: dict[str, int]
+    registered: list[str]  # the projects an oracle file names
+    written: list[str] = field(default_factory=list)  # what init wrote or edited, said so
+
+
+def _discover(root: Path) -> _Found:
+    records = discover.discover(root)
+    if "protocol" not in records["paths"]:
+        hits = records["found"]["protocol"]
         where = f" ({', '.join(sorted(set(hits)))})" if hits else ""
         raise UsageError(f"found {len(hits)} ```parity-pin blocks under {root}{where}, need "
                          "exactly one", "keep one pin block in the protocol file (see README) "
                          "and rerun")
-    doc: dict[str, Any] = {"schema": config.SCHEMA, "paths": found["paths"]}
-    if found["port_roots"]:
-        doc["surface"] = {"port_roots": found["port_roots"], "mirrored": ["vllm/"]}
-    doc.update(modes.init_doc(root / found["paths"]["protocol"]))  # build_mode from the suffix
+    return _Found(records, discover.build_mode(root, records["paths"]["protocol"]),
+                  discover.gates(root), discover.conventions(root),
+                  records.pop("cited_projects"), records.pop("registered"))
+
+
+def _config(found: _Found) -> dict[str, Any]:
+    """The configuration to write, from what discovery found: the one place it is built."""
+    doc: dict[str, Any] = {"schema": config.SCHEMA, "paths": found.records["paths"]}
+    if found.records["port_roots"]:
+        doc["surface"] = {"port_roots": found.records["port_roots"], "mirrored": ["vllm/"]}
+    if found.build is not None:
+        doc["oracles"] = {"vllm": {"build_mode": found.build[0]}}
+    if found.gates.scripts:
+        outs = sorted({g.out for g in found.gates.scripts})
+        doc["golden"] = {"dir": outs[0],
+                         "scripts": [list(g.argv) for g in found.gates.scripts
+                                     if g.out == outs[0]]}
+    if found.conventions.mapped:
+        doc["preferences"] = {"variables": dict(sorted(found.conventions.mapped.items()))}
     config.parse(tomli_w.dumps(doc) + starter.RULES)  # what we write must load
     return doc
 
 
-def _ignore(root: Path) -> None:
-    """Machine-specific preferences and the lock/transaction scratch files are never tracked."""
+def _ignore(root: Path) -> list[str]:
+    """Machine-specific preferences and the lock/transaction scratch files are never tracked;
+    returns the lines added to .gitignore."""
     ignore = root / ".gitignore"
     sync_dir = config.Config().sync_dir
     wants = ["/" + config.Config().preferences, f"/{sync_dir}/.lock", f"/{sync_dir}/.txn-*"]
@@ -55,18 +92,88 @@ def _ignore(root: Path) -> None:
         nl = "\r\n" if "\r\n" in text else "\n"
         write_text(ignore, text + ("" if not text or text.endswith(nl) else nl)
                    + "".join(w + nl for w in missing))
+    return missing
 
 
-def _say(ctx: Context, cfg_path: Path, example: Path, found: dict[str, Any]) -> None:
-    ctx.say(f"wrote {cfg_path}")
-    for key, value in found["paths"].items():
-        ctx.say(f"  {key} = {value}")
+def _records_lines(found: _Found) -> list[str]:
+    paths, cands = found.records["paths"], found.records["found"]
+    lines = [f"  {key} = {value}" for key, value in paths.items()]
     for key in ("ledger", "inventory"):
-        if key not in found["paths"]:
-            ctx.say(f"  {key}: not found uniquely ({len(found['found'][key])} candidates); "
-                  "default kept")
-    ctx.say(f"  port_roots = {found['port_roots']}")
-    ctx.say(f"wrote {example} (copy it to developer-preferences.md and fill it in)")
+        others = [c for c in cands[key] if c != paths.get(key)]
+        if key not in paths:
+            lines.append(f"  {key}: not found uniquely ({len(cands[key])} candidates); "
+                         "default kept")
+        elif others and paths[key] in discover.DEFAULTS.values():
+            lines.append(f"    ({len(others)} other file(s) also look like the {key}; the "
+                         "default path is the one)")
+    if "oracles" not in paths:
+        lines.append("  oracles: no oracle registry found — create .agents/oracles/vllm.md "
+                     "(one ```oracle-pin block) when the port records its oracles")
+    lines.append(f"  port_roots = {found.records['port_roots']}")
+    if found.build is not None:
+        lines.append(f"  [oracles.vllm] build_mode = \"{found.build[0]}\" (the pin block's "
+                     f"distribution version {found.build[1]})")
+    return lines
+
+
+def _gate_lines(found: _Found) -> list[str]:
+    g = found.gates
+    lines = [f"  [golden] script from {s.source}: {' '.join(s.argv[1:])}" for s in g.scripts]
+    if g.suites:
+        lines.append(f"  parity suites the port has, not configured (each needs its build "
+                     f"command): {', '.join(g.suites[:3])}"
+                     + (f" and {len(g.suites) - 3} more" if len(g.suites) > 3 else "")
+                     + " — add [parity.suites.<name>] command = [...]")
+    if g.hosts:
+        lines.append(f"  the docs name gate host(s) {', '.join(g.hosts)}: set gate_hosts "
+                     "(SYNC_GATE_HOSTS) where gates run")
+    if not g.scripts:
+        lines.append("  warning: no gates configured — an advance refuses until [golden] "
+                     "scripts or [parity.suites.<name>] are configured, or [gates] none = true "
+                     "declares that the port has none")
+    return lines
+
+
+def _other_lines(found: _Found) -> list[str]:
+    def listed(names: list[str]) -> str:
+        return ", ".join(f"{name} ({found.projects[name]} citation"
+                         f"{'s' if found.projects[name] != 1 else ''})" for name in names)
+
+    mine = [n for n in found.projects if n in found.registered]
+    other = [n for n in found.projects if n not in found.registered]
+    lines = []
+    if mine:
+        lines.append(f"  other oracles the headers cite, with oracle files: {listed(mine)} — "
+                     "attributed to them, never bumped to a vLLM commit")
+    if other:
+        lines.append(f"  other upstreams the headers cite by name: {listed(other)} — "
+                     "attributed to them, not to vLLM; add .agents/oracles/<id>.md (and a "
+                     "checkout in oracle_checkouts) to verify their SHAs")
+    return lines
+
+
+def _prefs(root: Path, found: _Found) -> list[str]:
+    """Write the preferences example unless the port has its own; say what maps to what."""
+    c = found.conventions
+    if c.example is None:
+        example = root / (config.Config().preferences + ".example")
+        if example.exists():
+            return [f"kept {example} (it exists)"]
+        write_text(example, prefs.example_text())
+        found.written.append(str(example))
+        return [f"wrote {example} (copy it to developer-preferences.md and fill it in)"]
+    ours = {var: key for key, (var, _) in prefs.KEYS.items()}
+    said = [f"{n} (read as {ours[n]})" for n in c.names if n in ours]
+    said += [f"{var} (mapped to {key})" for key, var in sorted(c.mapped.items())]
+    said += [f"{n} (no preference holds it)" for n in c.unmapped]
+    return [f"kept the port's own preferences example {c.example}; no second one written"
+            + (f": {', '.join(said)}" if said else "")]
+
+
+def _say(ctx: Context, cfg_path: Path, found: _Found, notes: list[str]) -> None:
+    ctx.say(f"wrote {cfg_path}")
+    for line in _records_lines(found) + _gate_lines(found) + _other_lines(found) + notes:
+        ctx.say(line)
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
@@ -76,16 +183,27 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     cfg_path = root / config.CONFIG_PATH
     if cfg_path.exists() and not args.force:
         raise UsageError(f"{cfg_path} already exists", "pass --force to rewrite it")
-    found = discover.discover(root)
-    doc = _config(root, found)
+    found = _discover(root)
+    doc = _config(found)
     write_text(cfg_path, "# upstream-sync configuration (keys: docs/adopting.md in upstream-sync)\n"
                + tomli_w.dumps(doc) + starter.RULES)
-    example = root / (config.Config().preferences + ".example")
-    if not example.exists():
-        write_text(example, prefs.example_text())
-    _ignore(root)
+    found.written.append(str(cfg_path))
+    notes = _prefs(root, found)
+    added = _ignore(root)
+    if added:
+        found.written.append(str(root / ".gitignore"))
+        notes.append(f"edited {root / '.gitignore'} (added {', '.join(added)})")
     if ctx.json:
-        ctx.emit_json({"config": str(cfg_path), "preferences_example": str(example), **found})
+        ctx.emit_json({"config": str(cfg_path), "written": found.written, **found.records,
+                       "build_mode": found.build[0] if found.build else None,
+                       "gates": {"golden_scripts": [{"argv": list(g.argv), "out": g.out,
+                                                     "source": g.source}
+                                                    for g in found.gates.scripts],
+                                 "suites": list(found.gates.suites),
+                                 "hosts": list(found.gates.hosts)},
+                       "preferences": {"example": found.conventions.example,
+                                       "mapped": found.conventions.mapped},
+                       "cited_projects": found.projects})
     else:
-        _say(ctx, cfg_path, example, found)
+        _say(ctx, cfg_path, found, notes)
     return 0

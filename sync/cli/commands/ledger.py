@@ -114,6 +114,10 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
                    if re.search(rf"vllm#{n}\b", r.text)}
         row = ledger.append(path, cells, rel=rel)
         port.forget("ledger")
+    bad = ledger.malformed_findings(table, rel=rel)
+    if bad:
+        ctx.note(f"note: {len(bad)} earlier ledger row(s) are malformed (first: "
+                 f"{bad[0].split(': ledger row')[0]}); 'upstream-sync check' lists them")
     if earlier:
         ctx.note(f"note: earlier ledger rows already name these PRs (lines "
                  f"{', '.join(str(x) for x in sorted(earlier))}); rows are never edited")

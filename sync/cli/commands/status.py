@@ -60,13 +60,17 @@ def _reference_lines(doc: dict[str, Any]) -> list[str]:
     if r and r.get("error"):
         lines.append(f"reference checkout: unresolved ({r['error']})")
     elif r:
+        state = r.get("state") or ("dirty" if r.get("dirty") else "")
         lines.append(f"reference checkout: {r['path']} at {short(str(r['head']))}"
-                     f"{', SHALLOW' if r['shallow'] else ''}{', dirty' if r.get('dirty') else ''}; "
+                     f"{', SHALLOW' if r['shallow'] else ''}{', ' + state if state else ''}; "
                      f"pin {'present' if r['pin_present'] else 'MISSING'}")
+        lines += [f"  {p}" for p in r.get("problems", ())]
     b = doc["behind"]
-    if b:
+    if b and b["relation"] == "ahead":
         lines.append(f"behind {b['ref']}: {b['commits']} commits"
                      + (f", newest {b['newest_date']}" if b["newest_date"] else ""))
+    elif b and b["relation"] == "at-pin":
+        lines.append(f"behind {b['ref']}: 0 commits (it is at the pin)")
     return lines
 
 

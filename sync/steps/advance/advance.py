@@ -24,7 +24,7 @@ from sync.infra.atomic import write_bytes
 from sync.infra.errors import BlockedCycle, SyncError, UsageError
 from sync.infra.notes import Notes
 from sync.port import Port
-from sync.records import cycle, events, gates, oraclefile, paragraph, pins, spans
+from sync.records import config, cycle, events, gates, oraclefile, paragraph, pins, spans
 from sync.steps import carry, report, syncrun
 from sync.steps import target as target_mod
 from sync.steps.verify import identity as oracle_verify
@@ -74,7 +74,8 @@ def preconditions(port: Port, ctx: Notes | None, *, release_label: str | None = 
     if unmet:
         return unmet, Measured(c)
     result = syncrun.run_cycle(port, ctx, syncrun.CycleRequest(write_report=False))
-    unmet = _unclassified(result) + _unported(port, result) + _gates_unmet(port, c.target)
+    unmet = (_unclassified(result) + _unported(port, result) + _gates_declared(port)
+             + _gates_unmet(port, c.target))
     oracle_unmet, verification = _oracle_unmet(port, c.target)
     unmet += oracle_unmet + _reference_unmet(port, c.target)
     measured = Measured(c, result, verification)
@@ -109,8 +110,9 @@ def _unported(port: Port, result: syncrun.Result) -> list[str]:
     """PORT-NOW commits (of the range, or carried into it) with neither a ledger row nor a
     carry-over decision."""
     led = carry.ledger_refs(port)
+    unread = led.unreadable("no PORT-NOW commit can be checked for its ledger row")
+    out = [unread] if unread is not None else []
     outside = [i.entry for i in result.carried if not i.in_range]
-    out = []
     for e in [*result.model.entries, *outside]:
         if e.disposition == "PORT-NOW" and not carry.ported(e, led) and not carry.is_carry_over(e):
             pr = f"vllm#{e.pr}" if e.pr is not None else "(no PR)"
@@ -119,6 +121,16 @@ def _unported(port: Port, result: syncrun.Result) -> list[str]:
                        "'upstream-sync ledger add', or carry it over with 'upstream-sync "
                        f"decide {e.sha[:10]} PORT-NOW \"carry-over: <why>\"{force}'")
     return out
+
+
+def _gates_declared(port: Port) -> list[str]:
+    """Gates are configured, or the port declares it has none: an advance never passes only
+    because nothing was configured."""
+    if _required_gates(port) or port.config.gates_none:
+        return []
+    return [f"no gates are configured — configure [golden] scripts or [parity.suites.<name>] "
+            f"in {config.CONFIG_PATH}, or declare that the "
+            "port has none with [gates] none = true"]
 
 
 def _gates_unmet(port: Port, target: str) -> list[str]:

@@ -1,0 +1,146 @@
+"""Reference checkout health (findings §7, recipe 14): what status, fetch, sync and the report
+say of a checkout that lost objects, whose checkout failed, whose index is gone, or whose
+`origin/main` is older than the pin."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from portfixture import Fixture, build, run
+
+from sync.dev.fastimport import git
+
+
+@pytest.fixture
+def fx(tmp_path: Path) -> Fixture:
+    return build(tmp_path)
+
+
+def _loosen(repo: Path) -> None:
+    """Unpack every pack into loose objects (so single objects can be removed)."""
+    git(repo, "config", "gc.auto", "0")
+    pack_dir = repo / ".git/objects/pack"
+    keep = repo.parent / "packs"
+    keep.mkdir(exist_ok=True)
+    for p in pack_dir.iterdir():
+        shutil.move(str(p), keep / p.name)
+    for p in sorted(keep.glob("*.pack")):
+        git(repo, "unpack-objects", "-q", input=p.read_bytes())
+
+
+def drop_blobs(fx: Fixture) -> list[str]:
+    """Remove the blobs that are new in pin..tip: the checkout can no longer read the range."""
+    _loosen(fx.reference)
+    new = git(fx.reference, "rev-list", "--objects", f"{fx.pin}..{fx.tip}").split("\n")
+    dropped = []
+    for line in new:
+        parts = line.split()
+        if len(parts) == 2 and git(fx.reference, "cat-file", "-t", parts[0]).strip() == "blob":
+            (fx.reference / ".git/objects" / parts[0][:2] / parts[0][2:]).unlink()
+            dropped.append(parts[0])
+    return dropped
+
+
+def status_line(fx: Fixture) -> str:
+    r = run(fx.port, "status")
+    return next(ln for ln in r.out.splitlines() if ln.startswith("reference checkout:"))
+
+
+def test_a_healthy_checkout_reads_clean(fx: Fixture) -> None:
+    assert status_line(fx) == f"reference checkout: {fx.reference} at {fx.pin[:10]}, clean; " \
+        "pin present"
+    doc = json.loads(run(fx.port, "status", "--json").out)
+    assert doc["reference"]["objects"] == {"ok": True, "missing": 0, "first": None}
+    assert doc["behind"]["relation"] == "ahead" and doc["behind"]["commits"] > 0
+
+
+def test_missing_objects_are_reported_and_sync_refuses(fx: Fixture) -> None:
+    dropped = drop_blobs(fx)
+    in_tip = {ln.split()[2] for ln in git(fx.reference, "ls-tree", "-r", fx.tip).splitlines()}
+    n = len(set(dropped) & in_tip)
+    assert n
+    r = run(fx.port, "status")
+    assert r.rc == 3
+    line = next(ln for ln in r.out.splitlines() if ln.startswith("reference checkout:"))
+    assert line.endswith(f"clean, OBJECTS MISSING ({n}); pin present")
+    assert f"cannot read {n} object(s) of {fx.pin[:10]}..{fx.tip[:10]}" in r.err
+    s = run(fx.port, "sync")
+    assert s.rc == 3
+    assert s.err.startswith(f"upstream-sync: error: the reference checkout {fx.reference} "
+                            f"cannot read {n} object(s)")
+    assert "fetch --refetch origin" in s.err
+    assert not (fx.port / ".agents/sync/cycle.toml").exists()  # nothing frozen
+
+
+def test_a_failed_checkout_is_dirty_not_clean(fx: Fixture) -> None:
+    drop_blobs(fx)
+    merge = git_rc(fx.reference, "merge", "--ff-only", "origin/main")
+    assert merge != 0  # git aborts half way: the work tree is left changed
+    doc = json.loads(run(fx.port, "status", "--json").out)
+    ref = doc["reference"]
+    assert ref["dirty"] is True and ref["objects"]["ok"] is False
+    assert ref["tree"]["unstaged"] == ref["tree"]["unstaged_deleted"] > 0
+    assert ref["state"].startswith(f"dirty: {ref['tree']['unstaged']} unstaged changes, ")
+    assert ref["state"].endswith(f"OBJECTS MISSING ({ref['objects']['missing']})")
+
+
+def git_rc(repo: Path, *args: str) -> int:
+    import subprocess
+
+    from sync.dev.fastimport import hermetic_env
+
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True,
+                          env=hermetic_env(), check=False).returncode
+
+
+def test_a_lost_index_reads_as_staged_deletions(fx: Fixture) -> None:
+    (fx.reference / ".git/index").unlink()
+    line = status_line(fx)
+    assert "dirty: the index is missing (every file reads as a staged deletion)" in line
+    r = run(fx.port, "status")
+    assert f"git -C {fx.reference} reset" in r.out
+    s = run(fx.port, "sync")
+    assert s.rc == 0, s.err
+    report = next((fx.port / ".agents/sync").glob("*.md")).read_text(encoding="utf-8")
+    assert ("- Reference checkout: at `" + fx.pin[:10] + "`, dirty: the index is missing "
+            "(every file reads as a staged deletion), full clone") in report
+
+
+def test_staged_deletions_without_a_lost_index(fx: Fixture) -> None:
+    git(fx.reference, "rm", "-q", "--cached", "vllm/a.py", "vllm/b.py")
+    assert "dirty: 2 staged deletions (a checkout that failed?)" in status_line(fx)
+
+
+def test_origin_older_than_the_pin(fx: Fixture) -> None:
+    older = fx.marks["base"]
+    git(fx.reference, "update-ref", "refs/remotes/origin/main", older)
+    r = run(fx.port, "status")
+    assert "behind origin/main: 0 commits" not in r.out
+    assert f"origin/main ({older[:10]}) is 1 commit(s) older than the pin" in r.out
+    assert "origin/main 1 commit(s) older than the pin" in status_line(fx)
+    s = run(fx.port, "sync")
+    assert s.rc == 2 and "does not descend from the pin" in s.err
+    assert not (fx.port / ".agents/sync/cycle.toml").exists()  # refused before freezing
+
+
+def test_fetch_says_so_when_the_remote_is_older_than_the_pin(fx: Fixture) -> None:
+    git(fx.remote, "update-ref", "refs/heads/main", fx.marks["base"])
+    r = run(fx.port, "fetch")
+    assert r.rc == 2
+    assert f"origin/main ({fx.marks['base'][:10]}) is 1 commit(s) older than the pin" in r.err
+    assert "does not move past the pin after the fetch" in r.err
+    assert not (fx.port / ".agents/sync/cycle.toml").exists()
+
+
+def test_a_git_command_that_hits_a_missing_object_names_the_fix(fx: Fixture) -> None:
+    from sync.infra.errors import EnvironmentUnresolved
+    from sync.upstream import gitio
+
+    drop_blobs(fx)
+    with pytest.raises(EnvironmentUnresolved) as info:
+        gitio.run(fx.reference, ["diff", fx.pin, fx.tip])  # reads the blobs it lost
+    assert f"re-fetch them with 'git -C {fx.reference} fetch --refetch origin'" in str(
+        info.value)

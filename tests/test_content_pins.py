@@ -1,0 +1,294 @@
+"""Content-aware per-file pins, citations vs mentions, and citations of other oracles.
+
+The fixture is the real case's shapes in small (findings §4, §10 recipes 2, 11-13): every
+header cites `c1`, the pin is `c3`, and between them `c2` changes one cited file, renames
+another and deletes a third; one header cites a path upstream never had. Others write the
+port's `vllm/csrc/`, `vllm/tests/` prefixes, a relative path under a directory named on the
+verb line, a `See` mention of the port's own header, and citations of llama.cpp, LMCache
+and flash-attention (whose `csrc/` is not vLLM's).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from stepfixture import protocol_text, run, write
+
+from sync import port as port_mod
+from sync.dev.fastimport import History, git
+from sync.steps import audit, surface
+from sync.upstream import gitio
+
+LLAMA = "237ad9b961f009ae19ac29dbce4cd0c1251f94b3"
+FA = "2c839c33742309ec41e620bf837495ec9926c56e"
+
+
+def build_upstream(repo: Path) -> dict[str, str]:
+    h = History()
+    for p in ("vllm/p1.py", "vllm/p2.py", "vllm/p3.py", "vllm/p4.py", "csrc/k.cu",
+              "tests/t/test_x.py", "vllm/entrypoints/openai/api_server.py",
+              "vllm/entrypoints/openai/completion/api_router.py"):
+        h.modify(p, f"# {p}\n" + "x = 1\n" * 8)
+    c0 = h.commit("Initial (#1)")
+    h.modify("README.md", "one\n")
+    c1 = h.commit("[Doc] One (#2)")
+    h.modify("vllm/p2.py", "# changed\n")
+    p2 = h.commit("[Core] Change p2 (#3)")
+    h.rename("vllm/p3.py", "vllm/p3_new.py")
+    p3 = h.commit("[Refactor] Rename p3 (#4)")
+    h.delete("vllm/p4.py")
+    p4 = h.commit("[Misc] Delete p4 (#5)")
+    h.modify("README.md", "pin\n")
+    pin = h.commit("[Doc] Pin (#6)")
+    h.modify("vllm/p1.py", "# p1 changed after the pin\n")
+    target = h.commit("[Core] Change p1 (#7)")
+    marks = h.write(repo)
+    git(repo, "update-ref", "refs/remotes/origin/main", marks[target])
+    return {k: marks[v] for k, v in (("c0", c0), ("c1", c1), ("p2", p2), ("p3", p3),
+                                     ("p4", p4), ("pin", pin), ("target", target))}
+
+
+def headers(c1: str) -> dict[str, str]:
+    s = c1[:10]
+    return {
+        "src/p1.cpp": (f"// Ported from: vllm/p1.py @ {s}\n"
+                       "// See include/p1.h for the scope.\nint a;\n"),
+        "src/p2.cpp": f"// Ported from: vllm/p2.py @ {s}\nint b;\n",
+        "src/p3.cpp": f"// Ported from: vllm/p3.py @ {s}\nint c;\n",
+        "src/p4.cpp": f"// Ported from: vllm/p4.py @ {s}\nint d;\n",
+        "src/p5.cpp": f"// Ported from: vllm/v1/p5.py @ {s}\nint e;\n",
+        "src/k.cu": f"// Ported from: vllm/csrc/k.cu @ {s}\nint k;\n",
+        "tests/t.cpp": f"// Ports vllm/tests/t/test_x.py @ {s}\nint t;\n",
+        "src/api.h": (f"// Ported from: vllm/entrypoints/openai/api_server.py @ {s} (the route\n"
+                      "// shapes) + the per-endpoint api_router modules\n"
+                      "//   - completion/api_router.py:34    POST /v1/completions\nint x;\n"),
+        "src/ggml.cpp": (f"// Ported from llama.cpp (local fork) ggml/src/ggml-cpu.c @ "
+                         f"{LLAMA[:9]}\n// (b9892) — the upstream pin.\nint g;\n"),
+        "src/lm.h": "// Ported from: lmcache/v1/protocol.py:23-321 @ LMCache 8570aad.\nint l;\n",
+        "src/fa.cu": (f"// FA2 launcher, ported from vllm-project/flash-attention @ {FA}:\n"
+                      "//   csrc/flash_attn/flash_api.cpp:30-147.\n"
+                      "// Interface matched to vLLM (vllm/p2.py).\nint f;\n"),
+        "src/mixed.cpp": (f"// Ported from: vllm/p1.py @ {s}.\n"
+                          f"// Dispatch ported FROM llama.cpp `ggml/src/ggml-metal/` @ "
+                          f"{LLAMA[:9]}.\nint m;\n"),
+        "src/orig.cpp": (f"// vllm.cpp original (runtime). Semantics mirrored 1:1 from\n"
+                         f"// vllm/p1.py @ {s}; see .agents/specs/x.md.\n"
+                         "// Flipping it is wrong (a875397 lesson).\nint o;\n"),
+    }
+
+
+@pytest.fixture
+def case(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, dict[str, str]]:
+    up = build_upstream(tmp_path / "vllm")
+    root = tmp_path / "port"
+    write(root, ".agents/upstream-sync.md", protocol_text(up["pin"]))
+    write(root, ".agents/parity-ledger.md",
+          "| Date / commit | What it does | Upstream equivalent | Parity status |\n"
+          "|---|---|---|---|\n| 2026-07-01 `abc1234` | Port | vllm/p1.py | ok |\n")
+    write(root, ".agents/specs/x.md", "spec\n")
+    write(root, ".agents/upstream-sync.toml",
+          '[surface]\nport_roots = ["src", "tests", "include"]\n')
+    write(root, "include/p1.h", "// the port's own header\n")
+    for rel, text in headers(up["c1"]).items():
+        write(root, rel, text)
+    monkeypatch.setenv("VLLM_SOURCE", str(tmp_path / "vllm"))
+    return root, up
+
+
+def audited(root: Path, pin: str) -> audit.Audit:
+    p = port_mod.locate(str(root))
+    ref = gitio.open_repo(Path(str(p.preferences().path("reference_checkout"))))
+    return audit.run_audit(p, ref, pin, "origin/main", surface.build(p))
+
+
+def test_behind_splits_by_content(case: tuple[Path, dict[str, str]]) -> None:
+    root, up = case
+    a = audited(root, up["pin"])
+    assert a.control_ok
+    status = {f.path: f.status for f in a.files}
+    assert status == {
+        "include/p1.h": "no-header",
+        "src/p1.cpp": "behind-unchanged", "src/p2.cpp": "behind-changed",
+        "src/p3.cpp": "path-gone", "src/p4.cpp": "path-gone", "src/p5.cpp": "path-gone",
+        "src/k.cu": "behind-unchanged", "tests/t.cpp": "behind-unchanged",
+        "src/api.h": "behind-unchanged", "src/ggml.cpp": "other-oracle",
+        "src/lm.h": "other-oracle", "src/fa.cu": "other-oracle",
+        "src/mixed.cpp": "behind-unchanged", "src/orig.cpp": "original"}
+    detail = {f.path: [c.detail for c in f.cites] for f in a.files}
+    assert detail["src/p2.cpp"] == [
+        f"vllm/p2.py changed since {up['c1'][:10]} by 1 commit: `{up['p2'][:10]}`"]
+    assert detail["src/p3.cpp"] == [
+        f"vllm/p3.py was renamed to vllm/p3_new.py in `{up['p3'][:10]}`"]
+    assert detail["src/p4.cpp"] == [f"vllm/p4.py was deleted in `{up['p4'][:10]}`"]
+    assert detail["src/p5.cpp"] == [
+        f"vllm/v1/p5.py is not in upstream at {up['c1'][:10]} nor at the pin: a wrong or "
+        "relative path"]
+    assert detail["src/ggml.cpp"] == [f"cites llama.cpp at {LLAMA[:9]} (not verified here)"]
+    assert detail["src/lm.h"] == ["cites LMCache at 8570aad (not verified here)"]
+    assert detail["src/fa.cu"] == [f"cites vllm-project/flash-attention at {FA} (not verified "
+                                   "here)"]
+    # The p1 change is noted in no row, but it changed nothing: only content findings remain.
+    assert [f.path for f in a.findings] == ["src/p2.cpp", "src/p3.cpp", "src/p4.cpp",
+                                            "src/p5.cpp"]
+
+
+def test_prefixes_and_relative_paths_resolve(case: tuple[Path, dict[str, str]]) -> None:
+    root, up = case
+    by = {f.path: f for f in audited(root, up["pin"]).files}
+    assert [c.content.path for c in by["src/k.cu"].cites if c.content] == ["csrc/k.cu"]
+    assert [c.content.path for c in by["tests/t.cpp"].cites if c.content] == [
+        "tests/t/test_x.py"]
+    assert [c.content.path for c in by["src/api.h"].cites if c.content] == [
+        "vllm/entrypoints/openai/api_server.py",
+        "vllm/entrypoints/openai/completion/api_router.py"]
+
+
+def test_audit_json_lists_references_and_no_vllm_not_upstream(
+        case: tuple[Path, dict[str, str]]) -> None:
+    root, _ = case
+    r = run(root, "audit", "--json")
+    assert r.rc == 0, r.err
+    doc = json.loads(r.out)
+    assert doc["counts"]["not-upstream"] == 0
+    by = {f["path"]: f for f in doc["files"]}
+    assert [c["path"] for c in by["src/p1.cpp"]["citations"]] == ["vllm/p1.py"]
+    assert by["src/p1.cpp"]["references"] == [
+        {"path": "include/p1.h", "line": 2, "kind": "mention", "why": "port-local"}]
+    assert by["src/orig.cpp"]["references"] == [
+        {"path": ".agents/specs/x.md", "line": 2, "kind": "mention", "why": "record"},
+        {"path": "vllm/p1.py", "line": 2, "kind": "watched", "why": "original",
+         "oracle": "vllm"}]
+    assert by["src/fa.cu"]["references"] == [
+        {"path": "vllm/p2.py", "line": 3, "kind": "mention", "why": "prose"}]
+    mixed = [(c["path"], c["oracle"], c["sha"]) for c in by["src/mixed.cpp"]["citations"]]
+    assert mixed == [("vllm/p1.py", "vllm", _c1(root)), ("ggml/src/ggml-metal/", "llama.cpp",
+                                                         LLAMA[:9])]
+
+
+def _c1(root: Path) -> str:
+    return (root / "src/p1.cpp").read_text().split("@ ")[1].split()[0]
+
+
+def test_mentions_and_watched_paths_never_make_port_now(
+        case: tuple[Path, dict[str, str]]) -> None:
+    root, _ = case
+    surf = surface.build(port_mod.locate(str(root)))
+    # fa.cu only mentions p2.py: a reference, and for the symbol pass an inline (whole-file)
+    # cite it judges a mention, never PORT-NOW on its own; p2.cpp's header cites it.
+    assert surf.references["vllm/p2.py"] == ("src/fa.cu",)
+    assert {(c.port_file, c.source) for c in surf.cites["vllm/p2.py"]} == {
+        ("src/p2.cpp", "header"), ("src/fa.cu", "inline")}
+    assert "include/p1.h" not in surf.by_upstream
+    assert "csrc/flash_attn/flash_api.cpp" not in surf.by_upstream  # not vLLM's csrc/
+    assert surf.watched["vllm/p1.py"] == ("src/orig.cpp",)
+    assert "src/orig.cpp" in surf.citing("vllm/p1.py")
+    assert "src/orig.cpp" not in surf.by_upstream["vllm/p1.py"]
+
+
+def test_bump_unchanged_moves_every_safe_header_at_once(
+        case: tuple[Path, dict[str, str]]) -> None:
+    root, up = case
+    before = {rel: (root / rel).read_bytes() for rel in headers(up["c1"])}
+    r = run(root, "bump-headers", "--unchanged")  # no cycle open: to the parity pin
+    assert r.rc == 0, r.err
+    bumped = {rel for rel in before if (root / rel).read_bytes() != before[rel]}
+    assert bumped == {"src/p1.cpp", "src/k.cu", "tests/t.cpp", "src/api.h", "src/mixed.cpp"}
+    for rel in bumped:
+        want = before[rel].replace(up["c1"][:10].encode(), up["pin"][:10].encode())
+        assert (root / rel).read_bytes() == want, rel
+    assert LLAMA[:9].encode() in (root / "src/mixed.cpp").read_bytes()
+    assert "skipped: src/p2.cpp:1: vllm/p2.py changed upstream since" in r.out
+    assert "skipped: src/p3.cpp:1: the target" in r.out and "renamed it to vllm/p3_new.py" in r.out
+    ported = len(headers(up["c1"])) - 1  # every file but the original one
+    assert r.out.splitlines()[-1].startswith(f"{ported} file(s): 5 to bump")
+    again = run(root, "bump-headers", "--unchanged")
+    assert again.rc == 0 and "0 to bump" in again.out.splitlines()[-1]
+
+
+def test_bump_unchanged_to_a_target_past_a_change_skips_that_file(
+        case: tuple[Path, dict[str, str]]) -> None:
+    root, up = case
+    r = run(root, "bump-headers", "--unchanged", "--to", up["target"], "--check")
+    assert r.rc == 0, r.err
+    assert "skipped: src/p1.cpp:1: vllm/p1.py changed upstream since" in r.out
+    assert f"src/k.cu:1: would bump vllm/csrc/k.cu {up['c1'][:10]} → {up['target'][:10]}" \
+        in r.out
+    assert (root / "src/k.cu").read_text().count(up["c1"][:10]) == 1  # --check wrote nothing
+
+
+def test_bump_never_rewrites_another_oracles_sha(case: tuple[Path, dict[str, str]]) -> None:
+    root, up = case
+    r = run(root, "bump-headers", "src/ggml.cpp", "src/fa.cu", "--to", up["pin"])
+    assert r.rc == 0, r.err
+    assert LLAMA[:9] in (root / "src/ggml.cpp").read_text()
+    assert FA in (root / "src/fa.cu").read_text()
+    r = run(root, "bump-headers", "src/p3.cpp", "--to", up["pin"])
+    assert r.rc == 6 and f"upstream renamed it to vllm/p3_new.py in {up['p3'][:10]}" in r.out
+
+
+def test_git_processes_stay_constant(case: tuple[Path, dict[str, str]]) -> None:
+    root, up = case
+
+    def processes() -> int:
+        before = gitio.PROCESS_COUNT
+        audited(root, up["pin"])
+        return gitio.PROCESS_COUNT - before
+
+    few = processes()
+    for i in range(30):
+        write(root, f"src/more{i}.cpp", f"// Ported from: vllm/p{1 + i % 5}.py @ "
+              f"{up['c1'][:10]}\nint m;\n")
+    assert processes() == few
+
+
+def test_other_oracle_shas_are_verified_against_its_checkout(
+        case: tuple[Path, dict[str, str]], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    root, up = case
+    h = History()
+    h.modify("ggml/src/ggml-cpu.c", "int x;\n")
+    first = h.commit("llama.cpp (#1)")
+    marks = h.write(tmp_path / "llama.cpp")
+    sha = marks[first]
+    write(root, "src/ggml.cpp", f"// Ported from llama.cpp (local fork) ggml/src/ggml-cpu.c @ "
+          f"{sha[:9]}\nint g;\n")
+    monkeypatch.setenv("SYNC_ORACLE_CHECKOUTS", f"llama.cpp={tmp_path / 'llama.cpp'}")
+    by = {f.path: f for f in audited(root, up["pin"]).files}
+    assert [c.detail for c in by["src/ggml.cpp"].cites] == [
+        f"cites llama.cpp at {sha[:9]} (a commit of its checkout)"]
+    assert [c.detail for c in by["src/lm.h"].cites] == [
+        "cites LMCache at 8570aad (not verified here)"]
+    write(root, "src/ggml.cpp", "// Ported from llama.cpp (local fork) ggml/src/ggml-cpu.c @ "
+          "1234567ab\nint g;\n")
+    by = {f.path: f for f in audited(root, up["pin"]).files}
+    assert [c.detail for c in by["src/ggml.cpp"].cites] == [
+        "cites llama.cpp at 1234567ab, which is NOT a commit of its checkout"]
+
+
+def test_an_unreadable_ledger_leaves_ledger_notes_unknown(
+        case: tuple[Path, dict[str, str]]) -> None:
+    root, up = case
+    (root / ".agents/parity-ledger.md").write_text("# Ledger\n\nthe table was lost\n")
+    a = audited(root, up["pin"])
+    by = {f.path: f for f in a.files}
+    assert by["src/p2.cpp"].noted is None and by["src/p2.cpp"].finding
+    lines = audit.summary_lines(a).lines
+    assert lines[1].startswith("- the parity ledger .agents/parity-ledger.md cannot be read "
+                               "(no ledger table with columns")
+    assert lines[1].endswith("ledger notes were not checked — fix the ledger (upstream-sync "
+                             "check names the problem)")
+    assert any(ln.endswith("; ledger note: unknown (ledger unreadable)") for ln in lines)
+
+
+def test_watched_paths_changed_in_the_range_are_listed() -> None:
+    from sync.steps import syncrun
+    from sync.upstream.history import Change, Commit
+
+    surf = surface.Surface({}, {}, ("vllm/",), watched={"vllm/p1.py": ("src/orig.cpp",)})
+    commits = [Commit("a" * 40, (), "x", "d", "s", "", (Change("M", "vllm/p1.py"),)),
+               Commit("b" * 40, (), "x", "d", "s", "", (Change("M", "vllm/p9.py"),))]
+    assert syncrun.watched_lines(commits, surf) == (
+        f"- watched `vllm/p1.py` changed in `{'a' * 10}`; the original file(s) src/orig.cpp "
+        "mirror its semantics",)
