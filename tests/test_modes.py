@@ -23,3 +23,8 @@ def test_each_mode_sets_the_target_device_and_flashinfer_follows_cuda() -> None:
         assert dict(m.environ)["VLLM_TARGET_DEVICE"] == ("cuda" if m.flashinfer else name)
     assert dict(modes.mode("precompiled").environ)["VLLM_USE_PRECOMPILED"] == "1"
     assert [n for n in modes.MODES if modes.mode(n).python_only] == ["empty"]
+
+
+def test_a_mode_named_in_a_sentence() -> None:
+    assert [modes.a_build(n) for n in modes.MODES] == [
+        "a source build", "a precompiled build", "an empty build", "a cpu build"]

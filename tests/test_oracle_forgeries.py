@@ -224,17 +224,19 @@ def test_forging_variables_refused_before_building(env: World, port_copy: Path,
                                                    variable: str, where: str) -> None:
     if where == "environment":
         monkeypatch.setenv(variable, "0.2.1")
-        said = "the environment"
+        said, drop = "the environment", f"unset {variable}"
     else:
         (port_copy / ".agents/upstream-sync.toml").write_text(
             f'[oracles.vllm]\nbuild_env = {{ {variable} = "0.2.1" }}\n')
         said = "oracles.vllm.build_env"
+        drop = f"remove {variable} from {said}"
     before = (env.env / oracle.MARKER).read_bytes()
     rc, out, err = run_cli(["--port", str(port_copy), "oracle", "build", "--rebuild"])
     assert (rc, out) == (2, "")
     (line,) = err.splitlines()
     assert line.startswith(f"upstream-sync: error: {variable} is set in {said}: ")
-    assert line.endswith(f"— unset {variable}; the version must come from the git checkout")
+    assert line.endswith(f"— {drop}; the version must come from the git checkout")
+    assert line.count(", so ") == 1, line  # one reason, said once
     assert (env.env / oracle.MARKER).read_bytes() == before
 
 
@@ -407,6 +409,20 @@ def test_pretended_identities_really_name_the_pin(env: World, tmp_path: Path) ->
     assert doc["probe"]["commit_id"] == f"g{env.up.pin[:9]}"
     assert [m["kind"] for m in doc["mismatches"]] == ["tree"]
     assert doc["recorded"] is False
+
+
+def test_a_version_override_loses_the_build_mode_suffix(env: World, tmp_path: Path) -> None:
+    """The real case's override (`P.empty` set whole): every measurement says what is wrong."""
+    forged = _forged(env, tmp_path, "version override")
+    rc, out, _ = adopt(env, forged, "--json")
+    assert rc == 5
+    doc = json.loads(out)
+    assert (doc["probe"]["runtime_version"], doc["probe"]["commit_id"]) == (
+        env.runtime + ".empty", None)
+    said = {m["kind"]: m["message"] for m in doc["mismatches"] if m["field"] == "build mode"}
+    assert said == {"mode": "the distribution version adds no suffix, an empty build adds "
+                            ".empty (build mode from the pin block's distribution version "
+                            "(.empty))"}
 
 
 def test_a_copied_build_record_is_refused(env: World, tmp_path: Path,

@@ -45,6 +45,11 @@ def mode(name: BuildMode) -> Mode:
     return TABLE[name]
 
 
+def a_build(name: BuildMode) -> str:
+    """`an empty build`, `a cpu build`: a mode named in a sentence."""
+    return f"{'an' if name[0] in 'aeiou' else 'a'} {name} build"
+
+
 def fits(name: BuildMode, suffix: str | None) -> bool:
     """Whether a distribution version adding `suffix` (None: nothing) is a `name` build."""
     return TABLE[name].suffix.fullmatch(suffix or "") is not None

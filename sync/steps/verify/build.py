@@ -80,8 +80,8 @@ _BUILD_PASS_PREFIX = ("UV_", "PIP_")  # recorded in the build record as its inpu
 _FORGER_PREFIXES = ("SETUPTOOLS_SCM_", "VCS_VERSIONING_")
 _FORGERS = {
     "VLLM_VERSION_OVERRIDE": "vLLM's setup.py turns it into SETUPTOOLS_SCM_PRETEND_VERSION",
-    "VLLM_SKIP_PRECOMPILED_VERSION_SUFFIX": "it drops the .precompiled suffix, so the version "
-                                            "no longer says how the oracle was built",
+    "VLLM_SKIP_PRECOMPILED_VERSION_SUFFIX": "it drops the .precompiled suffix, and the version "
+                                            "would no longer say how the oracle was built",
 }
 _BINARY_VARS = ("VLLM_USE_PRECOMPILED", "VLLM_USE_PRECOMPILED_RUST")
 _BINARY_PREFIX = "VLLM_PRECOMPILED_WHEEL_"
@@ -100,15 +100,16 @@ def refuse_forgers(cfg: OracleConfig, mode: modes.BuildMode,
                    environ: dict[str, str] | None = None) -> None:
     """Refuse every variable that forges the version, and build_env that fights the mode."""
     env = dict(os.environ) if environ is None else environ
-    for where, keys in (("the environment", env), (f"oracles.{cfg.id}.build_env",
-                                                    dict(cfg.build_env))):
+    table = f"oracles.{cfg.id}.build_env"
+    for where, keys in (("the environment", env), (table, dict(cfg.build_env))):
         for key in sorted(keys):
             why = _forges(key)
             if why is not None:
+                drop = f"unset {key}" if keys is env else f"remove {key} from {table}"
                 raise UsageError(
                     f"{key} is set in {where}: {why}, so the oracle's identity would no longer "
                     "be measured from its commit",
-                    f"unset {key}; the version must come from the git checkout")
+                    f"{drop}; the version must come from the git checkout")
     _refuse_conflicts(cfg, modes.mode(mode))
 
 

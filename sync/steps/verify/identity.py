@@ -255,10 +255,10 @@ def _build_mode(p: Probe, dist: str, runtime: str, st: Settings) -> list[Mismatc
                          .replace("vllm_distribution_version", "distribution version"))]
     out = []
     if not modes.fits(st.mode, suffix):
-        out.append(Mismatch("build mode", f"the distribution version adds "
-                            f"{'.' + suffix if suffix else 'no suffix'}, a {st.mode} build adds "
-                            f"{modes.mode(st.mode).shown} (build mode from {st.said_by})",
-                            "mode"))
+        added = "." + suffix if suffix else "no suffix"
+        out.append(Mismatch("build mode", f"the distribution version adds {added}, "
+                            f"{modes.a_build(st.mode)} adds {modes.mode(st.mode).shown} "
+                            f"(build mode from {st.said_by})", "mode"))
     b = p.build
     if b is not None and b.build_mode != st.mode:
         out.append(Mismatch("build mode", f"built in mode {b.build_mode!r}, but {st.said_by} "
@@ -383,7 +383,7 @@ def _module_file(port: Port, prefs: Preferences, p: Probe, cfg: OracleConfig,
 def _required(p: Probe, cfg: OracleConfig, st: Settings) -> list[Mismatch]:
     out = []
     if st.require_flashinfer and p.flashinfer_version is None:
-        why = "config requires it" if cfg.require_flashinfer else f"a {st.mode} build has it"
+        why = "config requires it" if cfg.require_flashinfer else f"{modes.a_build(st.mode)} has it"
         out.append(Mismatch("flashinfer", f"FlashInfer is not installed ({why})"))
     if (cfg.require_torch or cfg.torch_version) and p.torch_version is None:
         out.append(Mismatch("torch", "Torch is not installed (config requires it)"))
