@@ -197,17 +197,19 @@ def real_oracle(session: nox.Session) -> None:
                     "measured at REF (a release tag, e.g. v0.23.1rc0) and verify it there")
     args = ap.parse_args(session.posargs)
     _install(session)
-    said = session.run("python", "-m", "sync.dev.realoracle", "prepare", args.case, "--work",
-                       args.work, silent=True)
-    session.log(str(said).strip())
-    where = json.loads(str(said).strip().splitlines()[-1])
+    # Not captured (silent=True would hold a build's progress back until it ends): the
+    # paths come back through a file.
+    said = Path(session.create_tmp()) / "realoracle-prepare.json"
+    session.run("python", "-m", "sync.dev.realoracle", "prepare", args.case, "--work",
+                args.work, "--out", str(said))
+    where = json.loads(said.read_text(encoding="utf-8"))
     env = {"VLLM_SOURCE": where["source"], "SYNC_ORACLE_HOME": where["home"]}
     for action in (["build", "--if-missing"], ["verify"]):
         session.run("upstream-sync", "--port", where["port"], "oracle", *action, env=env)
     session.run("upstream-sync", "--port", where["port"], "status", env=env)
     if args.at:
-        said = session.run("python", "-m", "sync.dev.realoracle", "pin-at", args.at, "--case",
-                           args.case, "--work", args.work, env=env, silent=True)
-        session.log(str(said).strip())
-        at = json.loads(str(said).strip().splitlines()[-1])["port"]
+        said = said.with_name("realoracle-pin-at.json")
+        session.run("python", "-m", "sync.dev.realoracle", "pin-at", args.at, "--case",
+                    args.case, "--work", args.work, "--out", str(said), env=env)
+        at = json.loads(said.read_text(encoding="utf-8"))["port"]
         session.run("upstream-sync", "--port", at, "oracle", "verify", env=env)

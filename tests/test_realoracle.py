@@ -7,6 +7,7 @@ build, then a pin at the release tag written from the measured oracle.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -31,8 +32,8 @@ def test_the_commits_own_torch_pin_is_read(tmp_path: Path) -> None:
     assert realoracle._torch_pin(tmp_path / "up", marks[two]) is None
 
 
-def test_prepare_then_pin_at_the_release_tag(tmp_path: Path,
-                                             monkeypatch: pytest.MonkeyPatch) -> None:
+def test_prepare_then_pin_at_the_release_tag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
     case = tmp_path / "case"
     up = make_upstream(case / "vllm")
     port = make_port(case / "port", up, config="")
@@ -48,8 +49,17 @@ def test_prepare_then_pin_at_the_release_tag(tmp_path: Path,
     assert cfg.oracle("vllm").constraints is None  # the fake builds with no torch to pin
     monkeypatch.setenv("VLLM_SOURCE", str(where["source"]))
     monkeypatch.setenv("SYNC_ORACLE_HOME", str(where["home"]))
-    assert realoracle.main(["pin-at", f"v{up.tag}", "--work", str(case)]) == 0
+    capsys.readouterr()
+    out = tmp_path / "said" / "pin-at.json"
+    out.parent.mkdir()
+    assert realoracle.main(["pin-at", f"v{up.tag}", "--work", str(case), "--out", str(out)]) == 0
     copy = case / f"port-at-v{up.tag}"
+    said = capsys.readouterr()
+    # The JSON comes back through --out (nox no longer captures the output, so the tag's
+    # build shows its progress as it runs); stdout ends with the same line.
+    assert json.loads(out.read_text()) == {"port": str(copy)}
+    assert said.out.splitlines()[-1] == out.read_text().strip()
+    assert said.err.startswith(f"[checkout] {case / 'vllm'} at {up.released[:10]} ")
     pin = pins.load(copy / ".agents/upstream-sync.md").pin
     assert (pin.commit, pin.runtime_version, pin.distribution_version, pin.commit_id) == (
         up.released, up.tag, f"{up.tag}+empty", f"g{up.released[:9]}")

@@ -7,7 +7,7 @@ when the port has no configuration (init writes `[oracles.vllm] build_mode` from
 block's suffix: `empty` for the case), and pins the oracle's install to the Torch release
 the pin commit's own `pyproject.toml` builds with (a constraints file in the port, pip as
 the installer): a registry resolves an unpinned torch to a CUDA build of several GB. It
-prints the paths as JSON (`port`, `source`, `home`).
+prints the paths as JSON (`port`, `source`, `home`), also into the file `--out` names.
 
 `python -m sync.dev.realoracle pin-at REF --work DIR` measures the oracle at REF (a
 release tag, say) and writes, into a copy of the port, the pin block that measurement
@@ -123,17 +123,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("target", help="prepare: the case folder; pin-at: the ref to pin")
     ap.add_argument("--case", type=Path, help="pin-at: the case folder (default: --work)")
     ap.add_argument("--work", type=Path, required=True, help="where the case is prepared")
+    ap.add_argument("--out", type=Path, help="also write the JSON line to this file (nox reads "
+                    "it there, so the build's progress is not held back by capturing it)")
     args = ap.parse_args(argv)
     try:
         if args.action == "prepare":
             where = prepare(Path(args.target).resolve(), args.work.resolve())
-            print(json.dumps({k: str(v) for k, v in where.items()}))
+            said = {k: str(v) for k, v in where.items()}
         else:
             where = paths((args.case or args.work).resolve(), args.work.resolve())
-            print(json.dumps({"port": str(pin_at(where, args.target))}))
+            said = {"port": str(pin_at(where, args.target))}
     except SyncError as exc:
         print(f"realoracle: {exc}", file=sys.stderr)
         return exc.exit_code
+    line = json.dumps(said)
+    print(line)
+    if args.out is not None:
+        write_text(args.out, line + "\n")
     return 0
 
 
