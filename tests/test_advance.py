@@ -466,7 +466,7 @@ CASES: dict[str, tuple[Breaker, str]] = {
     "oracle missing": (_oracle_missing, r"oracle vllm at the target cannot be verified: no "
                        r"oracle environment for vllm at [0-9a-f]{10}"),
     "oracle fails verification": (_oracle_wrong, r"oracle vllm at [0-9a-f]{10} fails "
-                                  r"verification: build mode: recorded build mode 'source'"),
+                                  r"verification: build mode: built in mode 'source'"),
     "reference dirty": (_reference_dirty, r"the reference checkout .+ has uncommitted changes "
                         r"— commit or stash them"),
     "reference diverged": (_reference_diverged, r"the reference checkout's HEAD [0-9a-f]{10} "

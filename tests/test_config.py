@@ -117,7 +117,7 @@ def test_every_key_parsed(tmp: Path) -> None:
     assert cfg.oracle_configs == (
         OracleConfig("vllm", (("MAX_JOBS", "8"), ("VLLM_USE_PRECOMPILED", "1")),
                      "precompiled", False, True, "VLLM_SOURCE", "vllm", "vllm"),
-        OracleConfig("vllm-omni", (), "source", False, False, "OMNI_SRC", "vllm-omni",
+        OracleConfig("vllm-omni", (), None, False, False, "OMNI_SRC", "vllm-omni",
                      "vllm_omni"),
     )
     assert cfg.oracle("vllm").build_mode == "precompiled"
@@ -218,8 +218,12 @@ def test_oracle_tables() -> None:
     assert "oracles.vllm.require_torch must be true or false" in fails(
         "[oracles.vllm]\nrequire_torch = 1\n")
     assert "oracles.x.module must be a non-empty string" in fails("[oracles.x]\nmodule = 3\n")
-    assert "oracles.x.build_mode must be a non-empty string" in fails(
+    assert "oracles.x.build_mode must be 'source' or 'precompiled' or 'empty' or 'cpu'" in fails(
         "[oracles.x]\nbuild_mode = ''\n")
+    assert "oracles.x.installer must be 'auto' or 'pip' or 'uv'" in fails(
+        "[oracles.x]\ninstaller = 'conda'\n")
+    assert "oracles.x.constraints = '/etc/lock.txt' escapes the port" in fails(
+        "[oracles.x]\nconstraints = '/etc/lock.txt'\n")
 
 
 def test_golden_and_parity_tables() -> None:

@@ -226,7 +226,8 @@ def test_setup_version_in_a_full_clone(upstream_at_pin: Path) -> None:
     dist = _setup_version(upstream_at_pin, VLLM_USE_PRECOMPILED="1").stdout.splitlines()[-1]
     assert dist == _pin_block()["vllm_distribution_version"]
     version_py = (upstream_at_pin / "vllm" / "_version.py").read_text()
-    assert version_py == f'__version__ = "{runtime}"\n'
+    assert version_py == (f'__version__ = "{runtime}"\n'
+                          f'__commit_id__ = "g{runtime.split("+g")[1]}"\n')
     assert fastimport.git(upstream_at_pin, "status", "--porcelain") == ""  # ignored outputs
 
 

@@ -24,7 +24,7 @@ from sync.steps.verify import golden
 
 CONFIG = """\
 [oracles.vllm]
-build_env = { VLLM_USE_PRECOMPILED = "1" }
+build_env = { VLLM_PRECOMPILED_WHEEL_LOCATION = "{wheel}" }
 build_mode = "precompiled"
 require_flashinfer = false
 
@@ -36,8 +36,8 @@ scripts = [
   ["{python}", "tools/dump.py", "{out}", "gamma"],
 ]
 """
-IDENTITY_KEYS = ["oracle", "commit", "runtime_version", "distribution_version",
-                 "flashinfer_version", "torch_version", "build_mode", "vllm_commit",
+IDENTITY_KEYS = ["oracle", "commit", "runtime_version", "distribution_version", "commit_id",
+                 "flashinfer_version", "torch_version", "build_mode", "binaries", "vllm_commit",
                  "vllm_version", "host", "time"]
 
 
@@ -213,14 +213,14 @@ def test_drift_without_git_compares_with_the_files_on_disk(world: World, port: P
 
 
 def test_refuses_an_oracle_that_does_not_verify(world: World, port: Path) -> None:
-    runtime = world.up.runtime(world.up.pin, 2)
+    runtime, claimed = world.up.runtime(world.up.pin, 2), world.up.runtime(world.up.pin, 9)
     (port / ".agents/upstream-sync.md").write_text(
-        pin_doc(world.up.pin, runtime, runtime))  # the pin claims a source build
+        pin_doc(world.up.pin, claimed, claimed + ".precompiled"))  # a transcribed pin
     rc, out, err = run_cli(["--port", str(port), "golden"])
     assert rc == 5 and out == ""
-    assert (f"mismatch: distribution version: oracle reports '{runtime}.precompiled', the pin "
-            f"block (.agents/upstream-sync.md) says '{runtime}'") in err
-    assert "failed verification with 1 mismatch" in err
+    assert (f"mismatch: runtime version: oracle reports '{runtime}', the pin "
+            f"block (.agents/upstream-sync.md) says '{claimed}'") in err
+    assert "refused (2 mismatches)" in err
     assert not (port / "goldens").exists()
     assert not (port / f".agents/sync/gates/{world.up.pin[:7]}.json").exists()
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import shutil
 import socket
 from collections.abc import Callable, Iterator
@@ -147,6 +148,12 @@ def _gate_file(port: Path) -> list[str]:
     return ["gates", "merge", str(port.parent / "shard.json")]
 
 
+def _target_env(port: Path) -> Path:
+    """The oracle environment the module built at the cycle's target (the shared home)."""
+    target = one_document(call("status", "--json")[1])["cycle"]["target"]
+    return Path(os.environ["SYNC_ORACLE_HOME"]) / f"vllm-{target[:10]}"
+
+
 Setup = Callable[[Path], list[str]]
 # command -> (success argv, refusal argv, refusal exit code); a callable builds argv on the
 # port copy first (and may prepare it).
@@ -171,6 +178,10 @@ CASES: dict[str, tuple[list[str] | Setup, list[str] | Setup, int]] = {
                      ["oracle", "build", "--oracle", "../x"], 2),
     "oracle probe": (["oracle", "probe", "--commit", "target"], ["oracle", "probe"], 3),
     "oracle verify": (["oracle", "verify", "--commit", "target"], ["oracle", "verify"], 3),
+    # Adopting the target's own environment in place re-measures it and records it again.
+    "oracle adopt": (lambda p: ["oracle", "adopt", str(_target_env(p)), "--commit", "target"],
+                     ["oracle", "adopt", "/nonexistent", "--commit", "target"], 3),
+    "oracle gc": (["oracle", "gc", "--dry-run"], ["oracle", "gc", "--oracle", "../x"], 2),
     "golden": (["golden"], ["golden", "--target", "0000000"], 6),
     "parity": (["parity"], ["parity", "--suite", "nope"], 2),
     "gates merge": (_gate_file, ["gates", "merge", "/nonexistent.json"], 4),

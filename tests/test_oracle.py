@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import shutil
@@ -20,13 +21,13 @@ from fakeupstream import (
     Upstream,
     add_distribution,
     copy_env,
+    hand_install,
     make_port,
     make_upstream,
     oracle_doc,
     pin_doc,
     run_cli,
     site_packages,
-    uv_install,
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -48,7 +49,7 @@ from sync.steps.verify import probe as oracle_probe
 
 CONFIG = """\
 [oracles.vllm]
-build_env = { VLLM_USE_PRECOMPILED = "1" }
+build_env = { VLLM_PRECOMPILED_WHEEL_LOCATION = "{wheel}" }
 build_mode = "precompiled"
 """
 
@@ -152,8 +153,22 @@ def test_build_layout_record_and_untouched_reference(env: World) -> None:
     rec = oracle.read_marker(env.env)
     assert rec is not None
     assert (rec.oracle, rec.commit, rec.build_mode) == ("vllm", env.up.pin, "precompiled")
-    assert dict(rec.build_env) == {"VLLM_USE_PRECOMPILED": "1"}
+    assert rec.build_env == {"VLLM_PRECOMPILED_WHEEL_LOCATION": str(env.up.wheel)}
     assert rec.installer == ("uv" if oracle_build.find_uv() is not None else "pip")
+    # Bound to the installed files: the RECORD's digest, the files the tree does not hold.
+    dist_info = next(site_packages(env.env).glob("vllm-*.dist-info"))
+    assert rec.record_sha256 == hashlib.sha256((dist_info / "RECORD").read_bytes()).hexdigest()
+    assert rec.not_in_tree == ["vllm/_C.abi3.so", "vllm/_version.py"]
+    # Where the precompiled binaries came from, and the dependency set.
+    assert rec.binaries is not None
+    assert (rec.binaries["wheel"], rec.binaries["commit"], rec.binaries["warning"]) == (
+        env.up.wheel.name, env.up.pin[:9], None)
+    assert rec.binaries["sha256"] == hashlib.sha256(env.up.wheel.read_bytes()).hexdigest()
+    freeze = (env.env / oracle.FREEZE).read_text()
+    assert rec.freeze_sha256 == hashlib.sha256(freeze.encode()).hexdigest()
+    assert "vllm @ file://" in freeze
+    log = Path(rec.log or "")
+    assert log.parent == env.home / "logs" and "[extract] vllm/_C.abi3.so" in log.read_text()
     # The reference checkout's work tree, HEAD, worktrees and refs are as fast-import left them.
     assert git(env.up.path, "status", "--porcelain", "--untracked-files=all") == ""
     assert git(env.up.path, "rev-parse", "HEAD").strip() == env.up.pin
@@ -214,23 +229,39 @@ def test_oracle_home_unset_refused(env: World, monkeypatch: pytest.MonkeyPatch) 
     assert rc == 3 and "oracle_home is not set" in err and "SYNC_ORACLE_HOME" in err
 
 
-def test_source_mode_release_build_keeps_previous_env(env: World, port_copy: Path) -> None:
-    """Building at the tagged commit in source mode: no suffix, a released-wheel version."""
-    (port_copy / ".agents/upstream-sync.toml").write_text("")
+def test_release_tag_pin_in_source_mode_keeps_previous_env(env: World, port_copy: Path
+                                                           ) -> None:
+    """A pin at the release tag: `0.2.1rc1` names no commit; `vllm_commit_id` asserts it."""
+    (port_copy / ".agents/upstream-sync.toml").write_text(
+        '[oracles.vllm]\nbuild_mode = "source"\nrequire_flashinfer = false\n')
+    released = "0.2.1rc1"
+    without = pin_doc(env.up.released, released, released)
+    (port_copy / ".agents/upstream-sync.md").write_text(without)
+    rc, _, err = run_cli(["--port", str(port_copy), "oracle", "build"])
+    assert rc == 4 and "a released version names no commit, so it is a pin only with " \
+        "vllm_commit_id" in err
+    commit_id = f"g{env.up.released[:9]}"
+    (port_copy / ".agents/upstream-sync.md").write_text(
+        without.replace("```\n", f"vllm_commit_id = {commit_id}\n```\n", 2)
+        .replace("```parity-pin\nvllm_commit_id", "```parity-pin\nvllm_commit_id"))
     p = Port(port_copy, config.load(port_copy))
-    built = oracle_build.build(p, p.preferences(), "vllm", env.up.released)
+    assert p.pin_record().pin.commit_id == commit_id
+    built = oracle_build.build(p, p.preferences(), "vllm")
     try:
-        assert env.env in built.kept  # the pin's environment stays for rollback
+        assert env.env in built.kept  # the previous pin's environment stays for rollback
         assert env.env.is_dir()
-        probe = oracle_probe.probe(p, p.preferences(), "vllm", env.up.released)
-        assert probe.runtime_version == "0.2.1rc1"
-        assert probe.distribution_version == "0.2.1rc1"  # source mode adds no suffix
-        lines = verify_lines(env, p, env.up.released)
-        assert lines == [
-            "commit: runtime version '0.2.1rc1' has no +g<sha> local segment: a released "
-            f"wheel cannot name commit {env.up.released[:10]}",
-            "flashinfer: FlashInfer is not installed (config requires it)",
-        ]
+        probe = oracle_probe.probe(p, p.preferences(), "vllm")
+        assert (probe.runtime_version, probe.distribution_version, probe.commit_id) == (
+            released, released, commit_id)  # source mode adds no suffix
+        assert verify_lines(env, p) == []
+        assert oracle_verify.measured_pin(p, probe) == p.pin_record().pin
+        # A pin block asserting another commit id is a mismatch, not a pass.
+        (port_copy / ".agents/upstream-sync.md").write_text(
+            (port_copy / ".agents/upstream-sync.md").read_text().replace(
+                commit_id, f"g{env.up.released[:7]}"))
+        assert verify_lines(env, Port(port_copy, config.load(port_copy))) == [
+            f"commit id: oracle reports '{commit_id}', the pin block (.agents/upstream-sync.md) "
+            f"(vllm_commit_id) says 'g{env.up.released[:7]}'"]
     finally:
         shutil.rmtree(built.env)
 
@@ -255,10 +286,12 @@ def test_probe_reports_the_installed_oracle(env: World) -> None:
     # Without --json: the same measurement as text, one line a field.
     rc, text, err = run_cli(["--port", str(env.port), "oracle", "probe"])
     assert rc == 0, err
-    assert text.splitlines()[:5] == [
+    assert doc["commit_id"] == f"g{env.up.pin[:9]}"
+    assert text.splitlines()[:6] == [
         f"oracle vllm at {env.up.pin[:10]}: {env.env}",
         f"  runtime version:      {runtime}",
         f"  distribution version: {runtime}.precompiled (1 installed)",
+        f"  commit id:            g{env.up.pin[:9]}",
         f"  FlashInfer:           {FLASHINFER}",
         "  Torch:                absent"]
     assert text.splitlines()[-1] == "  build mode:           precompiled"
@@ -298,13 +331,17 @@ def test_verify_good_oracle_records_the_measurement(env: World, port_copy: Path)
     assert rc == 0, err
     runtime = env.up.runtime(env.up.pin, 2)
     assert out == (f"oracle vllm at {env.up.pin[:10]} verified: runtime {runtime}, distribution "
-                   f"{runtime}.precompiled, FlashInfer {FLASHINFER}, Torch absent, build mode "
-                   "precompiled\n")
+                   f"{runtime}.precompiled, commit id g{env.up.pin[:9]}, FlashInfer {FLASHINFER}, "
+                   "Torch absent, build mode precompiled, binaries "
+                   f"{env.up.wheel.name} (version {runtime}, commit g{env.up.pin[:9]})\n")
     doc = json.loads((port_copy / f".agents/sync/gates/{env.up.pin[:7]}.json").read_text())
     gate = doc["gates"]["oracle:vllm"]
     assert gate["status"] == "PASS"
     assert gate["oracle"]["runtime_version"] == runtime
     assert gate["oracle"]["build_mode"] == "precompiled"
+    assert gate["oracle"]["commit_id"] == f"g{env.up.pin[:9]}"
+    assert gate["oracle"]["binaries"] == (f"{env.up.wheel.name} (version {runtime}, commit "
+                                          f"g{env.up.pin[:9]})")
 
 
 @pytest.mark.parametrize(("change", "expected"), [
@@ -313,9 +350,6 @@ def test_verify_good_oracle_records_the_measurement(env: World, port_copy: Path)
         "says 'RT9'",
         "distribution version: oracle reports 'RT2.precompiled', the pin block "
         "(.agents/upstream-sync.md) says 'RT9.precompiled'"]),
-    ({"dist": "RT2"}, [
-        "distribution version: oracle reports 'RT2.precompiled', the pin block "
-        "(.agents/upstream-sync.md) says 'RT2'"]),
     ({"flashinfer": "0.6.16"}, [
         f"flashinfer: oracle reports '{FLASHINFER}', the pin block (.agents/upstream-sync.md) "
         "says '0.6.16'"]),
@@ -333,9 +367,37 @@ def test_each_string_mismatch(env: World, port_copy: Path, change: dict[str, str
     rc, out, err = run_cli(["--port", str(port_copy), "oracle", "verify"])
     assert rc == 5
     assert out.splitlines() == [f"mismatch: {real(e)}" for e in expected]
-    assert f"failed verification with {len(expected)} mismatch" in err
+    assert f"refused ({len(expected)} mismatch" in err
     gates_doc = json.loads((port_copy / f".agents/sync/gates/{env.up.pin[:7]}.json").read_text())
     assert gates_doc["gates"]["oracle:vllm"]["status"] == "FAIL"
+
+
+@pytest.mark.parametrize("action", [["verify"], ["build", "--rebuild"], ["build", "--if-missing"]])
+def test_config_and_pin_suffix_disagree_refused_before_building(
+        env: World, port_copy: Path, action: list[str]) -> None:
+    runtime = env.up.runtime(env.up.pin, 2)
+    rewrite_pin(port_copy, env.up, dist=runtime + ".empty")
+    before = (env.env / oracle.MARKER).read_bytes()
+    rc, out, err = run_cli(["--port", str(port_copy), "oracle", *action])
+    assert (rc, out) == (2, "")
+    assert err.splitlines() == [
+        "upstream-sync: error: [oracles.vllm] build_mode in .agents/upstream-sync.toml is "
+        "'precompiled' but the pin block's distribution version (.empty) says build mode "
+        "empty: building would measure an oracle the pin does not describe — set build_mode = "
+        "\"empty\""]
+    assert (env.env / oracle.MARKER).read_bytes() == before  # nothing was torn down
+
+
+def test_existing_env_in_another_mode_refused_before_building(env: World, port_copy: Path,
+                                                              tmp_path: Path) -> None:
+    """`build --if-missing` keeps an existing env only when it was built in the pin's mode."""
+    home = other_home(env, tmp_path)
+    marker = home / env.env.name / oracle.MARKER
+    marker.write_text(json.dumps({**json.loads(marker.read_text()), "build_mode": "empty"}))
+    os.environ["SYNC_ORACLE_HOME"] = str(home)
+    rc, _, err = run_cli(["--port", str(port_copy), "oracle", "build", "--if-missing"])
+    assert rc == 2 and f"{home / env.env.name} was built in mode 'empty', but [oracles.vllm] " \
+        "build_mode in .agents/upstream-sync.toml says 'precompiled'" in err
 
 
 def test_build_mode_label_must_match_the_suffix(env: World, tmp_path: Path) -> None:
@@ -345,8 +407,8 @@ def test_build_mode_label_must_match_the_suffix(env: World, tmp_path: Path) -> N
     marker.write_text(json.dumps({**doc, "build_mode": "source"}))
     os.environ["SYNC_ORACLE_HOME"] = str(home)
     assert verify_lines(env) == [
-        "build mode: recorded build mode 'source' but the distribution version adds "
-        ".precompiled"]
+        "build mode: built in mode 'source', but [oracles.vllm] build_mode in "
+        ".agents/upstream-sync.toml says 'precompiled'"]
 
 
 def test_env_built_for_another_commit(env: World, tmp_path: Path, port_copy: Path) -> None:
@@ -360,33 +422,36 @@ def test_env_built_for_another_commit(env: World, tmp_path: Path, port_copy: Pat
     pin_runtime = env.up.runtime(env.up.pin, 2)
     assert lines[0] == f"build: built at {env.up.pin[:10]}, expected {env.up.middle[:10]}"
     assert lines[1] == (f"commit: runtime version '{pin_runtime}' names g{env.up.pin[:9]}, not "
-                        f"a prefix of {env.up.middle[:10]} (built from another checkout? a "
-                        "shallow clone yields 0.1.devN+g<sha>)")
-    assert [line.split(":")[0] for line in lines[2:]] == ["runtime version",
+                        f"{env.up.middle[:10]}: built at another commit")
+    assert [line.split(":")[0] for line in lines[2:]] == ["commit id", "tree", "runtime version",
                                                          "distribution version"]
 
 
-def test_shallow_clone_version_against_a_different_pin(env: World, tmp_path: Path) -> None:
+def test_shallow_clone_build_with_a_copied_record(env: World, tmp_path: Path) -> None:
+    """A shallow clone of another commit, given the genuine build record: refused, the
+    refusal naming the shallow build first."""
     shallow = tmp_path / "shallow"
     subprocess.run(["git", "clone", "-q", "--depth", "1", "--branch", "side",
                     f"file://{env.up.path}", str(shallow)], check=True)
     home = tmp_path / "venvs"
     bad = home / env.env.name
-    uv_install(bad, shallow, extra_env={"VLLM_USE_PRECOMPILED": "1"})
+    hand_install(bad, shallow, extra_env={"VLLM_USE_PRECOMPILED": "1",
+                                          "VLLM_PRECOMPILED_WHEEL_LOCATION": str(env.up.wheel)})
     shutil.copy(env.env / oracle.MARKER, bad / oracle.MARKER)
     add_distribution(site_packages(bad), "flashinfer-python", FLASHINFER)
     os.environ["SYNC_ORACLE_HOME"] = str(home)
     shallow_runtime = f"0.1.dev1+g{env.up.middle[:9]}"
-    pin_runtime = env.up.runtime(env.up.pin, 2)
-    where = "the pin block (.agents/upstream-sync.md)"
-    assert verify_lines(env) == [
-        f"commit: runtime version '{shallow_runtime}' names g{env.up.middle[:9]}, not a prefix "
-        f"of {env.up.pin[:10]} (built from another checkout? a shallow clone yields "
-        "0.1.devN+g<sha>)",
-        f"runtime version: oracle reports '{shallow_runtime}', {where} says '{pin_runtime}'",
-        f"distribution version: oracle reports '{shallow_runtime}.precompiled', {where} says "
-        f"'{pin_runtime}.precompiled'",
-    ]
+    p = port_of(env)
+    v = oracle_verify.verify(p, p.preferences(), "vllm")
+    assert {m.kind for m in v.mismatches} == {"shallow", "foreign", "tree", "copied-record", None}
+    assert f"commit: runtime version '{shallow_runtime}' is a shallow clone's (0.1.devN: " \
+        "setuptools-scm saw no tag)" in [str(m) for m in v.mismatches]
+    assert v.verdict.startswith("a shallow-clone build: commit: ")
+    rc, _, err = run_cli(["--port", str(env.port), "oracle", "verify"])
+    assert rc == 5 and err.startswith(f"upstream-sync: error: oracle vllm at {env.up.pin[:10]} "
+                                      f"refused ({len(v.mismatches)} mismatches): a "
+                                      f"shallow-clone build: commit: runtime version "
+                                      f"'{shallow_runtime}'")
 
 
 def test_editable_install_from_the_reference_checkout(env: World, tmp_path: Path,
@@ -394,12 +459,13 @@ def test_editable_install_from_the_reference_checkout(env: World, tmp_path: Path
     home = other_home(env, tmp_path)
     src = tmp_path / "reference"
     subprocess.run(["git", "clone", "-q", str(env.up.path), str(src)], check=True)
-    uv_install(home / env.env.name, src, editable=True,
-               extra_env={"VLLM_USE_PRECOMPILED": "1"})
+    hand_install(home / env.env.name, src, editable=True,
+                 extra_env={"VLLM_USE_PRECOMPILED": "1",
+                            "VLLM_PRECOMPILED_WHEEL_LOCATION": str(env.up.wheel)})
     monkeypatch.setenv("SYNC_ORACLE_HOME", str(home))
     monkeypatch.setenv("VLLM_SOURCE", str(src))
     module = src / "vllm" / "__init__.py"
-    assert verify_lines(env) == [
+    assert verify_lines(env)[:3] == [
         f"module file: {module} is not under the env {home / env.env.name}",
         f"module file: {module} is under $VLLM_SOURCE (vllm source checkout) ({src})",
         "editable: vllm is installed editable: the oracle must be a non-editable install",
@@ -427,7 +493,7 @@ def test_flashinfer_absent_and_torch_required(env: World, tmp_path: Path) -> Non
     strict = config.OracleConfig("vllm", build_env=(("VLLM_USE_PRECOMPILED", "1"),),
                                  build_mode="precompiled", require_torch=True)
     assert verify_lines(env, port_of(env, oracle_configs=(strict,))) == [
-        "flashinfer: FlashInfer is not installed (config requires it)",
+        "flashinfer: FlashInfer is not installed (a precompiled build has it)",
         "torch: Torch is not installed (config requires it)",
     ]
     relaxed = replace(strict, require_flashinfer=False, require_torch=False)
@@ -440,7 +506,7 @@ def test_missing_build_record_and_broken_import(env: World, tmp_path: Path) -> N
     (site_packages(home / env.env.name) / "vllm" / "ops.py").write_text("raise OSError('x')\n")
     os.environ["SYNC_ORACLE_HOME"] = str(home)
     lines = verify_lines(env)
-    assert lines[0] == ("build: upstream-sync-oracle.json is missing: not built by "
+    assert lines[0] == ("build: upstream-sync-oracle.json is missing: not built (or adopted) by "
                         "upstream-sync, or the build did not finish")
     assert lines[1] == "module: import vllm failed: OSError: x"
 
@@ -456,11 +522,19 @@ def test_malformed_build_record(env: World, tmp_path: Path) -> None:
 def test_commit_rule_messages() -> None:
     sha = "c1edac23945dac33a317da7651db4e8c274f314e"
     assert oracle_verify.commit_rule("0.2.1rc1.dev2+gc1edac239", sha) is None
-    assert oracle_verify.commit_rule("0.2.1rc1.dev2+gc1edac239.precompiled", sha) is None
+    # The whole local segment: a build suffix or a dirty date in the runtime is refused.
+    assert "build-mode suffix .precompiled" in (
+        oracle_verify.commit_rule("0.2.1rc1.dev2+gc1edac239.precompiled", sha) or "")
+    assert "uncommitted changes" in (
+        oracle_verify.commit_rule("0.2.1rc1.dev2+gc1edac239.d20261201", sha) or "")
+    assert "not g<7..40 hex>" in (
+        oracle_verify.commit_rule("0.2.1rc1.dev2+gc1edac239x", sha) or "")
     assert "no +g<sha>" in (oracle_verify.commit_rule("0.26.0", sha) or "")
     assert "not g<7..40 hex>" in (oracle_verify.commit_rule("0.26.0+cu130", sha) or "")
     assert "not a valid version" in (oracle_verify.commit_rule("banana", sha) or "")
-    assert "not a prefix" in (oracle_verify.commit_rule("0.1.dev1+gdeadbeef", sha) or "")
+    assert "shallow clone" in (oracle_verify.commit_rule("0.1.dev1+gc1edac239", sha) or "")
+    assert "built at another commit" in (
+        oracle_verify.commit_rule("0.2.1rc1.dev2+gdeadbeef", sha) or "")
 
 
 @settings(max_examples=200, deadline=None)
@@ -474,9 +548,26 @@ JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_
                     | st.text(max_size=20),
                     lambda inner: st.lists(inner, max_size=4)
                     | st.dictionaries(st.text(max_size=12), inner, max_size=5), max_leaves=20)
-GOOD_MARKER = {"schema": 1, "oracle": "vllm", "commit": "a" * 40, "build_mode": "source",
+GOOD_MARKER = {"schema": 2, "oracle": "vllm", "commit": "a" * 40, "build_mode": "source",
                "build_env": {}, "installer": "uv", "python": "/p", "source": "/s", "host": "h",
-               "built_at": "t"}
+               "built_at": "t", "origin": "built", "log": None, "record_sha256": "r",
+               "not_in_tree": ["vllm/_version.py"], "binaries": None, "wheel": None,
+               "wheel_sha256": None, "constraints": None, "constraints_sha256": None,
+               "freeze_sha256": None, "inputs": {}}
+
+
+def test_build_record_round_trip_and_schema_1(tmp_path: Path) -> None:
+    (tmp_path / oracle.MARKER).write_text(json.dumps(GOOD_MARKER))
+    record = oracle.read_marker(tmp_path)
+    assert record is not None and record.as_doc() == GOOD_MARKER
+    (tmp_path / oracle.MARKER).write_text(json.dumps({**GOOD_MARKER, "schema": 1}))
+    with pytest.raises(MalformedRecord, match=r"older upstream-sync \(schema 1\), not bound "
+                       r"to the installed files — rebuild the oracle, or measure and record it "
+                       r"with 'upstream-sync oracle adopt ENV'"):
+        oracle.read_marker(tmp_path)
+    (tmp_path / oracle.MARKER).write_text(json.dumps({**GOOD_MARKER, "not_in_tree": [1]}))
+    with pytest.raises(MalformedRecord, match="not_in_tree must be a list of strings"):
+        oracle.read_marker(tmp_path)
 
 
 def _mutations(good: Mapping[str, object]) -> st.SearchStrategy[object]:
@@ -751,3 +842,23 @@ def test_advance_omni_refused_as_core_cycle_when_isolation_failed(
 def test_advance_omni_without_proof_is_refused(env: World, port_copy: Path) -> None:
     rc, _, err = run_cli(["--port", str(port_copy), "advance-omni", "0" * 40])
     assert rc == 6 and "is not proven" in err
+
+
+def test_adopt_a_precompiled_env_records_binaries_of_unknown_provenance(
+        env: World, tmp_path: Path, port_copy: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    src = tmp_path / "src"
+    subprocess.run(["git", "clone", "-q", str(env.up.path), str(src)], check=True)
+    real = tmp_path / "ports-own-venv"
+    hand_install(real, src, extra_env={"VLLM_USE_PRECOMPILED": "1",
+                                       "VLLM_PRECOMPILED_WHEEL_LOCATION": str(env.up.wheel)})
+    add_distribution(site_packages(real), "flashinfer-python", FLASHINFER)
+    monkeypatch.setenv("SYNC_ORACLE_HOME", str(tmp_path / "venvs"))
+    rc, out, err = run_cli(["--port", str(port_copy), "oracle", "adopt", str(real)])
+    assert rc == 0, err + out
+    rec = oracle.read_marker(real)
+    assert rec is not None and rec.not_in_tree == ["vllm/_C.abi3.so", "vllm/_version.py"]
+    assert rec.binaries is not None and rec.binaries["files"] == "1"
+    warning = "adopted: where its precompiled binaries came from is not known"
+    assert rec.binaries["warning"] == warning
+    rc, out, _ = run_cli(["--port", str(port_copy), "status"])
+    assert f"  warning: {warning}" in out.splitlines()

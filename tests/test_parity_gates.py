@@ -275,7 +275,7 @@ def test_parity_command_that_cannot_start(tmp_path: Path, monkeypatch: pytest.Mo
 
 def test_oracle_needs_an_action(tmp_path: Path) -> None:
     rc, _, err = run_cli(["--port", str(make(tmp_path)), "oracle"])
-    assert rc == 2 and "build, probe or verify" in err
+    assert rc == 2 and "build, probe, verify, adopt or gc" in err
 
 
 def test_gates_merge_folds_shard_records(tmp: Path) -> None:

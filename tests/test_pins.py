@@ -36,6 +36,7 @@ def body(**over: str | None) -> str:
         "vllm_runtime_version": RUNTIME,
         "vllm_distribution_version": DIST,
         "flashinfer_version": FLASHINFER,
+        "vllm_commit_id": None,
     }
     values.update(over)
     return "".join(f"{k} = {v}\n" for k, v in values.items() if v is not None)
@@ -161,12 +162,45 @@ def test_uppercase_commit() -> None:
     assert "is not 40 lowercase hex" in str(refused(doc(vllm_commit=COMMIT.upper())))
 
 
-def test_released_wheel_runtime_version() -> None:
+def test_released_runtime_version_without_a_commit_id() -> None:
     err = refused(doc(vllm_runtime_version="0.26.0", vllm_distribution_version="0.26.0"))
     message = str(err)
-    assert "released-wheel shape is unusable" in message
-    assert "measured source build" in message
+    assert "a released version names no commit, so it is a pin only with vllm_commit_id" \
+        in message
+    assert "add 'vllm_commit_id = g<sha>' to the block" in message
     assert err.line == 9
+
+
+def test_release_pin_with_its_commit_id() -> None:
+    """A pin at a release tag: the commit id (the runtime's __commit_id__) names the commit."""
+    text = doc(vllm_runtime_version="0.25.0", vllm_distribution_version="0.25.0+empty",
+               vllm_commit_id="g555967922")
+    pin, _ = pins.parse(text, path="p.md")
+    assert (pin.released, pin.build_suffix, pin.commit_id, pin.short_sha) == (
+        True, "empty", "g555967922", "555967922")
+    assert pin.fields()["vllm_commit_id"] == "g555967922"
+    assert pins.from_values(COMMIT, "0.25.0", "0.25.0+empty", FLASHINFER,
+                            commit_id="g555967922") == pin
+
+
+@pytest.mark.parametrize(("commit_id", "says"), [
+    ("g555967923", "vllm_commit_id names g555967923, which is not a prefix of vllm_commit"),
+    ("555967922", "vllm_commit_id = '555967922' is not g<7..40 lowercase hex>"),
+    ("g55596", "is not g<7..40 lowercase hex>"),
+])
+def test_commit_id_refused(commit_id: str, says: str) -> None:
+    err = refused(doc(vllm_runtime_version="0.25.0", vllm_distribution_version="0.25.0",
+                      vllm_commit_id=commit_id))
+    assert says in str(err) and err.line == 12
+
+
+def test_commit_id_beside_a_source_version_must_agree() -> None:
+    pin, _ = pins.parse(doc(vllm_commit_id="g5559679229"), path="p.md")
+    assert pin.commit_id == "g5559679229" and not pin.released
+    runtime = f"0.23.1rc1.dev1511+g{COMMIT[:12]}"
+    err = refused(doc(vllm_runtime_version=runtime, vllm_distribution_version=runtime,
+                      vllm_commit_id="g5559679228"))
+    assert "not a prefix of vllm_commit" in str(err)
 
 
 def test_runtime_sha_not_a_prefix() -> None:
@@ -201,11 +235,12 @@ def test_runtime_not_canonical() -> None:
     assert "is not in canonical form (0.23.1rc1.dev1511+g555967922)" in str(err)
 
 
-def test_shallow_clone_version_is_refused_by_prefix() -> None:
-    # A shallow clone yields 0.1.dev1+g<sha>: right sha, wrong public part for the dist.
-    err = refused(doc(vllm_runtime_version="0.1.dev1+g555967922"))
-    assert "public part '0.23.1rc1.dev1511' differs from the runtime version's '0.1.dev1'" \
-        in str(err)
+def test_shallow_clone_version_is_refused() -> None:
+    # A shallow clone yields 0.1.dev1+g<sha>: the right sha, but setuptools-scm saw no tag.
+    err = refused(doc(vllm_runtime_version="0.1.dev1+g555967922",
+                      vllm_distribution_version="0.1.dev1+g555967922.empty"))
+    assert "has the shape of a shallow-clone build (0.1.devN: setuptools-scm saw no tag)" \
+        in str(err) and err.line == 9
 
 
 def test_distribution_public_part_differs() -> None:
@@ -294,6 +329,23 @@ def test_render_refuses_multiline_values(tmp_path: Path) -> None:
     record = record_of(doc(), tmp_path)
     with pytest.raises(UsageError, match="must be one line"):
         pins.render(record, replace(record.pin, flashinfer_version="0.6.16\nextra = 1"))
+
+
+@pytest.mark.parametrize("newline", ["\n", "\r\n"])
+def test_render_adds_the_commit_id_line_and_never_drops_it(tmp_path: Path, newline: str
+                                                            ) -> None:
+    record = record_of(doc().replace("\n", newline), tmp_path)
+    release = pins.from_values(NEXT, "0.24.0", "0.24.0+precompiled", FLASHINFER,
+                               commit_id="ge24d1b24a")
+    out = pins.render(record, release)
+    assert out == doc(vllm_commit=NEXT, vllm_runtime_version="0.24.0",
+                      vllm_distribution_version="0.24.0+precompiled",
+                      vllm_commit_id="ge24d1b24a").replace("\n", newline)
+    again = record_of(out, tmp_path)
+    source = pins.from_values(COMMIT, RUNTIME, DIST, FLASHINFER)
+    with pytest.raises(UsageError, match="refusing to drop vllm_commit_id"):
+        pins.render(again, source)
+    assert pins.render(again, source, restore=True) == doc().replace("\n", newline)
 
 
 def test_set_values_fills_an_empty_value() -> None:

@@ -84,3 +84,43 @@ def test_streaming_into_a_log(tmp_path: Path) -> None:
 
 def test_lines_replace_bad_utf8_and_trim() -> None:
     assert proc.lines(b"\n a\xff\nb  \n\n") == ("a\ufffd", "b")
+
+
+def test_progress_while_streaming_into_a_log(tmp_path: Path) -> None:
+    """A long step is never silent: elapsed time and the log's last line, every `every` s."""
+    seen: list[tuple[float, str]] = []
+    code = ("import sys, time\nfor i in range(4):\n    print('step', i, flush=True)\n"
+            "    time.sleep(0.2)\n")
+    done = proc.Command(py(code), log=tmp_path / "build.log", every=0.1,
+                        progress=lambda t, line: seen.append((t, line))).run()
+    assert done.ok
+    assert seen  # it ran 0.8 s, reporting every 0.1 s
+    assert [t for t, _ in seen] == sorted(t for t, _ in seen)
+    assert {line for _, line in seen} <= {"", "step 0", "step 1", "step 2", "step 3"}
+    assert any(line.startswith("step") for _, line in seen)
+
+
+def test_timeout_while_streaming(tmp_path: Path) -> None:
+    with pytest.raises(proc.ProcessFailed, match=re.escape("timed out after 0.3 s")):
+        proc.Command(py("import time; print('x', flush=True); time.sleep(5)"), timeout=0.3,
+                     log=tmp_path / "l.log", every=0.1, progress=lambda t, line: None).run()
+
+
+@pytest.mark.parametrize(("log", "first"), [
+    # pip's own summary comes after the cause; the cause is quoted.
+    ("Building wheel\n  Traceback (most recent call last):\n    File \"setup.py\"\n"
+     "  RuntimeError: Unknown runtime environment\n  error: subprocess-exited-with-error\n",
+     "RuntimeError: Unknown runtime environment"),
+    ("  copying vllm/entrypoints/openai/errors.py\n  socket.gaierror: [Errno -2] Name\n"
+     "  urllib.error.URLError: <urlopen error>\n", "socket.gaierror: [Errno -2] Name"),
+    ("-- Configuring\nCMake Error at cmake/cpu_extension.cmake:135 (message):\n\n"
+     "  X86 backend requires gcc/g++ >= 12.3\n", "CMake Error at cmake/cpu_extension.cmake:135 "
+     "(message): X86 backend requires gcc/g++ >= 12.3"),
+    ("error: subprocess-exited-with-error\n", "error: subprocess-exited-with-error"),
+    ("all fine\nwarning: -Werror is not an error\n", None),
+])
+def test_first_error_line(tmp_path: Path, log: str, first: str | None) -> None:
+    path = tmp_path / "build.log"
+    path.write_text(log)
+    assert proc.first_error(path) == first
+    assert proc.first_error(tmp_path / "absent.log") is None

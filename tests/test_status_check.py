@@ -14,7 +14,7 @@ from sync.dev import example
 from sync.dev.fastimport import git
 
 REPO = Path(__file__).resolve().parents[1]
-STALE = "6f721c3215a0885393d5c5f9b0298cccb63c3026"
+STALE = "b39632a508fabb9a2b6eff7be1ab9e1714bc044d"
 
 
 @pytest.fixture(scope="module")
@@ -70,7 +70,7 @@ def test_status_json_keys(tmp_path: Path) -> None:
 def test_status_on_the_example_reports_a_disagreeing_oracle(copy: Path) -> None:
     oracle = copy / ".agents/oracles/vllm.md"
     oracle.write_text(oracle.read_text(encoding="utf-8").replace(
-        "pin = b236b54116c1bde253bd75f442c2483692241ef3", f"pin = {STALE}"), encoding="utf-8")
+        "pin = 147b89ac926dabf0d3a3ac630941428c07798a7c", f"pin = {STALE}"), encoding="utf-8")
     doc = json.loads(run(copy, "status", "--json").out)
     (core,) = [o for o in doc["oracles"] if o["id"] == "vllm"]
     assert (core["pin"], core["agrees"]) == (STALE, False)
@@ -102,7 +102,7 @@ def _corrupt(copy: Path, rel: str, old: str, new: str) -> Path:
 
 PROTOCOL = ".agents/upstream-sync.md"
 ORACLE = ".agents/oracles/vllm.md"
-COMMIT = "b236b54116c1bde253bd75f442c2483692241ef3"
+COMMIT = "147b89ac926dabf0d3a3ac630941428c07798a7c"
 
 
 def _check_lines(copy: Path) -> list[str]:
@@ -114,7 +114,7 @@ def _check_lines(copy: Path) -> list[str]:
 
 
 def test_check_span_not_a_prefix(copy: Path) -> None:
-    path = _corrupt(copy, PROTOCOL, "<!--pin:commit-->b236b54116<!--/pin-->",
+    path = _corrupt(copy, PROTOCOL, "<!--pin:commit-->147b89ac92<!--/pin-->",
                     "<!--pin:commit-->b236b54117<!--/pin-->")
     n = _line_of(path, "b236b54117")
     assert _check_lines(copy) == [
@@ -141,27 +141,28 @@ def test_check_two_parity_pin_blocks(copy: Path) -> None:
 
 
 def test_check_released_wheel_runtime(copy: Path) -> None:
-    path = _corrupt(copy, PROTOCOL, "vllm_runtime_version = 0.23.1rc1.dev75+gb236b5411",
+    path = _corrupt(copy, PROTOCOL, "vllm_runtime_version = 0.23.1rc1.dev75+g147b89ac9",
                     "vllm_runtime_version = 0.24.0")
     n = _line_of(path, "vllm_runtime_version = 0.24.0")
     (line,) = _check_lines(copy)
     assert line.startswith(f"{PROTOCOL}:{n}: vllm_runtime_version = '0.24.0' has no local "
-                           "segment: a released-wheel shape is unusable")
+                           "segment: a released version names no commit, so it is a pin only "
+                           "with vllm_commit_id")
 
 
 def test_check_paragraph_sha_mismatch(copy: Path) -> None:
-    path = _corrupt(copy, PROTOCOL, "current parity pin b236b5411",
-                    "current parity pin 6f721c321")
-    n = _line_of(path, "current parity pin 6f721c321")
+    path = _corrupt(copy, PROTOCOL, "current parity pin 147b89ac9",
+                    "current parity pin b39632a50")
+    n = _line_of(path, "current parity pin b39632a50")
     assert _check_lines(copy) == [
-        f"{PROTOCOL}:{n}: PARITY PIN line names 6f721c321, which is not a prefix of "
+        f"{PROTOCOL}:{n}: PARITY PIN line names b39632a50, which is not a prefix of "
         f"vllm_commit {COMMIT}"]
 
 
 def test_check_reports_every_corruption_at_once(copy: Path) -> None:
-    _corrupt(copy, PROTOCOL, "<!--pin:commit-->b236b54116<!--/pin-->",
+    _corrupt(copy, PROTOCOL, "<!--pin:commit-->147b89ac92<!--/pin-->",
              "<!--pin:commit-->b236b54117<!--/pin-->")
-    _corrupt(copy, PROTOCOL, "current parity pin b236b5411", "current parity pin 6f721c321")
+    _corrupt(copy, PROTOCOL, "current parity pin 147b89ac9", "current parity pin b39632a50")
     _corrupt(copy, ORACLE, f"pin = {COMMIT}", f"pin = {STALE}")
     lines = _check_lines(copy)
     assert len(lines) == 3
@@ -188,10 +189,10 @@ def test_status_on_a_shallow_reference_says_so(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("line", [
-    "**Active pin (advanced 2026-01-02):** current parity pin `b236b5411` (vLLM 0.24.0.dev0 + "
+    "**Active pin (advanced 2026-01-02):** current parity pin `147b89ac9` (vLLM 0.24.0.dev0 + "
     "Torch 2.13.0); audited target",
-    "**Active cycle (2026-01-02):** current parity pin `b236b5411`; audited target",
-    "- Active pin (advanced 2026-01-02): current parity pin b236b5411 (vLLM `0.24.0.dev0`)",
+    "**Active cycle (2026-01-02):** current parity pin `147b89ac9`; audited target",
+    "- Active pin (advanced 2026-01-02): current parity pin 147b89ac9 (vLLM `0.24.0.dev0`)",
 ])
 def test_check_reads_the_markdown_parity_pin_line(copy: Path, line: str) -> None:
     path = copy / PROTOCOL
@@ -200,7 +201,7 @@ def test_check_reads_the_markdown_parity_pin_line(copy: Path, line: str) -> None
     path.write_text(text.replace(old, line), encoding="utf-8")
     r = run(copy, "check", "--no-audit")
     assert r.rc == 0, r.out + r.err
-    path.write_text(text.replace(old, line.replace("b236b5411", "e24d1b24a")), encoding="utf-8")
+    path.write_text(text.replace(old, line.replace("147b89ac9", "e24d1b24a")), encoding="utf-8")
     n = _line_of(path, "e24d1b24a")
     assert _check_lines(copy) == [
         f"{PROTOCOL}:{n}: PARITY PIN line names e24d1b24a, which is not a prefix of "

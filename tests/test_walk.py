@@ -140,7 +140,7 @@ def test_carried_items_show_in_every_later_report_and_queue_until_closed(
     assert rc == 0, out + err
     paragraph = next(line for line in (clone / ".agents/upstream-sync.md").read_text()
                      .splitlines() if line.startswith("Active pin"))
-    assert "(vLLM 0.24.0" in paragraph and "FLIPPED from the prior b236b541/0.24.0.dev0 pin" \
+    assert "(vLLM 0.24.0" in paragraph and "FLIPPED from the prior 147b89ac/0.24.0.dev0 pin" \
         in paragraph and "measured drift in 1 of 1 cases: new sampler" in paragraph
 
     # -- cycle 2: a tag on main (divergent from the release pin); it stalls.

@@ -122,7 +122,10 @@ def get_vllm_version():
 
 
 VERSION = get_vllm_version()
-(ROOT / "vllm" / "_version.py").write_text(f'__version__ = "{VERSION}"\\n')
+# As setuptools-scm writes it: the version, and the commit it was measured at.
+COMMIT_ID = "g" + VERSION.split("+g", 1)[1]
+(ROOT / "vllm" / "_version.py").write_text(
+    f'__version__ = "{VERSION}"\\n__commit_id__ = "{COMMIT_ID}"\\n')
 DIST_VERSION = VERSION
 if os.environ.get("VLLM_USE_PRECOMPILED", "").strip().lower() in ("1", "true"):
     # Only the distribution metadata says how it was built; vllm.__version__ does not.

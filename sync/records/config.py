@@ -25,6 +25,7 @@ from sync.infra.atomic import read_record
 from sync.infra.errors import MalformedRecord, UsageError
 from sync.infra.paths import confined
 from sync.records.decisions import RULED, Disposition
+from sync.records.modes import MODES, BuildMode
 
 CONFIG_PATH = ".agents/upstream-sync.toml"
 SCHEMA = 1
@@ -189,9 +190,15 @@ class OracleConfig:
     build_env: tuple[tuple[str, str], ...] = _key(
         (), _env, "environment for the build, e.g. `{ VLLM_USE_PRECOMPILED = \"1\" }`",
         shown="`{}`")
-    build_mode: str = _key("source", _str, "how the oracle is built (the example uses "
-                           "`\"precompiled\"`)")
-    require_flashinfer: bool = _key(True, _bool, "the probe must find FlashInfer")
+    build_mode: BuildMode | None = _key(  # noqa: RUF009 - BuildMode is a Literal (immutable)
+        None, _one_of(*MODES), "how the oracle is built, as vLLM builds: `\"source\"`, "
+        "`\"precompiled\"`, `\"empty\"` (Python only, no compiler) or `\"cpu\"`; the tool sets "
+        "the variables each needs. Unset: the pin block's suffix says (core oracle), "
+        "`\"source\"` otherwise", shown="the pin's suffix")
+    require_flashinfer: bool | None = _key(
+        None, _bool, "the probe must find FlashInfer (unset: yes for `source` and "
+        "`precompiled`, no for `empty` and `cpu`, which never install it)",
+        shown="by build mode")
     require_torch: bool = _key(False, _bool, "the probe must find torch")
     source_variable: str = _key("VLLM_SOURCE", _str, "the environment variable naming the "
                                 "oracle's source checkout")
@@ -207,6 +214,15 @@ class OracleConfig:
     paths: tuple[str, ...] = _key(
         (), _strs, "cited path prefixes that belong to this oracle's upstream (a citation of "
         "`ggml/src/x.c` is attributed to it), e.g. `[\"ggml/\"]`")
+    torch_version: str | None = _key(
+        None, _str, "the Torch release the oracle must have, compared without its local "
+        "part (`\"2.13.0\"` matches `2.13.0+cpu`)", shown="none")
+    constraints: str | None = _key(
+        None, _path, "a constraints file in the port (`pip -c`) applied to the oracle's "
+        "install, not its build: a lock of the dependency set", shown="none")
+    installer: Literal["auto", "pip", "uv"] = _key(
+        "auto", _one_of("auto", "pip", "uv"), "what builds and installs the oracle: "
+        "`\"auto\"` takes uv where it is found, pip otherwise")
 
 
 @dataclass(frozen=True)

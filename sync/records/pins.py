@@ -2,8 +2,12 @@
 
 Every other copy (the PARITY PIN line, the core oracle file, pin spans) is checked
 against this block. The runtime version must carry `+g<sha>` naming the commit,
-because that segment is what a runtime identity check compares; a released-wheel
-version cannot name a commit, so it is refused rather than trusted.
+because that segment is what a runtime identity check compares. A released version
+(`0.25.0`, what a build at a release tag reports) names no commit, so it is a pin only
+with the optional key `vllm_commit_id`: the runtime's `__commit_id__` (`g<sha>`, the
+second measurement setuptools-scm writes), asserted against `vllm_commit` like the
+version's segment. Once a block has that key an advance keeps it; it is never dropped.
+A shallow clone's version (`0.1.devN+g<sha>`: setuptools-scm saw no tag) is refused.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from sync.records import blocks
 
 INFO = "parity-pin"
 KEYS = ("vllm_commit", "vllm_runtime_version", "vllm_distribution_version", "flashinfer_version")
+COMMIT_ID = "vllm_commit_id"
+OPTIONAL = (COMMIT_ID,)
 DEFAULT_PATH = ".agents/upstream-sync.md"
 
 _FULL_SHA = re.compile(r"[0-9a-f]{40}")
@@ -38,6 +44,7 @@ class Pin:
     distribution_version: str
     flashinfer_version: str
     build_suffix: str | None  # e.g. "precompiled": what the distribution adds to the local segment
+    commit_id: str | None = None  # vllm_commit_id: the runtime's __commit_id__ (g<hex>)
 
     @property
     def public_version(self) -> str:
@@ -46,16 +53,25 @@ class Pin:
 
     @property
     def short_sha(self) -> str:
-        """The hex of the runtime version's `+g<hex>` segment (no `g`)."""
-        return self.runtime_version.partition("+")[2][1:]
+        """The hex the runtime names: its `+g<hex>` segment, else (a release) its commit id."""
+        local = self.runtime_version.partition("+")[2]
+        return (local or self.commit_id or "")[1:]
+
+    @property
+    def released(self) -> bool:
+        """A released version: only vllm_commit_id names the commit."""
+        return "+" not in self.runtime_version
 
     def fields(self) -> dict[str, str]:
-        return {
+        out = {
             "vllm_commit": self.commit,
             "vllm_runtime_version": self.runtime_version,
             "vllm_distribution_version": self.distribution_version,
             "flashinfer_version": self.flashinfer_version,
         }
+        if self.commit_id is not None:
+            out[COMMIT_ID] = self.commit_id
+        return out
 
 
 @dataclass(frozen=True)
@@ -94,16 +110,39 @@ def validate_commit(commit: str, *, path: str = DEFAULT_PATH, line: int | None =
     return commit
 
 
-def validate_runtime(runtime: str, commit: str, *, path: str = DEFAULT_PATH,
-                     line: int | None = None) -> str:
-    """The sha prefix in the runtime version's `+g<sha>`; refused unless it names `commit`."""
-    parsed = _version(runtime, "vllm_runtime_version", path=path, line=line)
-    if parsed.local is None:
+def is_shallow_shape(version: Version) -> bool:
+    """`0.1.devN`: what setuptools-scm computes when it sees no tag (a shallow clone)."""
+    return version.release == (0, 1) and version.dev is not None and version.pre is None
+
+
+def validate_commit_id(commit_id: str, commit: str, *, path: str = DEFAULT_PATH,
+                       line: int | None = None) -> str:
+    """The hex of `vllm_commit_id = g<hex>`; refused unless it names `commit`."""
+    match = _LOCAL_SHA.fullmatch(commit_id)
+    if not match:
         raise MalformedRecord(
-            f"vllm_runtime_version = {runtime!r} has no local segment: a released-wheel shape "
-            "is unusable, it cannot name vllm_commit",
-            "the pin must come from a measured source build whose vllm.__version__ carries "
-            "+g<sha>", path=path, line=line)
+            f"{COMMIT_ID} = {commit_id!r} is not g<7..40 lowercase hex> (the runtime's "
+            "__commit_id__)", _MEASURE, path=path, line=line)
+    if not commit.startswith(match.group(1)):
+        raise MalformedRecord(
+            f"{COMMIT_ID} names {commit_id}, which is not a prefix of vllm_commit {commit}",
+            "the block must describe one oracle: re-measure it at vllm_commit",
+            path=path, line=line)
+    return match.group(1)
+
+
+def validate_runtime(runtime: str, commit: str, *, path: str = DEFAULT_PATH,
+                     line: int | None = None, commit_id: str | None = None) -> str:
+    """The sha prefix the runtime version names (`+g<sha>`, or for a released version the
+    validated `commit_id`); refused unless it names `commit`."""
+    parsed = _version(runtime, "vllm_runtime_version", path=path, line=line)
+    if is_shallow_shape(parsed):
+        raise MalformedRecord(
+            f"vllm_runtime_version = {runtime!r} has the shape of a shallow-clone build "
+            "(0.1.devN: setuptools-scm saw no tag), so it names no release and cannot be a pin",
+            "measure an oracle built from a full clone", path=path, line=line)
+    if parsed.local is None:
+        return _released(parsed, runtime, commit, path=path, line=line, commit_id=commit_id)
     local = runtime.partition("+")[2]
     short = _SHORT_LOCAL_SHA.fullmatch(local)
     if short:
@@ -117,12 +156,30 @@ def validate_runtime(runtime: str, commit: str, *, path: str = DEFAULT_PATH,
             _MEASURE, path=path, line=line)
     _canonical(parsed, runtime, "vllm_runtime_version", path=path, line=line)
     sha = match.group(1)
+    if commit_id is not None and not commit_id[1:].startswith(sha) \
+            and not sha.startswith(commit_id[1:]):
+        raise MalformedRecord(
+            f"vllm_runtime_version names g{sha} but {COMMIT_ID} names {commit_id}",
+            "both must come from the same measured oracle", path=path, line=line)
     if not commit.startswith(sha):
         raise MalformedRecord(
             f"vllm_runtime_version names g{sha}, which is not a prefix of vllm_commit {commit}",
             "the block must describe one oracle: re-measure it at vllm_commit",
             path=path, line=line)
     return sha
+
+
+def _released(parsed: Version, runtime: str, commit: str, *, path: str, line: int | None,
+              commit_id: str | None) -> str:
+    if commit_id is None:
+        raise MalformedRecord(
+            f"vllm_runtime_version = {runtime!r} has no local segment: a released version names "
+            f"no commit, so it is a pin only with {COMMIT_ID} (the runtime's __commit_id__)",
+            "measure the oracle (upstream-sync oracle probe) and add "
+            f"'{COMMIT_ID} = g<sha>' to the block, or pin a source build whose "
+            "vllm.__version__ carries +g<sha>", path=path, line=line)
+    _canonical(parsed, runtime, "vllm_runtime_version", path=path, line=line)
+    return commit_id[1:]
 
 
 def split_distribution(dist: str, runtime: str, *, path: str = DEFAULT_PATH,
@@ -139,8 +196,9 @@ def split_distribution(dist: str, runtime: str, *, path: str = DEFAULT_PATH,
     if local == runtime_local:
         _canonical(parsed, dist, "vllm_distribution_version", path=path, line=line)
         return None
-    suffix = local[len(runtime_local) + 1:]
-    if not (runtime_local and local.startswith(runtime_local + ".")
+    # At a release the build's suffix is the whole local segment (`0.25.0+empty`).
+    suffix = local[len(runtime_local) + 1:] if runtime_local else local
+    if not ((not runtime_local or local.startswith(runtime_local + "."))
             and _SUFFIX.fullmatch(suffix)):
         raise MalformedRecord(
             f"vllm_distribution_version local segment {local!r} is not the runtime's "
@@ -156,26 +214,39 @@ def _lines_of(block: blocks.Block) -> dict[str, int]:
 
 def from_values(commit: str, runtime_version: str, distribution_version: str,
                 flashinfer_version: str, *, path: str = DEFAULT_PATH,
-                lines: Mapping[str, int] | None = None) -> Pin:
+                commit_id: str | None = None) -> Pin:
     """A validated Pin (also how an advance builds one from a measured oracle)."""
-    at = dict(lines or {})
+    values = {"vllm_commit": commit, "vllm_runtime_version": runtime_version,
+              "vllm_distribution_version": distribution_version,
+              "flashinfer_version": flashinfer_version}
+    if commit_id is not None:
+        values[COMMIT_ID] = commit_id
+    return _validated(values, path=path, lines={})
+
+
+def _validated(values: Mapping[str, str], *, path: str, lines: Mapping[str, int]) -> Pin:
+    """The Pin of a block's `values` (every key of KEYS, optionally COMMIT_ID)."""
+    at = dict(lines)
+    commit, runtime = values["vllm_commit"], values["vllm_runtime_version"]
+    distribution, flashinfer = values["vllm_distribution_version"], values["flashinfer_version"]
+    commit_id = values.get(COMMIT_ID)
     validate_commit(commit, path=path, line=at.get("vllm_commit"))
-    validate_runtime(runtime_version, commit, path=path, line=at.get("vllm_runtime_version"))
-    suffix = split_distribution(distribution_version, runtime_version, path=path,
+    if commit_id is not None:
+        validate_commit_id(commit_id, commit, path=path, line=at.get(COMMIT_ID))
+    validate_runtime(runtime, commit, path=path, line=at.get("vllm_runtime_version"),
+                     commit_id=commit_id)
+    suffix = split_distribution(distribution, runtime, path=path,
                                 line=at.get("vllm_distribution_version"))
     line = at.get("flashinfer_version")
-    parsed = _version(flashinfer_version, "flashinfer_version", path=path, line=line)
-    _canonical(parsed, flashinfer_version, "flashinfer_version", path=path, line=line)
-    return Pin(commit, runtime_version, distribution_version, flashinfer_version, suffix)
+    parsed = _version(flashinfer, "flashinfer_version", path=path, line=line)
+    _canonical(parsed, flashinfer, "flashinfer_version", path=path, line=line)
+    return Pin(commit, runtime, distribution, flashinfer, suffix, commit_id)
 
 
 def parse(text: str, *, path: str) -> tuple[Pin, blocks.Block]:
     block = blocks.exactly_one(text, INFO, path=path)
-    values = blocks.check_keys(block, KEYS, path=path)
-    pin = from_values(values["vllm_commit"], values["vllm_runtime_version"],
-                      values["vllm_distribution_version"], values["flashinfer_version"],
-                      path=path, lines=_lines_of(block))
-    return pin, block
+    values = blocks.check_keys(block, KEYS, path=path, optional=OPTIONAL)
+    return _validated(values, path=path, lines=_lines_of(block)), block
 
 
 def load(path: Path, *, rel: str | None = None) -> PinRecord:
@@ -226,12 +297,39 @@ def _with_value(raw: str, value: str) -> str:
     return raw[:begin] + value + raw[tail:]
 
 
-def render(record: PinRecord, pin: Pin) -> str:
-    """The protocol file with only the pin block's values changed (key order kept)."""
+def _add_line(text: str, block: blocks.Block, key: str, value: str) -> str:
+    """`text` with `key = value` added to the block after its last entry (same newline)."""
+    last = max(e.line for e in block.entries)
+    lines = text.splitlines(keepends=True)
+    raw = lines[last - 1]
+    newline = raw[len(raw.rstrip("\r\n")):] or block.newline
+    if not raw.endswith(("\n", "\r")):
+        lines[last - 1] = raw + newline
+    lines.insert(last, f"{key} = {value}{newline}")
+    return "".join(lines)
+
+
+def render(record: PinRecord, pin: Pin, *, restore: bool = False) -> str:
+    """The protocol file with only the pin block's values changed (key order kept).
+
+    `vllm_commit_id` is added when the new pin has one and never dropped, except by a
+    rollback (`restore`) to a pin that had none.
+    """
     path = str(record.path)
     current = record.block.as_dict()
-    changes = {k: v for k, v in pin.fields().items() if current.get(k) != v}
+    if COMMIT_ID in current and pin.commit_id is None and not restore:
+        raise UsageError(f"refusing to drop {COMMIT_ID} from the pin block of {path}: the "
+                         "assertion of the runtime's commit id is kept once made",
+                         "build the Pin from a measured oracle (it reports __commit_id__)")
+    wanted = pin.fields()
+    changes = {k: v for k, v in wanted.items() if k in current and current[k] != v}
     text = set_values(record.text, record.block, changes, path=path)
+    if COMMIT_ID in wanted and COMMIT_ID not in current:
+        text = _add_line(text, record.block, COMMIT_ID, wanted[COMMIT_ID])
+    elif COMMIT_ID in current and COMMIT_ID not in wanted:
+        at = next(e.line for e in record.block.entries if e.key == COMMIT_ID)
+        text = "".join(raw for n, raw in enumerate(text.splitlines(keepends=True), start=1)
+                       if n != at)
     # Fail closed: the new text must read back as exactly this pin.
     try:
         again, _ = parse(text, path=path)

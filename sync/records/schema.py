@@ -113,6 +113,9 @@ def conforms(value: object, hint: Any) -> bool:
         kt, vt = get_args(hint)
         return isinstance(value, dict) and all(
             conforms(k, kt) and conforms(v, vt) for k, v in value.items())
+    if origin is list:
+        (item,) = get_args(hint)
+        return isinstance(value, list) and all(conforms(v, item) for v in value)
     return _scalar(value, hint)
 
 
@@ -136,6 +139,8 @@ def describe(hint: Any) -> str:
         return "one of " + ", ".join(str(a) for a in get_args(hint))
     if get_origin(hint) is dict:
         return "an object of " + _alternatives(get_args(hint)[1], _plural, null=False)
+    if get_origin(hint) is list:
+        return "a list of " + _alternatives(get_args(hint)[0], _plural, null=False)
     return _NAMES.get(hint, repr(hint))
 
 

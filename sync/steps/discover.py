@@ -23,7 +23,7 @@ from sync.headers import citations as headers
 from sync.headers import oracles
 from sync.infra.atomic import read_text
 from sync.infra.errors import MalformedRecord, SyncError
-from sync.records import blocks, config, ledger, pins
+from sync.records import blocks, config, ledger, modes, pins
 
 _SKIP = {".git", ".nox", "node_modules", "build", ".venv", "__pycache__", "third_party"}
 _SOURCE_EXT = {".h", ".hpp", ".cc", ".cpp", ".cu", ".py"}
@@ -141,9 +141,8 @@ def build_mode(root: Path, protocol: str) -> tuple[str, str] | None:
         pin = pins.load(root / protocol, rel=protocol).pin
     except SyncError:
         return None
-    if pin.build_suffix is None:
-        return None
-    return pin.build_suffix, pin.distribution_version
+    mode = modes.from_suffix(pin.build_suffix) if pin.build_suffix is not None else None
+    return (mode, pin.distribution_version) if mode is not None else None
 
 
 _DUMPER = re.compile(r"(?P<script>(?:[\w.-]+/)*dump_[\w-]*\.py)\b(?P<args>[^'\n`]*)")

@@ -11,6 +11,7 @@ from sync.infra.errors import EnvironmentUnresolved, MalformedRecord, SyncError
 from sync.port import Port
 from sync.records import cycle, oraclefile, pins, spans
 from sync.records.prefs import Preferences
+from sync.steps.verify import oracle
 from sync.upstream import gitio, health
 from sync.upstream.gitio import short
 
@@ -22,6 +23,7 @@ def collect(port: Port) -> tuple[dict[str, Any], SyncError | None]:
                            "pin": pin.fields(), "build_suffix": pin.build_suffix}
     doc["reference"], doc["behind"], problem = _reference(port, pin)
     doc["oracles"] = _oracles(port, pin)
+    doc["oracle_build"] = _oracle_build(port, pin)
     doc["spans"] = spans.check(port.root, port.config.span_globs, pin,
                                  (port.config.sync_dir,))
     doc["cycle"] = _cycle(port)
@@ -107,6 +109,33 @@ def _report_doc(text: str, rel: str) -> dict[str, Any]:
                                             for k, t in _REPORT_KEYS.items()):
         raise MalformedRecord("not a sync report's JSON (state, counts, carry_over)", fix,
                               path=rel)
+    return doc
+
+
+def _oracle_build(port: Port, pin: pins.Pin) -> dict[str, Any]:
+    """The core oracle's build mode (config or pin suffix) and the pin's environment, if any:
+    how it was built and where its precompiled binaries came from."""
+    try:
+        st = oracle.settings(port, oracle.CORE_ID)
+    except SyncError as exc:
+        return {"build_mode": None, "said_by": None, "error": str(exc), "env": None}
+    doc: dict[str, Any] = {"build_mode": st.mode, "said_by": st.said_by,
+                           "require_flashinfer": st.require_flashinfer, "env": None}
+    try:
+        home = oracle.oracle_home(port, port.preferences())
+    except SyncError:
+        return doc  # no oracle home here: nothing to show of an environment
+    env = oracle.env_path(home, oracle.CORE_ID, pin.commit)
+    if not (env.exists() or env.is_symlink()):
+        return doc
+    try:
+        record = oracle.read_marker(env)
+    except SyncError as exc:
+        doc["env"] = {"path": str(env), "error": str(exc)}
+        return doc
+    doc["env"] = {"path": str(env), "link": str(env.resolve()) if env.is_symlink() else None,
+                  "record": record.as_doc() if record is not None else None,
+                  "mode_agrees": record is not None and record.build_mode == st.mode}
     return doc
 
 

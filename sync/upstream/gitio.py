@@ -523,3 +523,43 @@ def _batch_records(raw: bytes, count: int, ref: Reference) -> list[bytes | None]
         else:
             out.append(None)  # "<name> missing" / "<name> ambiguous"
     return out
+
+
+@dataclass(frozen=True)
+class TreeEntry:
+    mode: str
+    kind: str  # blob, tree (never with -r), commit (a submodule)
+    object_id: str
+    path: str
+
+
+def tree_entries(repo: Path, commit: str, under: str | None = None) -> list[TreeEntry]:
+    """Every entry of `commit`'s tree (recursive, whole tree), optionally only below `under/`:
+    one `git ls-tree -r -z`."""
+    check_rev(commit)
+    args = ["ls-tree", "-r", "-z", "--full-tree", "--end-of-options", commit]
+    if under is not None:
+        args += ["--", f"{under}/"]
+    out: list[TreeEntry] = []
+    for record in run(repo, args).stdout.decode("utf-8", "surrogateescape").split("\0"):
+        meta, tab, path = record.partition("\t")
+        parts = meta.split()
+        if tab and len(parts) == 3:
+            out.append(TreeEntry(parts[0], parts[1], parts[2], path))
+    return out
+
+
+def missing_objects(repo: Path, object_ids: list[str]) -> list[str]:
+    """The ids among `object_ids` that `repo` cannot read: one `git cat-file --batch-check`."""
+    if not object_ids:
+        return []
+    raw = run(repo, ["cat-file", "--batch-check"],
+              input="".join(f"{o}\n" for o in object_ids).encode()).stdout
+    return [row.split()[0] for row in raw.decode("utf-8", "replace").splitlines()
+            if row.endswith(" missing")]
+
+
+def porcelain_status(repo: Path) -> list[str]:
+    """`git status` of a work tree, ignored and untracked files included (empty: clean)."""
+    raw = run(repo, ["status", "--porcelain=v1", "-z", "--ignored", "--untracked-files=all"])
+    return [e for e in raw.stdout.decode("utf-8", "surrogateescape").split("\0") if e]

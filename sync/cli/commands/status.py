@@ -35,6 +35,7 @@ def _print(doc: dict[str, Any], ctx: Context) -> None:
     for o in doc["oracles"]:
         verdict = "agrees" if o["agrees"] else "DISAGREES: " + "; ".join(o["problems"])
         lines.append(f"oracle {o['id']}: pin {o['pin']} — {verdict}")
+    lines += _build_lines(doc["oracle_build"])
     lines += [f"span: {s}" for s in doc["spans"]]
     lines += _cycle_lines(doc["cycle"])
     for line in lines:
@@ -70,6 +71,34 @@ def _reference_lines(doc: dict[str, Any]) -> list[str]:
                      + (f", newest {b['newest_date']}" if b["newest_date"] else ""))
     elif b and b["relation"] == "at-pin":
         lines.append(f"behind {b['ref']}: 0 commits (it is at the pin)")
+    return lines
+
+
+def _build_lines(b: dict[str, Any]) -> list[str]:
+    if b.get("error"):
+        return [f"oracle build: REFUSED ({b['error']})"]
+    flashinfer = "FlashInfer required" if b["require_flashinfer"] else "FlashInfer not required"
+    lines = [f"oracle build: mode {b['build_mode']} (from {b['said_by']}); {flashinfer}"]
+    env = b["env"]
+    if env is None:
+        return [*lines, "  no environment at the pin (upstream-sync oracle build, or adopt)"]
+    if env.get("error") or env["record"] is None:
+        return [*lines, f"  environment at the pin: {env['path']}: "
+                f"{env.get('error') or 'no build record (adopt it or rebuild it)'}"]
+    r = env["record"]
+    link = f" -> {env['link']}" if env["link"] else ""
+    lines.append(f"  environment at the pin: {env['path']}{link} ({r['origin']} "
+                 f"{r['built_at']}, mode {r['build_mode']}, {r['installer']})")
+    if not env["mode_agrees"]:
+        lines.append(f"  MISMATCH: built in mode {r['build_mode']!r}, but {b['said_by']} says "
+                     f"{b['build_mode']!r}: rebuild it")
+    bins = r["binaries"]
+    if bins:
+        lines.append(f"  binaries: {bins.get('wheel') or bins.get('location') or 'unknown'} "
+                     f"(version {bins.get('version') or 'unknown'}, commit "
+                     f"{'g' + bins['commit'] if bins.get('commit') else 'unknown'})")
+        if bins.get("warning"):
+            lines.append(f"  warning: {bins['warning']}")
     return lines
 
 

@@ -224,9 +224,7 @@ def _new_pin(port: Port, m: Measured) -> pins.Pin:
     if probe.runtime_version is None or probe.distribution_version is None:
         raise BlockedCycle("the oracle measurement has no version strings",
                            "rebuild the oracle at the target")
-    return pins.from_values(m.cycle.target, probe.runtime_version, probe.distribution_version,
-                            probe.flashinfer_version or port.pin_record().pin.flashinfer_version,
-                            path=port.rel(port.protocol))
+    return oracle_verify.measured_pin(port, probe)  # verified at the target
 
 
 def release_label(port: Port, c: cycle.Cycle, new: pins.Pin, given: str | None) -> str:

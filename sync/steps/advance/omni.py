@@ -57,7 +57,8 @@ def measure(port: Port, oracle_id: str, commit_spec: str) -> Measured:
     prefs = port.preferences()
     commit = oracle.resolve_commit(port, prefs, oracle_id, commit_spec)
     proof = isolation.require(port, oracle_id, commit)
-    return Measured(oracle_id, commit, proof, oracle_verify.verify(port, prefs, oracle_id, commit))
+    return Measured(oracle_id, commit, proof,
+                    oracle_verify.verify(port, prefs, oracle_id, commit, candidate=True))
 
 
 def plan(port: Port, m: Measured) -> OmniAdvance:

@@ -41,7 +41,7 @@ def plan_rollback(port: Port) -> Rollback:
     before = _before(port, last)
     old = pins.from_values(before["vllm_commit"], before["vllm_runtime_version"],
                            before["vllm_distribution_version"], before["flashinfer_version"],
-                           path=port.rel(port.protocol))
+                           path=port.rel(port.protocol), commit_id=before.get(pins.COMMIT_ID))
     writes = _surfaces(port, record, old, before)
     writes.update(advance.span_writes(port, writes, old))
     writes.update(reopened(port, last.report))
@@ -89,7 +89,7 @@ def last_advance(port: Port) -> events.Event:
 def _surfaces(port: Port, record: pins.PinRecord, old: pins.Pin,
               before: dict[str, str]) -> dict[Path, bytes]:
     """The pin block with its PARITY PIN paragraph, and the core oracle file, as `before`."""
-    text = pins.render(record, old)
+    text = pins.render(record, old, restore=True)
     para = paragraph.find(text, path=port.rel(port.protocol))
     if "paragraph" in before:  # the whole paragraph the advance rewrote
         text = paragraph.restore(text, para, before["paragraph"])

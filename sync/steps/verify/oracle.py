@@ -16,21 +16,23 @@ import re
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, get_type_hints
+from typing import Any, Literal
 
+from sync.infra.atomic import write_text
 from sync.infra.errors import EnvironmentUnresolved, IdentityMismatch, MalformedRecord, UsageError
 from sync.port import Port
-from sync.records import cycle, oraclefile
-from sync.records.config import OracleConfig
+from sync.records import cycle, modes, oraclefile, schema
+from sync.records.config import CONFIG_PATH, OracleConfig
 from sync.records.prefs import KEYS as PREF_KEYS
 from sync.records.prefs import Preferences
 from sync.upstream import gitio
 
 CORE_ID = oraclefile.CORE_ID
 MARKER = "upstream-sync-oracle.json"
-SCHEMA = 1
+FREEZE = "upstream-sync-freeze.txt"  # `pip freeze --all` of the env after the install
+SCHEMA = 2
 _FULL_SHA = re.compile(r"[0-9a-f]{40}")
 _ID = re.compile(r"[a-z0-9][a-z0-9._-]*")
 # The PATH a build or a probe starts from; nothing of ours (nox's venv) is on it.
@@ -164,51 +166,109 @@ def resolve_commit(port: Port, prefs: Preferences, oracle_id: str, spec: str | N
     return sha
 
 
+Role = Literal["pin", "target", "shape only"]
+
+
+def verify_commit(port: Port, prefs: Preferences, oracle_id: str, spec: str | None, *,
+                  shape_only: bool = False) -> tuple[str, Role]:
+    """The commit an identity is checked at, and what it is to the records.
+
+    Only the pin and the cycle's frozen target are compared with anything; any other
+    commit is refused, or with `shape_only` checked for its shape alone (labelled so).
+    """
+    commit = resolve_commit(port, prefs, oracle_id, spec)
+    if commit == recorded_commit(port, oracle_id):
+        return commit, "pin"
+    c = port.cycle() if is_core(oracle_id) else None
+    if c is not None and c.target == commit:
+        return commit, "target"
+    if shape_only:
+        return commit, "shape only"
+    raise UsageError(
+        f"{commit[:10]} is neither the pin of {oracle_id} nor the cycle's target: an "
+        "oracle's identity is checked against the records only there",
+        "verify --commit pin or --commit target, or pass --shape-only to check only the "
+        "shape of its identity (labelled so, never a gate)")
+
+
+# -- the build mode -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How an oracle is built and what its probe must find, resolved from config and pin."""
+
+    mode: modes.BuildMode
+    said_by: str  # where the mode came from, for messages
+    require_flashinfer: bool
+
+
+def settings(port: Port, oracle_id: str) -> Settings:
+    """The oracle's build mode; refused when the config and the pin block's suffix disagree."""
+    cfg = port.config.oracle(oracle_id)
+    where = f"[oracles.{oracle_id}] build_mode in {CONFIG_PATH}"
+    mode, said_by = cfg.build_mode, where
+    if is_core(oracle_id):
+        pin = port.pin_record().pin
+        implied = modes.from_suffix(pin.build_suffix)
+        shown = f".{pin.build_suffix}" if pin.build_suffix else "no suffix"
+        said = f"the pin block's distribution version ({shown})"
+        if mode is None:
+            if implied is None:
+                raise UsageError(f"{said} names no build mode this tool knows "
+                                 f"({', '.join(modes.MODES)})", f"set {where}")
+            mode, said_by = implied, said
+        elif not modes.fits(mode, pin.build_suffix):
+            raise UsageError(
+                f"{where} is {mode!r} but {said} says build mode {implied or 'unknown'}: "
+                "building would measure an oracle the pin does not describe",
+                f"set build_mode = \"{implied}\"" if implied else "re-measure the pin")
+    final = mode or "source"
+    flashinfer = cfg.require_flashinfer
+    return Settings(final, said_by if mode else "the default",
+                    modes.mode(final).flashinfer if flashinfer is None else flashinfer)
+
+
 # -- the build record -------------------------------------------------------------------------
-
-
-Env = tuple[tuple[str, str], ...]  # sorted (name, value) pairs; a JSON object of strings
 
 
 @dataclass(frozen=True)
 class BuildRecord:
     """`<env>/upstream-sync-oracle.json`: `schema`, then these fields in this order.
 
-    The fields are the schema: rendering and reading both walk them; every field is
-    a string except `build_env`.
+    The fields are the schema (`sync.records.schema`). The record is bound to the
+    installed files: `record_sha256` is the digest of the distribution's RECORD as pip or
+    uv wrote it at the install, and `not_in_tree` the installed files of the module that
+    the commit's tree does not hold (setuptools-scm's `_version.py`, binaries); `verify`
+    re-derives both from the environment and the source checkout.
     """
 
     oracle: str
     commit: str
     build_mode: str
-    build_env: Env
+    build_env: dict[str, str]
     installer: str
     python: str
     source: str
     host: str
     built_at: str
+    origin: Literal["built", "adopted"]
+    log: str | None  # the full build log (None for an adopted environment)
+    record_sha256: str
+    not_in_tree: list[str]
+    binaries: dict[str, str | None] | None  # where precompiled binaries came from
+    wheel: str | None
+    wheel_sha256: str | None
+    constraints: str | None  # the port's constraints file, as configured
+    constraints_sha256: str | None
+    freeze_sha256: str | None  # of FREEZE: the resolved dependency set
+    inputs: dict[str, str]  # installer settings passed from the environment (PIP_*, UV_*)
 
     def as_doc(self) -> dict[str, Any]:
-        doc: dict[str, Any] = {"schema": SCHEMA}
-        for f in fields(self):
-            value = getattr(self, f.name)
-            doc[f.name] = dict(value) if isinstance(value, tuple) else value
-        return doc
+        return {"schema": SCHEMA, **schema.as_doc(self)}
 
 
-_WRONG = object()
-
-
-def _field(hint: object, value: object) -> object:
-    """`value` read back as a BuildRecord field of type `hint`; _WRONG when it is not one."""
-    if hint is str:
-        return value if isinstance(value, str) else _WRONG
-    if isinstance(value, dict) and all(isinstance(v, str) for v in value.values()):
-        return tuple(sorted(value.items()))
-    return _WRONG
-
-
-_BUILD_KEYS = {"schema", *(f.name for f in fields(BuildRecord))}
+_REBUILD = "rebuild the oracle, or measure and record it with 'upstream-sync oracle adopt ENV'"
 
 
 def read_marker(env: Path) -> BuildRecord | None:
@@ -219,13 +279,19 @@ def read_marker(env: Path) -> BuildRecord | None:
     try:
         doc = json.loads(p.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError):
-        raise MalformedRecord("not valid JSON", "rebuild the oracle", path=str(p)) from None
-    if not isinstance(doc, dict) or set(doc) != _BUILD_KEYS or doc["schema"] != SCHEMA:
-        raise MalformedRecord("not an upstream-sync build record of this schema",
-                              "rebuild the oracle", path=str(p))
-    hints = get_type_hints(BuildRecord)
-    values: dict[str, Any] = {f.name: _field(hints[f.name], doc[f.name])
-                              for f in fields(BuildRecord)}
-    if any(v is _WRONG for v in values.values()):
-        raise MalformedRecord("values have the wrong types", "rebuild the oracle", path=str(p))
-    return BuildRecord(**values)
+        raise MalformedRecord("not valid JSON", _REBUILD, path=str(p)) from None
+    if isinstance(doc, dict) and doc.get("schema") == 1:
+        raise MalformedRecord("a build record of an older upstream-sync (schema 1), not bound "
+                              "to the installed files", _REBUILD, path=str(p))
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA \
+            or set(doc) != {"schema", *schema.keys(BuildRecord)}:
+        raise MalformedRecord("not an upstream-sync build record of this schema", _REBUILD,
+                              path=str(p))
+    problem = schema.mistyped(doc, BuildRecord)
+    if problem is not None:
+        raise MalformedRecord(f"build record: {problem.text}", _REBUILD, path=str(p))
+    return BuildRecord(**schema.values(doc, BuildRecord))
+
+
+def write_marker(env: Path, record: BuildRecord) -> None:
+    write_text(env / MARKER, json.dumps(record.as_doc(), indent=2) + "\n")

@@ -3,7 +3,8 @@
 The probe runs `<env>/bin/python -I -B` (isolated, no bytecode written) with an
 environment we build (nox prepends its own venv to PATH; PYTHONPATH and
 VIRTUAL_ENV would redirect imports), from a scratch directory outside every
-checkout.
+checkout. What the installed files are (RECORD, `_version.py`, blob ids) is read from
+outside the oracle by `sync.steps.verify.installed`.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from sync.infra import proc
 from sync.infra.errors import EnvironmentUnresolved
 from sync.port import Port
 from sync.records.prefs import Preferences
+from sync.steps.verify import installed
 from sync.steps.verify.oracle import (
     BASE_PATH,
     BuildRecord,
@@ -115,10 +117,21 @@ class Probe:
     torch_version: str | None
     vllm_version: str | None  # the vLLM distribution in this env (omni: what it runs against)
     build: BuildRecord | None
+    files: installed.Installed | None = None  # the one distribution's files (None: not one)
 
     @property
     def editable(self) -> bool:
         return any(d.editable for d in self.distributions)
+
+    @property
+    def version_file(self) -> installed.VersionFile | None:
+        return self.files.version_file if self.files is not None else None
+
+    @property
+    def commit_id(self) -> str | None:
+        """`<module>/_version.py`'s `__commit_id__`: the second measurement of the commit."""
+        vf = self.version_file
+        return vf.commit_id if vf is not None else None
 
     def as_doc(self) -> dict[str, Any]:
         return {
@@ -134,6 +147,9 @@ class Probe:
             "flashinfer_version": self.flashinfer_version, "torch_version": self.torch_version,
             "vllm_version": self.vllm_version, "isolated": self.isolated,
             "sys_path": list(self.sys_path),
+            "commit_id": self.commit_id,
+            "version_file": None if self.version_file is None else self.version_file.version,
+            "record_sha256": self.files.record_sha256 if self.files is not None else None,
             "build": None if self.build is None else dict(self.build.as_doc()),
         }
 
@@ -172,6 +188,9 @@ def probe_env(port: Port, prefs: Preferences, oracle_id: str, commit: str, env: 
         doc = _run_probe(python, spec, tmp, oracle_id)
     dists = tuple(Dist(str(d.get("version")), str(d.get("path")), bool(d.get("editable")))
                   for d in doc.get("distributions") or [] if isinstance(d, dict))
+    files = None
+    if len(dists) == 1 and (Path(dists[0].path) / "RECORD").is_file():
+        files = installed.read(Path(dists[0].path), cfg.module)
     return Probe(
         oracle=oracle_id, commit=commit, env=str(env), python=str(python),
         distribution=cfg.distribution, runtime_version=_opt(doc, "runtime_version"),
@@ -181,7 +200,7 @@ def probe_env(port: Port, prefs: Preferences, oracle_id: str, commit: str, env: 
         sys_path=tuple(p for p in doc.get("sys_path") or [] if isinstance(p, str)),
         isolated=bool(doc.get("isolated")), flashinfer_version=_opt(doc, "flashinfer_version"),
         torch_version=_opt(doc, "torch_version"), vllm_version=_opt(doc, "vllm_version"),
-        build=build)
+        build=build, files=files)
 
 
 def _run_probe(python: Path, spec: str, tmp: Path, oracle_id: str) -> dict[str, Any]:

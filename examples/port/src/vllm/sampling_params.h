@@ -1,4 +1,4 @@
-// Ported from: vllm/sampling_params.py:12 @b236b54
+// Ported from: vllm/sampling_params.py:12 @147b89a
 #pragma once
 
 #include <optional>

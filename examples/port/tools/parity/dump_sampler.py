@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # Ported from: vllm/v1/sample/sampler.py
-#   @ b236b54116 (golden dump of the sampler's logprobs)
+#   @ 147b89ac92 (golden dump of the sampler's logprobs)
 """Dump sampler goldens from the vLLM oracle for the port's parity suite.
 
 Run by `upstream-sync golden` with the oracle's interpreter:

@@ -1,4 +1,4 @@
-// Ported from: vllm/config/cache.py @ `b236b54116c1`
+// Ported from: vllm/config/cache.py @ `147b89ac926d`
 #pragma once
 
 #include <string>

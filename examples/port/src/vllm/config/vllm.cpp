@@ -1,4 +1,4 @@
-// Ported FROM: vllm/config/vllm.py (VllmConfig) @ pin b236b5411
+// Ported FROM: vllm/config/vllm.py (VllmConfig) @ pin 147b89ac9
 
 #include <stdexcept>
 

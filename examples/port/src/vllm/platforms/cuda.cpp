@@ -1,5 +1,5 @@
 // Original implementation — no upstream mirror.
-// Device queries loosely follow vllm/platforms/cuda.py (CudaPlatform) @ b236b541, but the
+// Device queries loosely follow vllm/platforms/cuda.py (CudaPlatform) @ 147b89ac, but the
 // structure is our own.
 
 #include <string>

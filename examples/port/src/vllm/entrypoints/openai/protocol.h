@@ -1,6 +1,6 @@
 // Reimplemented from the WIRE FORMAT of:
 //   vllm/entrypoints/openai/protocol.py (ChatCompletionRequest,
-//   ChatCompletionResponse, ToolCall) @ b236b54116c1bde253bd75f442c2483692241ef3
+//   ChatCompletionResponse, ToolCall) @ 147b89ac926dabf0d3a3ac630941428c07798a7c
 #pragma once
 
 #include <optional>

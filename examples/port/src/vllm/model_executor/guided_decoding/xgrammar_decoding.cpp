@@ -1,4 +1,4 @@
-// Ported from: vllm/model_executor/guided_decoding/xgrammar_decoding.py @ b236b5411
+// Ported from: vllm/model_executor/guided_decoding/xgrammar_decoding.py @ 147b89ac9
 
 #include <string>
 

@@ -1,4 +1,4 @@
-// Ported from: vllm/model_executor/layers/layernorm.py + csrc/layernorm_kernels.cu @ b236b54116c
+// Ported from: vllm/model_executor/layers/layernorm.py + csrc/layernorm_kernels.cu @ 147b89ac926
 
 #include <cmath>
 #include <vector>

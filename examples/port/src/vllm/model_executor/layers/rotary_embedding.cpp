@@ -1,7 +1,7 @@
 // Ported from:
 //   - vllm/model_executor/layers/rotary_embedding.py (RotaryEmbedding)
 //   - vllm/model_executor/layers/utils.py (apply_rotary)
-// @ b236b54116
+// @ 147b89ac92
 
 #include <cmath>
 #include <vector>

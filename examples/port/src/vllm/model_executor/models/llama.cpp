@@ -1,4 +1,4 @@
-// Ported from: vllm/model_executor/models/llama.py b236b541
+// Ported from: vllm/model_executor/models/llama.py 147b89ac
 
 namespace vllm::models {
 

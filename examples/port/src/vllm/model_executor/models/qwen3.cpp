@@ -1,6 +1,6 @@
 // Ported from vllm/model_executor/models/qwen3.py and
 // vllm/model_executor/models/qwen2.py (Qwen2MLP, Qwen2Attention).
-// Upstream revision: f87a65f
+// Upstream revision: 6328bdc
 
 #include <string>
 

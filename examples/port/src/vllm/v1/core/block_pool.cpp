@@ -1,4 +1,4 @@
-// Ported from: vllm/v1/core/block_pool.py::BlockPool @ 6f721c3215
+// Ported from: vllm/v1/core/block_pool.py::BlockPool @ b39632a508
 // See src/vllm/v1/core/block_pool.h for the free-list layout. Upstream has not changed
 // block_pool.py since that commit, so the pin is behind but safe to bump.
 

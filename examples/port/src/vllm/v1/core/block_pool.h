@@ -1,4 +1,4 @@
-// Ported from: vllm/v1/core/block_pool.py::BlockPool @ b236b5411
+// Ported from: vllm/v1/core/block_pool.py::BlockPool @ 147b89ac9
 #pragma once
 
 #include <deque>

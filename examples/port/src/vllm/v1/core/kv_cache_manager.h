@@ -1,4 +1,4 @@
-// Ported from: vllm/v1/core/kv_cache_manager.py @ 6f721c3215
+// Ported from: vllm/v1/core/kv_cache_manager.py @ b39632a508
 #pragma once
 
 #include "vllm/v1/core/block_pool.h"

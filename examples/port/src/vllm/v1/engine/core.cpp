@@ -1,5 +1,5 @@
 // Ported from: vllm/v1/engine/core.py (EngineCore.step, EngineCore.abort_requests)
-//   @ 6f721c3215a0885393d5c5f9b0298cccb63c3026
+//   @ b39632a508fabb9a2b6eff7be1ab9e1714bc044d
 // Behind the parity pin on purpose: see the parity ledger (step-timing stats not ported).
 
 #include "vllm/v1/core/sched/scheduler.h"

@@ -1,4 +1,4 @@
-// Ported from: vllm/v1/sample/sampler.py:1-40 @ 9932d9618008
+// Ported from: vllm/v1/sample/sampler.py:1-40 @ 474ecb2098f8
 // Hot-fix port of vllm#38292 (NaN logprobs when every token is masked), ahead of the
 // parity pin; recorded in the parity ledger.
 

@@ -1,4 +1,4 @@
-// Ported from: vllm/v1/worker/gpu/gpu_model_runner.py (AsyncModelRunnerOutput) @ b236b5411
+// Ported from: vllm/v1/worker/gpu/gpu_model_runner.py (AsyncModelRunnerOutput) @ 147b89ac9
 // The header names a path upstream never had (the runner lives at
 // vllm/v1/worker/gpu_model_runner.py): the audit reports it as a cited path that is gone.
 

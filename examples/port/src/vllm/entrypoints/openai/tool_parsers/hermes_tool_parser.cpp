@@ -1,5 +1,5 @@
 // Ported from: vllm/entrypoints/openai/tool_parsers/hermes_tool_
-//              parser.py @ b236b54116
+//              parser.py @ 147b89ac92
 
 #include <string>
 #include <vector>

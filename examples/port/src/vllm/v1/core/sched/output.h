@@ -1,4 +1,4 @@
-// Mirrors vllm/v1/core/sched/output.py (SchedulerOutput, NewRequestData) @ b236b54116
+// Mirrors vllm/v1/core/sched/output.py (SchedulerOutput, NewRequestData) @ 147b89ac92
 #pragma once
 
 #include <cstdint>

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0
  * Copyright 2025-2026 The nanoserve Authors */
 
-// Ported from: vllm/v1/core/sched/scheduler.py @ b236b54116c1bde253bd75f442c2483692241ef3
+// Ported from: vllm/v1/core/sched/scheduler.py @ 147b89ac926dabf0d3a3ac630941428c07798a7c
 
 #include "vllm/v1/core/sched/scheduler.h"
 

@@ -1,4 +1,4 @@
-// Ported from: vllm/v1/core/sched/scheduler.py @ b236b541
+// Ported from: vllm/v1/core/sched/scheduler.py @ 147b89ac
 #pragma once
 
 #include <deque>

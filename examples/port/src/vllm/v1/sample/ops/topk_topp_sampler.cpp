@@ -1,4 +1,4 @@
-// Ported from: vllm/v1/sample/ops/topk_topp_sampler.py (apply_top_k_top_p) @ b236b54116c
+// Ported from: vllm/v1/sample/ops/topk_topp_sampler.py (apply_top_k_top_p) @ 147b89ac926
 // Deviation: top-p without a sort, see porting-inventory.md §9.2.
 
 #include <algorithm>

@@ -1,0 +1,147 @@
+"""The real vLLM case, made ready for a real oracle: `nox -s real-oracle -- CASE` uses it.
+
+`python -m sync.dev.realoracle prepare CASE --work DIR` takes a case folder: either one
+holding `prepare.sh` (the shared `late-july` case: it is prepared into DIR once) or one
+already holding `vllm/` (the reference checkout) and `port/`. It runs `init` in the port
+when the port has no configuration (init writes `[oracles.vllm] build_mode` from the pin
+block's suffix: `empty` for the case), and pins the oracle's install to the Torch release
+the pin commit's own `pyproject.toml` builds with (a constraints file in the port, pip as
+the installer): a registry resolves an unpinned torch to a CUDA build of several GB. It
+prints the paths as JSON (`port`, `source`, `home`), also into the file `--out` names.
+
+`python -m sync.dev.realoracle pin-at REF --work DIR` measures the oracle at REF (a
+release tag, say) and writes, into a copy of the port, the pin block that measurement
+makes (the advance's own code: `identity.measured_pin`, `pins.render`); it prints the
+block, and what the same block says without its `vllm_commit_id`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import shutil
+import sys
+import tomllib
+from pathlib import Path
+
+import tomli_w
+
+from sync import cli
+from sync.infra import proc
+from sync.infra.atomic import write_text
+from sync.infra.errors import MalformedRecord, SyncError
+from sync.port import Port
+from sync.records import config, pins
+from sync.steps.verify import build, probe
+from sync.steps.verify import identity as oracle_verify
+from sync.upstream import gitio
+
+CONSTRAINTS = ".agents/oracle-constraints.txt"
+_TORCH = re.compile(r"""["']torch\s*==\s*([0-9][^"';\s]*)["']""")
+
+
+def paths(case: Path, work: Path) -> dict[str, Path]:
+    root = case if (case / "port").is_dir() and (case / "vllm").is_dir() else work
+    return {"port": root / "port", "source": root / "vllm", "home": root / "oracles"}
+
+
+def _prepared(case: Path, work: Path) -> dict[str, Path]:
+    where = paths(case, work)
+    if not where["port"].is_dir():
+        script = case / "prepare.sh"
+        if not script.is_file():
+            raise SystemExit(f"{case} holds neither port/ and vllm/ nor prepare.sh")
+        proc.Command(("bash", str(script), str(work)), what="prepare.sh").run().check()
+    return where
+
+
+def _torch_pin(source: Path, commit: str) -> str | None:
+    """The `torch == X` the commit's pyproject.toml builds with."""
+    text = gitio.run(source, ["show", f"{gitio.check_rev(commit)}:pyproject.toml"],
+                     check=False).stdout.decode("utf-8", "replace")
+    found = _TORCH.search(text)
+    return found.group(1) if found else None
+
+
+def _configure(where: dict[str, Path]) -> None:
+    port = where["port"]
+    cfg_path = port / config.CONFIG_PATH
+    if not cfg_path.exists() and cli.main(["init", str(port)]) != 0:
+        raise SystemExit("upstream-sync init failed in the case's port")
+    doc = tomllib.loads(cfg_path.read_text(encoding="utf-8"))
+    table = doc.setdefault("oracles", {}).setdefault("vllm", {})
+    if "constraints" not in table:
+        commit = pins.load(port / config.Config().protocol).pin.commit
+        torch = _torch_pin(where["source"], commit)
+        if torch is not None:
+            write_text(port / CONSTRAINTS, f"torch=={torch}\n")
+            table.update(constraints=CONSTRAINTS, installer="pip")
+    write_text(cfg_path, "# upstream-sync configuration (keys: docs/adopting.md in "
+               "upstream-sync)\n" + tomli_w.dumps(doc))
+
+
+def prepare(case: Path, work: Path) -> dict[str, Path]:
+    where = _prepared(case, work)
+    _configure(where)
+    where["home"].mkdir(parents=True, exist_ok=True)
+    return where
+
+
+def pin_at(where: dict[str, Path], ref: str) -> Path:
+    """A copy of the port pinned to the oracle measured at `ref` (built there if missing)."""
+    copy = where["port"].parent / f"port-at-{re.sub(r'[^A-Za-z0-9._-]', '_', ref)}"
+    if not copy.exists():
+        shutil.copytree(where["port"], copy, symlinks=True)
+    port = Port(copy, config.load(copy))
+    prefs = port.preferences()
+    commit = gitio.resolve(gitio.open_repo(where["source"]), ref)
+    if commit is None:
+        raise SystemExit(f"{ref} is not a commit of {where['source']}")
+    if build.existing(port, prefs, "vllm", commit) is None:
+        build.build(port, prefs, "vllm", commit, note=lambda m: print(m, file=sys.stderr))
+    measured = probe.probe(port, prefs, "vllm", commit)
+    new = oracle_verify.measured_pin(port, measured)
+    record = port.pin_record()
+    write_text(record.path, pins.render(record, new))
+    again = pins.load(record.path)
+    print("".join(f"{k} = {v}\n" for k, v in again.block.as_dict().items()), end="")
+    bare = "".join(line for line in again.text.splitlines(keepends=True)
+                   if not line.startswith(pins.COMMIT_ID))
+    try:
+        pins.parse(bare, path=port.rel(record.path))
+        print("without vllm_commit_id: accepted")
+    except MalformedRecord as exc:
+        print(f"without vllm_commit_id: refused: {exc}")
+    return copy
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m sync.dev.realoracle", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("action", choices=("prepare", "pin-at"))
+    ap.add_argument("target", help="prepare: the case folder; pin-at: the ref to pin")
+    ap.add_argument("--case", type=Path, help="pin-at: the case folder (default: --work)")
+    ap.add_argument("--work", type=Path, required=True, help="where the case is prepared")
+    ap.add_argument("--out", type=Path, help="also write the JSON line to this file (nox reads "
+                    "it there, so the build's progress is not held back by capturing it)")
+    args = ap.parse_args(argv)
+    try:
+        if args.action == "prepare":
+            where = prepare(Path(args.target).resolve(), args.work.resolve())
+            said = {k: str(v) for k, v in where.items()}
+        else:
+            where = paths((args.case or args.work).resolve(), args.work.resolve())
+            said = {"port": str(pin_at(where, args.target))}
+    except SyncError as exc:
+        print(f"realoracle: {exc}", file=sys.stderr)
+        return exc.exit_code
+    line = json.dumps(said)
+    print(line)
+    if args.out is not None:
+        write_text(args.out, line + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,114 @@
+"""`oracle gc`: drop the environments of an oracle that are older than its previous pin.
+
+An environment is kept for rollback while it could be needed: the pin's, the previous
+pin's (the pin before the last advance to this one, from the state events) and the
+cycle target's are never dropped, nor one whose commit is not an ancestor of the
+previous pin (a newer candidate, another branch) or cannot be told. Every other
+`<id>-<commit10>` environment goes, with its build log; an adopted environment is a
+link, and only the link goes (the venv it names belongs to the port).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+
+from sync.infra.errors import MalformedRecord
+from sync.port import Port
+from sync.records import events
+from sync.records.prefs import Preferences
+from sync.steps.verify.build import log_path
+from sync.steps.verify.oracle import (
+    check_id,
+    is_core,
+    oracle_home,
+    read_marker,
+    recorded_commit,
+    source_path,
+)
+from sync.upstream import gitio
+
+
+@dataclass(frozen=True)
+class Entry:
+    env: Path
+    commit: str | None
+    drop: bool
+    why: str
+    link: bool  # an adopted environment: only the link is dropped
+
+    def line(self, dry_run: bool) -> str:
+        verb = ("would drop" if dry_run else "dropped") if self.drop else "kept"
+        link = " (a link: the environment it names stays)" if self.drop and self.link else ""
+        return f"{verb} {self.env.name}: {self.why}{link}"
+
+
+def previous_pin(port: Port, oracle_id: str, pin: str) -> str | None:
+    """The pin before the last advance that made `pin` the pin (None when none did)."""
+    kind = "advance" if is_core(oracle_id) else "omni-advance"
+    for e in reversed(events.load_all(port)):
+        if e.kind == kind and e.pin_after == pin and e.pin_before and e.pin_before != pin:
+            return e.pin_before
+    return None
+
+
+def _commit_of(env: Path, ref: gitio.Reference | None) -> str | None:
+    try:
+        record = read_marker(env)
+    except MalformedRecord:  # an unreadable record only means "ask git"
+        record = None
+    if record is not None:
+        return record.commit
+    return gitio.resolve(ref, env.name.rsplit("-", 1)[1]) if ref is not None else None
+
+
+def plan(port: Port, prefs: Preferences, oracle_id: str) -> list[Entry]:
+    check_id(oracle_id)
+    home = oracle_home(port, prefs)
+    pin = recorded_commit(port, oracle_id)
+    previous = previous_pin(port, oracle_id, pin)
+    c = port.cycle() if is_core(oracle_id) else None
+    keep = {pin: "the pin", **({previous: "the previous pin"} if previous else {}),
+            **({c.target: "the cycle's target"} if c is not None else {})}
+    src = source_path(prefs, port.config.oracle(oracle_id))
+    ref = gitio.open_repo(src, variable=port.config.oracle(oracle_id).source_variable) \
+        if src is not None else None
+    floor = previous or pin
+    name = re.compile(re.escape(oracle_id) + r"-[0-9a-f]{10}")
+    out = []
+    for env in sorted(home.glob(f"{oracle_id}-*")):
+        if name.fullmatch(env.name) and (env.is_dir() or env.is_symlink()):
+            out.append(_judge(env, _commit_of(env, ref), keep, floor, ref))
+    return out
+
+
+def _judge(env: Path, commit: str | None, keep: dict[str, str], floor: str,
+           ref: gitio.Reference | None) -> Entry:
+    link = env.is_symlink()
+    if commit is None or ref is None:
+        return Entry(env, commit, False, "its commit cannot be told (no build record, and no "
+                     "source checkout that resolves it)", link)
+    if commit in keep:
+        return Entry(env, commit, False, keep[commit], link)
+    if not gitio.has_commit(ref, commit) or not gitio.is_ancestor(ref, commit, floor):
+        return Entry(env, commit, False, f"{commit[:10]} is not older than {floor[:10]}", link)
+    return Entry(env, commit, True, f"{commit[:10]} is older than {floor[:10]}", link)
+
+
+def run(port: Port, prefs: Preferences, oracle_id: str, *, dry_run: bool) -> list[Entry]:
+    entries = plan(port, prefs, oracle_id)
+    if dry_run:
+        return entries
+    home = oracle_home(port, prefs)
+    for e in entries:
+        if not e.drop:
+            continue
+        if e.env.is_symlink():
+            e.env.unlink()
+        else:
+            shutil.rmtree(e.env)
+        if e.commit is not None:
+            log_path(home, oracle_id, e.commit).unlink(missing_ok=True)
+    return entries

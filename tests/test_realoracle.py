@@ -1,0 +1,74 @@
+"""sync.dev.realoracle (what `nox -s real-oracle` runs) on a small case made of the fake upstream.
+
+The real case takes minutes and GBs; its shape is reproduced here: a folder holding
+`vllm/` (whose pyproject builds with an exact torch) and `port/` pinned to a Python-only
+build, then a pin at the release tag written from the measured oracle.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from fakeupstream import make_port, make_upstream, pin_doc
+
+from sync.dev import realoracle
+from sync.dev.fastimport import History, git
+from sync.port import Port
+from sync.records import config, pins
+from sync.steps.verify import identity as oracle_verify
+
+
+def test_the_commits_own_torch_pin_is_read(tmp_path: Path) -> None:
+    h = History()
+    h.modify("pyproject.toml", '[build-system]\nrequires = [\n  "setuptools>=77",\n'
+             '  "torch == 2.13.0",\n  "wheel",\n]\n')
+    one = h.commit("pyproject")
+    h.modify("pyproject.toml", '[build-system]\nrequires = ["setuptools"]\n')
+    two = h.commit("no torch")
+    marks = h.write(tmp_path / "up")
+    assert realoracle._torch_pin(tmp_path / "up", marks[one]) == "2.13.0"
+    assert realoracle._torch_pin(tmp_path / "up", marks[two]) is None
+
+
+def test_prepare_then_pin_at_the_release_tag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    case = tmp_path / "case"
+    up = make_upstream(case / "vllm")
+    port = make_port(case / "port", up, config="")
+    runtime = up.runtime(up.pin, 2)
+    (port / ".agents/upstream-sync.md").write_text(pin_doc(up.pin, runtime, runtime + ".empty"))
+    (port / ".agents/upstream-sync.toml").unlink()
+    git(port, "-c", "user.name=T", "-c", "user.email=t@example.invalid", "commit", "-q", "-am",
+        "case")
+    where = realoracle.prepare(case, tmp_path / "unused")
+    assert where == {"port": port, "source": case / "vllm", "home": case / "oracles"}
+    cfg = config.load(port)
+    assert cfg.oracle("vllm").build_mode == "empty"  # init, from the pin block's suffix
+    assert cfg.oracle("vllm").constraints is None  # the fake builds with no torch to pin
+    monkeypatch.setenv("VLLM_SOURCE", str(where["source"]))
+    monkeypatch.setenv("SYNC_ORACLE_HOME", str(where["home"]))
+    capsys.readouterr()
+    out = tmp_path / "said" / "pin-at.json"
+    out.parent.mkdir()
+    assert realoracle.main(["pin-at", f"v{up.tag}", "--work", str(case), "--out", str(out)]) == 0
+    copy = case / f"port-at-v{up.tag}"
+    said = capsys.readouterr()
+    # The JSON comes back through --out (nox no longer captures the output, so the tag's
+    # build shows its progress as it runs); stdout ends with the same line.
+    assert json.loads(out.read_text()) == {"port": str(copy)}
+    assert said.out.splitlines()[-1] == out.read_text().strip()
+    assert said.err.startswith(f"[checkout] {case / 'vllm'} at {up.released[:10]} ")
+    pin = pins.load(copy / ".agents/upstream-sync.md").pin
+    assert (pin.commit, pin.runtime_version, pin.distribution_version, pin.commit_id) == (
+        up.released, up.tag, f"{up.tag}+empty", f"g{up.released[:9]}")
+    p = Port(copy, config.load(copy))
+    assert oracle_verify.verify(p, p.preferences(), "vllm").mismatches == ()
+    assert (port / ".agents/upstream-sync.md").read_text().count(up.pin) == 1  # untouched
+
+
+def test_prepare_refuses_a_folder_that_is_no_case(tmp_path: Path) -> None:
+    with pytest.raises(SystemExit, match=r"holds neither port/ and vllm/ nor prepare\.sh"):
+        realoracle.prepare(tmp_path, tmp_path / "work")
+    assert realoracle.paths(tmp_path, tmp_path / "w")["port"] == tmp_path / "w" / "port"
