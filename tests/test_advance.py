@@ -267,6 +267,10 @@ def test_full_cycle_advances_every_surface_commits_and_rolls_back(
     assert git(c.port, "status", "--porcelain") == ""
     ok("check")
     assert events.verify(port) == []
+    # The committed event names the oracle by its place under the oracle home: an absolute
+    # path would be one maintainer's machine.
+    env = json.loads(events.load_all(port)[-1].detail)["after"]["oracle_env"]
+    assert env == f"<oracle_home>/vllm-{prepared.target[:10]}"
 
     # A re-run after the advance refuses and records nothing: the cycle did not stall.
     rc, out, _ = cmd("advance")
@@ -284,6 +288,8 @@ def test_full_cycle_advances_every_surface_commits_and_rolls_back(
     assert (rolled.supersedes, rolled.pin_before, rolled.pin_after) == (
         1, prepared.target, prepared.pin)
     assert rolled.report == f".agents/sync/{rep.name}"
+    assert json.loads(rolled.detail)["oracle_env"].startswith(
+        f"<oracle_home>/vllm-{prepared.pin[:10]}")
     ok("check")
 
     # The rolled-back cycle is open again: a second advance to the same target works.

@@ -29,6 +29,7 @@ from sync.records.mdtext import code
 from sync.steps import carry, report, syncrun
 from sync.steps import target as target_mod
 from sync.steps.verify import identity as oracle_verify
+from sync.steps.verify import oracle
 from sync.steps.verify.probe import Probe
 from sync.upstream import gitio
 
@@ -186,6 +187,14 @@ def _reference_unmet(port: Port, target: str) -> list[str]:
     return out
 
 
+def _env_label(port: Port, env: str) -> str:
+    try:
+        home: Path | None = oracle.oracle_home(port, port.preferences())
+    except SyncError:
+        home = None
+    return oracle.env_label(env, home)
+
+
 def plan(port: Port, m: Measured) -> Plan:
     """Every write of the advance: pin surfaces, the carry-over record, the report marked
     ADVANCED, the event."""
@@ -196,7 +205,7 @@ def plan(port: Port, m: Measured) -> Plan:
     writes.update(span_writes(port, writes, new))
     writes.update(carry_writes(port, result, "advance"))
     detail = {"before": {**old.fields(), **before},
-              "after": {**new.fields(), "oracle_env": str(probe.env)}}
+              "after": {**new.fields(), "oracle_env": _env_label(port, probe.env)}}
     ev_path, ev_bytes = events.staged(
         port, "advance", pin_before=old.commit, pin_after=new.commit,
         report=port.rel(result.path), detail=json.dumps(detail, sort_keys=True))

@@ -46,11 +46,11 @@ def plan_rollback(port: Port) -> Rollback:
     writes.update(advance.span_writes(port, writes, old))
     writes.update(reopened(port, last.report))
     writes.update(_uncarried(port, last.report))
-    env_note = oracle_env(port, old.commit)
+    env_note, label = oracle_env(port, old.commit)
     ev_path, ev_bytes = events.staged(port, "rollback", pin_before=last.pin_after,
                                       pin_after=old.commit, report=last.report,
                                       supersedes=last.index,
-                                      detail=json.dumps({"oracle_env": env_note}))
+                                      detail=json.dumps({"oracle_env": label}))
     writes[ev_path] = ev_bytes
     return Rollback(last, old, env_note, ev_path, writes)
 
@@ -116,14 +116,17 @@ def _uncarried(port: Port, report_rel: str) -> dict[Path, bytes]:
     return {port.carry_over_path: carryover.render(kept).encode()}
 
 
-def oracle_env(port: Port, commit: str) -> str:
-    """Where the core oracle at `commit` lives, noting when it is gone or unknowable."""
+def oracle_env(port: Port, commit: str) -> tuple[str, str]:
+    """Where the core oracle at `commit` lives, noting when it is gone or unknowable: as
+    this machine has it (said to the user), and as the event records it (no absolute path)."""
     prefs = port.preferences()
     try:
-        env = oracle.env_path(oracle.oracle_home(port, prefs), advance.CORE, commit)
+        home = oracle.oracle_home(port, prefs)
     except SyncError as exc:
-        return f"unknown ({exc})"
-    return str(env) + ("" if env.exists() else " (missing: rebuild it)")
+        return f"unknown ({exc})", "unknown (no oracle home)"
+    env = oracle.env_path(home, advance.CORE, commit)
+    missing = "" if env.exists() else " (missing: rebuild it)"
+    return str(env) + missing, oracle.env_label(env, home) + missing
 
 
 def reopened(port: Port, rel: str) -> dict[Path, bytes]:

@@ -105,6 +105,15 @@ def env_path(home: Path, oracle_id: str, commit: str) -> Path:
     return home / f"{oracle_id}-{commit[:10]}"
 
 
+def env_label(env: Path | str, home: Path | None) -> str:
+    """An oracle environment as a committed record (an event) names it: by its place under
+    the oracle home, never by an absolute path, which is one maintainer's machine."""
+    env = Path(env)
+    if home is not None and env.parent == home:
+        return f"<oracle_home>/{env.name}"
+    return f"{env.name} (outside the oracle home)"
+
+
 @contextmanager
 def scratch(port: Port, prefs: Preferences, home: Path) -> Iterator[Path]:
     """A temporary directory outside every checkout (under oracle_home if TMPDIR is not)."""
