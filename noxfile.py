@@ -12,11 +12,8 @@ sees "3: misconfigured runner" or "6: the cycle is not ready" through nox.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
-import json
 import re
-import tempfile
 from pathlib import Path
 
 import nox
@@ -188,28 +185,5 @@ def real_oracle(session: nox.Session) -> None:
 
     CASE: shared/cases/late-july (prepared into --work) or a folder holding vllm/ and port/.
     Not in CI: minutes and about 3 GB per oracle (docs/adopting.md §9)."""
-    ap = argparse.ArgumentParser(prog="nox -s real-oracle --")
-    ap.add_argument("case", help="the case folder: prepare.sh (shared/cases/late-july), or "
-                    "one holding vllm/ and port/")
-    ap.add_argument("--work", default=str(Path(tempfile.gettempdir()) / "upstream-sync-real"),
-                    help="where the case is prepared (default: %(default)s)")
-    ap.add_argument("--at", metavar="REF", help="also pin a copy of the port to the oracle "
-                    "measured at REF (a release tag, e.g. v0.23.1rc0) and verify it there")
-    args = ap.parse_args(session.posargs)
     _install(session)
-    # Not captured (silent=True would hold a build's progress back until it ends): the
-    # paths come back through a file.
-    said = Path(session.create_tmp()) / "realoracle-prepare.json"
-    session.run("python", "-m", "sync.dev.realoracle", "prepare", args.case, "--work",
-                args.work, "--out", str(said))
-    where = json.loads(said.read_text(encoding="utf-8"))
-    env = {"VLLM_SOURCE": where["source"], "SYNC_ORACLE_HOME": where["home"]}
-    for action in (["build", "--if-missing"], ["verify"]):
-        session.run("upstream-sync", "--port", where["port"], "oracle", *action, env=env)
-    session.run("upstream-sync", "--port", where["port"], "status", env=env)
-    if args.at:
-        said = said.with_name("realoracle-pin-at.json")
-        session.run("python", "-m", "sync.dev.realoracle", "pin-at", args.at, "--case",
-                    args.case, "--work", args.work, "--out", str(said), env=env)
-        at = json.loads(said.read_text(encoding="utf-8"))["port"]
-        session.run("upstream-sync", "--port", at, "oracle", "verify", env=env)
+    session.run("python", "-m", "sync.dev.realoracle", "run", *session.posargs)

@@ -72,3 +72,27 @@ def test_prepare_refuses_a_folder_that_is_no_case(tmp_path: Path) -> None:
     with pytest.raises(SystemExit, match=r"holds neither port/ and vllm/ nor prepare\.sh"):
         realoracle.prepare(tmp_path, tmp_path / "work")
     assert realoracle.paths(tmp_path, tmp_path / "w")["port"] == tmp_path / "w" / "port"
+
+
+def test_run_is_the_whole_session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                  capsys: pytest.CaptureFixture[str]) -> None:
+    """`nox -s real-oracle -- CASE --at TAG`: build and verify at the pin, status, then the
+    oracle pinned and verified at the tag; a failing step's exit code ends it."""
+    case = tmp_path / "case"
+    up = make_upstream(case / "vllm")
+    port = make_port(case / "port", up, config="")
+    runtime = up.runtime(up.pin, 2)
+    (port / ".agents/upstream-sync.md").write_text(pin_doc(up.pin, runtime, runtime + ".empty"))
+    (port / ".agents/upstream-sync.toml").unlink()
+    git(port, "-c", "user.name=T", "-c", "user.email=t@example.invalid", "commit", "-q", "-am",
+        "case")
+    for var in ("VLLM_SOURCE", "SYNC_ORACLE_HOME"):
+        monkeypatch.delenv(var, raising=False)  # run() sets them; the test restores them
+    assert realoracle.main(["run", str(case), "--at", f"v{up.tag}"]) == 0
+    said = capsys.readouterr().out
+    paths = next(line for line in said.splitlines() if line.startswith("{"))
+    assert json.loads(paths)["port"] == str(port)
+    assert f"oracle vllm at {up.pin[:10]} verified" in said
+    assert f"oracle vllm at {up.released[:10]} verified" in said
+    (port / ".agents/upstream-sync.md").write_text(pin_doc(up.pin, runtime, runtime + ".cpu"))
+    assert realoracle.main(["run", str(case)]) != 0  # the env's mode is not the pin's now

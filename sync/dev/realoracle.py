@@ -1,5 +1,9 @@
 """The real vLLM case, made ready for a real oracle: `nox -s real-oracle -- CASE` uses it.
 
+`python -m sync.dev.realoracle run CASE [--work DIR] [--at REF]` is the session: the two
+steps below, the oracle built (when missing) and verified at the pin, `status`, and with
+`--at` the oracle measured, pinned and verified at REF too.
+
 `python -m sync.dev.realoracle prepare CASE --work DIR` takes a case folder: either one
 holding `prepare.sh` (the shared `late-july` case: it is prepared into DIR once) or one
 already holding `vllm/` (the reference checkout) and `port/`. It runs `init` in the port
@@ -19,9 +23,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import sys
+import tempfile
 import tomllib
 from pathlib import Path
 
@@ -116,17 +122,40 @@ def pin_at(where: dict[str, Path], ref: str) -> Path:
     return copy
 
 
+def run(case: Path, work: Path, at: str | None) -> int:
+    """What `nox -s real-oracle` does: prepare the case, build its oracle at the pin (when
+    missing) and verify it, show `status`; with `at`, pin a copy of the port to the oracle
+    measured at that ref and verify it there. The first failing command's exit code."""
+    where = prepare(case, work)
+    print(json.dumps({k: str(v) for k, v in where.items()}), flush=True)
+    os.environ.update(VLLM_SOURCE=str(where["source"]), SYNC_ORACLE_HOME=str(where["home"]))
+    port = str(where["port"])
+    for argv in (["oracle", "build", "--if-missing"], ["oracle", "verify"], ["status"]):
+        rc = cli.main(["--port", port, *argv])
+        if rc != 0:
+            return rc
+    if at is None:
+        return 0
+    return cli.main(["--port", str(pin_at(where, at)), "oracle", "verify"])
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="python -m sync.dev.realoracle", description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("action", choices=("prepare", "pin-at"))
-    ap.add_argument("target", help="prepare: the case folder; pin-at: the ref to pin")
+    ap.add_argument("action", choices=("run", "prepare", "pin-at"))
+    ap.add_argument("target", help="run, prepare: the case folder (shared/cases/late-july, "
+                    "or one holding vllm/ and port/); pin-at: the ref to pin")
     ap.add_argument("--case", type=Path, help="pin-at: the case folder (default: --work)")
-    ap.add_argument("--work", type=Path, required=True, help="where the case is prepared")
+    ap.add_argument("--work", type=Path, default=Path(tempfile.gettempdir()) /
+                    "upstream-sync-real", help="where the case is prepared (default: %(default)s)")
+    ap.add_argument("--at", metavar="REF", help="run: also pin a copy of the port to the "
+                    "oracle measured at REF (a release tag, e.g. v0.23.1rc0) and verify it there")
     ap.add_argument("--out", type=Path, help="also write the JSON line to this file (nox reads "
                     "it there, so the build's progress is not held back by capturing it)")
     args = ap.parse_args(argv)
     try:
+        if args.action == "run":
+            return run(Path(args.target).resolve(), args.work.resolve(), args.at)
         if args.action == "prepare":
             where = prepare(Path(args.target).resolve(), args.work.resolve())
             said = {k: str(v) for k, v in where.items()}
