@@ -386,6 +386,26 @@ def test_commit_is_refused_when_another_path_is_staged(
     assert git(c.port, "diff", "--cached", "--name-only").split() == ["README.md"]
 
 
+def test_a_failed_commit_says_the_records_are_written_and_how_to_commit_them(
+        prepared: Prepared, copy: Callable[[str], Copy]) -> None:
+    c = copy("ready")
+    lock = c.port / ".git" / "index.lock"
+    lock.write_text("")  # another git (or a crashed one) holds the index
+    rc, _, err = cmd("advance", "--commit")
+    assert rc == 3, err
+    line = err.strip().splitlines()[-1]
+    assert "the records are written, but committing them failed: git add failed" in line
+    assert f"commit them by hand: git -C {c.port} add -A -- " in line and "index.lock" in line, line
+    assert surfaces(c.port).state == "ADVANCED" and c.head() == prepared.target
+    lock.unlink()
+    rc, out, _ = cmd("advance", "--commit")
+    assert rc == 6 and "already advanced" in out  # nothing to redo: only the commit is owed
+    git(c.port, "add", "-A", "--", ".agents")
+    git(c.port, "-c", "user.name=T", "-c", "user.email=t@example.invalid", "commit", "-q",
+        "-m", "sync(upstream): advance by hand")
+    ok("check")
+
+
 def test_a_tampered_event_chain_refuses_the_next_event(copy: Callable[[str], Copy]) -> None:
     c = copy("ready")
     ok("advance")

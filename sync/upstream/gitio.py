@@ -187,7 +187,9 @@ _MISSING_OBJECT = re.compile(r"unable to read|bad object|missing (?:blob|tree|co
 
 def _fail(repo: Path, args: Sequence[str], stderr: bytes) -> None:
     msg = stderr.decode("utf-8", "replace").strip().splitlines()
-    last = msg[-1] if msg else "no message"
+    # git's own verdict ("fatal: ...", "error: ..."), not the advice lines it adds after it.
+    said = [line for line in msg if line.startswith(("fatal:", "error:"))]
+    last = said[0] if said else msg[-1] if msg else "no message"
     fix = "check the repository and the revisions given"
     if any(_MISSING_OBJECT.search(line) for line in msg):
         fix = (f"the checkout is missing objects: re-fetch them with 'git -C {repo} fetch "

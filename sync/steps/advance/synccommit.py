@@ -15,7 +15,7 @@ import difflib
 from dataclasses import dataclass
 from pathlib import Path
 
-from sync.infra.errors import UsageError
+from sync.infra.errors import EnvironmentUnresolved, UsageError
 from sync.port import Port
 from sync.records import owned
 from sync.upstream import gitio
@@ -85,7 +85,16 @@ def _ledger_edits(port: Port) -> list[str]:
 def commit(port: Port, writes: dict[Path, bytes], message: Commit) -> str:
     """Commit every changed sync record (after `writes` were written); the new HEAD."""
     rels = changed_records(port, writes)
-    gitio.run(port.root, ["add", "-A", "--", *rels])
-    gitio.run(port.root, ["commit", "-q", "-m", message.subject, "-m", message.body, "--",
-                          *rels])
+    try:
+        gitio.run(port.root, ["add", "-A", "--", *rels])
+        gitio.run(port.root, ["commit", "-q", "-m", message.subject, "-m", message.body, "--",
+                              *rels])
+    except EnvironmentUnresolved as exc:
+        # The records are written (all of them: the transaction is done); only the commit
+        # failed, so the fix is to commit them, never to run the command again.
+        shown = " ".join(rels[:8]) + (" ..." if len(rels) > 8 else "")
+        raise EnvironmentUnresolved(
+            f"the records are written, but committing them failed: {exc.message}",
+            f"fix what git says, then commit them by hand: git -C {port.root} add -A -- "
+            f"{shown} && git -C {port.root} commit") from None
     return gitio.run(port.root, ["rev-parse", "HEAD"]).stdout.decode().strip()
