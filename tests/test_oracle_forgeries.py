@@ -604,3 +604,16 @@ def test_release_tag_pin_in_empty_mode(env: World, port_copy: Path, tmp_path: Pa
     rc, out, err = run_cli(["--port", str(port_copy), "oracle", "verify"])
     assert rc == 0, err + out
     assert f"runtime {released}, distribution {released}+empty, commit id {commit_id}" in out
+
+
+def test_progress_says_how_long_the_log_has_been_silent() -> None:
+    said: list[str] = []
+    say = oracle_build.progress_line("install", said.append)
+    say(15.2, "Collecting torch==2.13.0")
+    say(30.4, "Collecting torch==2.13.0")
+    say(45.9, "Collecting torch==2.13.0")
+    say(61.0, "Installing collected packages: torch\x1b[0m")
+    assert said == ["  [install 0:15] Collecting torch==2.13.0",
+                    "  [install 0:30] no new log line for 15 s",
+                    "  [install 0:45] no new log line for 30 s",
+                    "  [install 1:01] Installing collected packages: torch[0m"]

@@ -275,6 +275,24 @@ class Job:
     constraints: Path | None
 
 
+def progress_line(phase: str, note: Note) -> Callable[[float, str], None]:
+    """What a build step says while it runs: its phase, the time, and the log's last line;
+    while the log is silent, for how long (not the same line again and again: pip can be
+    quiet for a minute while it resolves or unpacks)."""
+    last: list[tuple[str, float]] = []
+
+    def say(elapsed: float, tail: str) -> None:
+        line = "".join(c for c in tail if c.isprintable())[:120]
+        clock = f"  [{phase} {int(elapsed) // 60}:{int(elapsed) % 60:02d}]"
+        if last and last[0][0] == line:
+            note(f"{clock} no new log line for {int(elapsed - last[0][1])} s")
+            return
+        last[:] = [(line, elapsed)]
+        note(f"{clock} {line}")
+
+    return say
+
+
 @dataclass(frozen=True)
 class _Scratch:
     """The build's throwaway directory and what every build step there runs with."""
@@ -287,11 +305,7 @@ class _Scratch:
     note: Note
 
     def _progress(self, phase: str) -> Callable[[float, str], None]:
-        def say(elapsed: float, tail: str) -> None:
-            line = "".join(c for c in tail if c.isprintable())[:120]
-            self.note(f"  [{phase} {int(elapsed) // 60}:{int(elapsed) % 60:02d}] {line}")
-
-        return say
+        return progress_line(phase, self.note)
 
     def step(self, argv: list[str], phase: str) -> None:
         """Run one build step into the log; a failure names the log and its first error."""
