@@ -11,13 +11,26 @@ import json
 from pathlib import Path
 
 import pytest
-from fakeupstream import make_port, make_upstream, pin_doc
+from fakeupstream import Upstream, make_port, make_upstream, pin_doc
 
 from sync.dev import realoracle
 from sync.dev.fastimport import History, git
 from sync.port import Port
 from sync.records import config, pins
 from sync.steps.verify import identity as oracle_verify
+
+
+def make_case(case: Path) -> tuple[Upstream, Path, str]:
+    """A case folder as the real one is shaped: `vllm/` and `port/`, the port pinned to a
+    Python-only build and not configured yet (init configures it)."""
+    up = make_upstream(case / "vllm")
+    port = make_port(case / "port", up, config="")
+    runtime = up.runtime(up.pin, 2)
+    (port / ".agents/upstream-sync.md").write_text(pin_doc(up.pin, runtime, runtime + ".empty"))
+    (port / ".agents/upstream-sync.toml").unlink()
+    git(port, "-c", "user.name=T", "-c", "user.email=t@example.invalid", "commit", "-q", "-am",
+        "case")
+    return up, port, runtime
 
 
 def test_the_commits_own_torch_pin_is_read(tmp_path: Path) -> None:
@@ -35,13 +48,7 @@ def test_the_commits_own_torch_pin_is_read(tmp_path: Path) -> None:
 def test_prepare_then_pin_at_the_release_tag(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                              capsys: pytest.CaptureFixture[str]) -> None:
     case = tmp_path / "case"
-    up = make_upstream(case / "vllm")
-    port = make_port(case / "port", up, config="")
-    runtime = up.runtime(up.pin, 2)
-    (port / ".agents/upstream-sync.md").write_text(pin_doc(up.pin, runtime, runtime + ".empty"))
-    (port / ".agents/upstream-sync.toml").unlink()
-    git(port, "-c", "user.name=T", "-c", "user.email=t@example.invalid", "commit", "-q", "-am",
-        "case")
+    up, port, _runtime = make_case(case)
     where = realoracle.prepare(case, tmp_path / "unused")
     assert where == {"port": port, "source": case / "vllm", "home": case / "oracles"}
     cfg = config.load(port)
@@ -79,13 +86,7 @@ def test_run_is_the_whole_session(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     """`nox -s real-oracle -- CASE --at TAG`: build and verify at the pin, status, then the
     oracle pinned and verified at the tag; a failing step's exit code ends it."""
     case = tmp_path / "case"
-    up = make_upstream(case / "vllm")
-    port = make_port(case / "port", up, config="")
-    runtime = up.runtime(up.pin, 2)
-    (port / ".agents/upstream-sync.md").write_text(pin_doc(up.pin, runtime, runtime + ".empty"))
-    (port / ".agents/upstream-sync.toml").unlink()
-    git(port, "-c", "user.name=T", "-c", "user.email=t@example.invalid", "commit", "-q", "-am",
-        "case")
+    up, port, runtime = make_case(case)
     for var in ("VLLM_SOURCE", "SYNC_ORACLE_HOME"):
         monkeypatch.delenv(var, raising=False)  # run() sets them; the test restores them
     assert realoracle.main(["run", str(case), "--at", f"v{up.tag}"]) == 0

@@ -71,58 +71,56 @@ class LockTaker:
 # -- forced interleavings (deterministic) ----------------------------------------------------
 
 
-def test_a_decide_between_syncs_read_and_write_is_never_lost(
-        fx: Fixture, monkeypatch: pytest.MonkeyPatch) -> None:
-    hand_edit(fx, "docs")
-    inner: list[Ran] = []
-    started: list[bool] = []
+def interleaved(fx: Fixture, monkeypatch: pytest.MonkeyPatch, outer: tuple[str, ...],
+                inner: tuple[str, ...]) -> tuple[Ran, Ran]:
+    """Run `outer`; the moment it reads the report back (it has read the decisions, and
+    not saved them yet), run `inner` once. Both results."""
+    ran: list[Ran] = []
     real = report.read_back
 
     def racing(text: str, prefixes: dict[str, str]) -> report.ReadBack:
-        if not started:  # the sync has read the decisions: a decide runs now
-            started.append(True)
-            inner.append(run(fx.port, "decide", fx.marks["lora"][:10], "IGNORE", "meanwhile"))
+        if not ran:
+            ran.append(run(fx.port, *inner))
         return real(text, prefixes)
 
     monkeypatch.setattr(report, "read_back", racing)
-    outer = run(fx.port, "sync")
+    first = run(fx.port, *outer)
     monkeypatch.undo()
+    (second,) = ran
+    return first, second
+
+
+def assert_kept_or_refused(fx: Fixture, second: Ran, name: str, reason: str) -> None:
+    """The inner decide either succeeded and its decision is there, or was refused (the
+    lock) and wrote nothing."""
     table = recorded(fx)
-    assert outer.rc == 0, outer.err
-    assert table[fx.marks["docs"]].disposition == "INVENTORY"  # the sync's hand edit
-    (second,) = inner
     if second.rc == 0:
-        assert table[fx.marks["lora"]].reason == "meanwhile", "a decide that succeeded was lost"
+        assert table[fx.marks[name]].reason == reason, "a decide that succeeded was lost"
     else:
-        assert second.rc == REFUSED and fx.marks["lora"] not in table
+        assert second.rc == REFUSED and fx.marks[name] not in table
+
+
+def test_a_decide_between_syncs_read_and_write_is_never_lost(
+        fx: Fixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    hand_edit(fx, "docs")
+    outer, second = interleaved(fx, monkeypatch, ("sync",),
+                                ("decide", fx.marks["lora"][:10], "IGNORE", "meanwhile"))
+    assert outer.rc == 0, outer.err
+    assert recorded(fx)[fx.marks["docs"]].disposition == "INVENTORY"  # the sync's hand edit
+    assert_kept_or_refused(fx, second, "lora", "meanwhile")
 
 
 def test_a_decide_between_decides_read_and_write_is_never_lost(
         fx: Fixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The first decide has saved its decision and read the report back: a second decide
+    # runs now, before the first one saves the hand edit it read.
     hand_edit(fx, "docs")
-    inner: list[Ran] = []
-    started: list[bool] = []
-    real = report.read_back
-
-    def racing(text: str, prefixes: dict[str, str]) -> report.ReadBack:
-        # The first decide has saved its decision and read the report back: a second
-        # decide runs now, before the first one saves the hand edit it read.
-        if not started:
-            started.append(True)
-            inner.append(run(fx.port, "decide", fx.marks["lora"][:10], "IGNORE", "second"))
-        return real(text, prefixes)
-
-    monkeypatch.setattr(report, "read_back", racing)
-    first = run(fx.port, "decide", fx.marks["rocm_b"][:10], "PORT-NOW", "first")
-    monkeypatch.undo()
-    table = recorded(fx)
+    first, second = interleaved(fx, monkeypatch,
+                                ("decide", fx.marks["rocm_b"][:10], "PORT-NOW", "first"),
+                                ("decide", fx.marks["lora"][:10], "IGNORE", "second"))
     assert first.rc == 0, first.err
-    assert table[fx.marks["rocm_b"]].reason == "first"
-    (second,) = inner
-    if second.rc == 0:
-        assert table[fx.marks["lora"]].reason == "second", "a decide that succeeded was lost"
-    else:
-        assert second.rc == REFUSED and fx.marks["lora"] not in table
+    assert recorded(fx)[fx.marks["rocm_b"]].reason == "first"
+    assert_kept_or_refused(fx, second, "lora", "second")
 
 
 def test_a_decide_refused_for_the_lock_has_written_nothing(
