@@ -124,12 +124,14 @@ class _Comments:
 
     def marked(self) -> list[int]:
         """0-based lines holding a marker: one regex pass over the whole text (C speed)."""
-        if not self.plain:
+        low = self.text.lower()
+        # The hints' offsets in the lower-cased text are the text's own only when lowering
+        # changed no length ('İ' becomes two characters); else the plain regex pass.
+        if not self.plain or len(low) != len(self.text):
             kept = self.text.splitlines(keepends=True)
             starts = list(itertools.accumulate((len(s) for s in kept), initial=0))
             return sorted({bisect.bisect_right(starts, m.start()) - 1
                            for m in _MARK.finditer(self.text)})
-        low = self.text.lower()
         starts = sorted({low.rfind("\n", 0, at) + 1 for h in _HINTS for at in _finds(low, h)})
         out: list[int] = []
         pos = line = 0
