@@ -212,7 +212,9 @@ _GITHUB = re.compile(
     r"(?:#L(?P<a>\d+)(?:-L(?P<b>\d+))?)?\Z",
     re.A,
 )
-_RUN = re.compile(r"[\w./-]+", re.A)
+# A maximal run of path characters that holds a `.` or a `/` (a run without either is no
+# path: neither a file nor a directory); anchored at the run's start, so it stays linear.
+_RUN = re.compile(r"(?<![\w./-])[\w-]*[./][\w./-]*", re.A)
 _SYM = re.compile(r"::?(?P<sym>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*)(?:\(\))?", re.A)
 _SHA = re.compile(r"(?<![\w./#-])[0-9a-f]{7,40}(?![\w/]|[.-]\w)", re.A)
 _SHA_WORD = re.compile(r"[0-9a-f]{7,40}")
