@@ -8,6 +8,7 @@ build, then a pin at the release tag written from the measured oracle.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -81,15 +82,15 @@ def test_prepare_refuses_a_folder_that_is_no_case(tmp_path: Path) -> None:
     assert realoracle.paths(tmp_path, tmp_path / "w")["port"] == tmp_path / "w" / "port"
 
 
-def test_run_is_the_whole_session(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+def test_run_is_the_whole_session(tmp_path: Path,
                                   capsys: pytest.CaptureFixture[str]) -> None:
     """`nox -s real-oracle -- CASE --at TAG`: build and verify at the pin, status, then the
     oracle pinned and verified at the tag; a failing step's exit code ends it."""
     case = tmp_path / "case"
     up, port, runtime = make_case(case)
-    for var in ("VLLM_SOURCE", "SYNC_ORACLE_HOME"):
-        monkeypatch.delenv(var, raising=False)  # run() sets them; the test restores them
     assert realoracle.main(["run", str(case), "--at", f"v{up.tag}"]) == 0
+    # run() set the case's checkout and oracle home for its commands only.
+    assert "VLLM_SOURCE" not in os.environ and "SYNC_ORACLE_HOME" not in os.environ
     said = capsys.readouterr().out
     paths = next(line for line in said.splitlines() if line.startswith("{"))
     assert json.loads(paths)["port"] == str(port)

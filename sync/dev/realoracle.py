@@ -22,6 +22,7 @@ block, and what the same block says without its `vllm_commit_id`.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -29,6 +30,7 @@ import shutil
 import sys
 import tempfile
 import tomllib
+from collections.abc import Iterator
 from pathlib import Path
 
 import tomli_w
@@ -128,15 +130,30 @@ def run(case: Path, work: Path, at: str | None) -> int:
     measured at that ref and verify it there. The first failing command's exit code."""
     where = prepare(case, work)
     print(json.dumps({k: str(v) for k, v in where.items()}), flush=True)
-    os.environ.update(VLLM_SOURCE=str(where["source"]), SYNC_ORACLE_HOME=str(where["home"]))
-    port = str(where["port"])
-    for argv in (["oracle", "build", "--if-missing"], ["oracle", "verify"], ["status"]):
-        rc = cli.main(["--port", port, *argv])
-        if rc != 0:
-            return rc
-    if at is None:
-        return 0
-    return cli.main(["--port", str(pin_at(where, at)), "oracle", "verify"])
+    with _environ(VLLM_SOURCE=str(where["source"]), SYNC_ORACLE_HOME=str(where["home"])):
+        port = str(where["port"])
+        for argv in (["oracle", "build", "--if-missing"], ["oracle", "verify"], ["status"]):
+            rc = cli.main(["--port", port, *argv])
+            if rc != 0:
+                return rc
+        if at is None:
+            return 0
+        return cli.main(["--port", str(pin_at(where, at)), "oracle", "verify"])
+
+
+@contextlib.contextmanager
+def _environ(**values: str) -> Iterator[None]:
+    """`values` in the environment for the commands run inside, as they were after."""
+    before = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, old in before.items():
+            if old is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = old
 
 
 def main(argv: list[str] | None = None) -> int:
