@@ -120,3 +120,16 @@ def test_a_killed_save_leaves_no_temp_file_after_the_next_run(fx: Fixture) -> No
     changed.write_text(changed.read_text() + "\n// a change: the scan cache is saved again\n")
     assert run(fx.port, "sync").rc == 0
     assert not orphan.exists()
+
+
+def test_explaining_one_commit_keeps_what_the_sync_cached(fx: Fixture) -> None:
+    assert run(fx.port, "sync").rc == 0
+    store = cache.Store(fx.reference, "symbols")
+    cached = store.load()
+    assert len(cached) > 1  # the sync's symbol pass, one entry per touching commit
+    # One commit not cached (as after the cache lost it): explain computes it and saves.
+    key = next(iter(cached))
+    store.save({k: v for k, v in cached.items() if k != key})
+    r = run(fx.port, "explain", key[0][:10])
+    assert r.rc == 0, r.err
+    assert store.load().keys() == cached.keys()

@@ -39,6 +39,7 @@ SUSPECT_UNITS = 3  # a line range over more top-level definitions than this is s
 _PY = (".py", ".pyi")
 _RANGE = re.compile(r"(\d+)(?:-(\d+))?")
 _STORE = "symbols"  # per reference checkout: upstream commits' changes, by what they depend on
+KEEP_COMMITS = 20_000  # cached commits kept from earlier passes (a few cycles' ranges)
 
 How = Literal["symbols", "lines", "whole-file", "path-level"]
 
@@ -144,7 +145,11 @@ def gather(ref: gitio.Reference, commits: Iterable[history.Commit], surf: Surfac
         if enabled:
             gc.enable()
     if missing:
-        store.save({keys[sha]: changes for sha, changes in out.items()})
+        # What other passes cached stays (an `explain` of one commit must not empty a
+        # sync's cache), up to a bound: past it, only this pass's commits are kept.
+        kept = {} if len(cached) > KEEP_COMMITS else dict(cached)
+        kept.update({keys[sha]: changes for sha, changes in out.items()})
+        store.save(kept)
     return Pass({c.sha: out[c.sha] for c in touching}, gitio.PROCESS_COUNT - before)
 
 
