@@ -56,6 +56,18 @@ def port_commit(port: Path, rel: str, message: str) -> str:
     return git(port, "rev-parse", "HEAD").strip()
 
 
+def port_pr(port: Path, rel: str, pr: int, status: str = "✅", *, bump: bool = False) -> None:
+    """Port vllm#`pr` into `rel` as a maintainer does: edit, (bump the header,) commit, and
+    add its ledger row."""
+    with (port / rel).open("a") as fh:
+        fh.write(f"// ported vllm#{pr}\n")
+    if bump:
+        ok("bump-headers", rel)
+    sha = port_commit(port, rel, f"Port vllm#{pr}")
+    ok("ledger", "add", "--commit", sha[:10], "--what", f"Port vllm#{pr}", "--pr", str(pr),
+       "--status", status)
+
+
 def carry_section(report: Path) -> list[str]:
     text = report.read_text(encoding="utf-8")
     section = text.split("## Carry-over", 1)[1].split("\n## ", 1)[0]
@@ -97,12 +109,8 @@ def _cycle_1(ex: Path) -> tuple[Path, dict[int, str]]:
     ok("decide", "#37215", "PORT-NOW", "carry-over: the scheduler rework lands next cycle")
     ok("decide", "#37580", "PORT-NOW", "carry-over: needs the new block pool first")
     for pr, rel in PORTED_1.items():
-        with (port / rel).open("a") as fh:
-            fh.write(f"// ported vllm#{pr}\n")
-        ok("bump-headers", rel)  # the target is a release tag: valid for every step
-        sha = port_commit(port, rel, f"Port vllm#{pr}")
-        ok("ledger", "add", "--commit", sha[:10], "--what", f"Port vllm#{pr}", "--pr", str(pr),
-           "--status", "✅ goldens")
+        # The target is a release tag: bumping the header to it is valid for every step.
+        port_pr(port, rel, pr, "✅ goldens", bump=True)
     ok("inventory", "annotate", "--pr", "38122", "--tier", "T2")
     ok("inventory", "annotate", "--pr", "38200", "--tier", "T2")
     ok("oracle", "build", "--commit", "target")
@@ -151,12 +159,7 @@ def test_carried_items_show_in_every_later_report_and_queue_until_closed(
         (line,) = mentions(lines, sha)
         assert line.startswith("- carried ") and f"since {Path(report_1).name}" in line
     assert {s for s in queue_shas(port)} >= {carried[37215], carried[37580]}
-    kv = "src/vllm/v1/core/kv_cache_manager.cpp"
-    with (port / kv).open("a") as fh:
-        fh.write("// ported vllm#37580\n")
-    sha = port_commit(port, kv, "Port vllm#37580")
-    ok("ledger", "add", "--commit", sha[:10], "--what", "Port vllm#37580", "--pr", "37580",
-       "--status", "✅")
+    port_pr(port, "src/vllm/v1/core/kv_cache_manager.cpp", 37580)
     ok("sync")
     lines = carry_section(report_2)
     assert mentions(lines, carried[37580]) == []  # ported: closed
@@ -192,12 +195,7 @@ def test_carried_items_show_in_every_later_report_and_queue_until_closed(
     assert queue[carried[37215]] == Path(report_1).name
     # Close the last two: an annotation and a ledger row.
     ok("inventory", "annotate", "--pr", "37404", "--tier", "T1")
-    sched = "src/vllm/v1/core/sched/scheduler.cpp"
-    with (port / sched).open("a") as fh:
-        fh.write("// ported vllm#37215\n")
-    sha = port_commit(port, sched, "Port vllm#37215")
-    ok("ledger", "add", "--commit", sha[:10], "--what", "Port vllm#37215", "--pr", "37215",
-       "--status", "✅")
+    port_pr(port, "src/vllm/v1/core/sched/scheduler.cpp", 37215)
     ok("sync")
     lines = carry_section(report_3)
     assert not any(line.startswith("- carried ") for line in lines)

@@ -203,7 +203,7 @@ def _report_name(rel: str) -> str:
     return rel.rsplit("/", 1)[-1]
 
 
-_TODO: dict[str, str] = {
+_NEXT_STEP: dict[str, str] = {  # what a carried item still needs, by disposition
     "PORT-NOW": "port it (its diff up to `{target}`: 'upstream-sync queue'), then add a ledger "
                 "row ('upstream-sync ledger add --pr {pr}'), or decide it otherwise",
     "INVENTORY": "annotate it ('upstream-sync inventory annotate --pr {pr} --tier T?'), or "
@@ -215,10 +215,11 @@ _TODO: dict[str, str] = {
 def carried_line(i: Imported, target: str) -> str:
     """The line of a carried item outside this range, its instructions for `target`."""
     e = i.entry
-    todo = _TODO[e.disposition].format(target=short(target), pr=e.pr or "N", sha=short(e.sha))
+    step = _NEXT_STEP[e.disposition].format(target=short(target), pr=e.pr or "N",
+                                            sha=short(e.sha))
     return (f"- carried {e.disposition}: `{short(e.sha)}` {_pr(e)} "
             f"{escape(short_subject(e.subject))} — since {_report_name(i.record.since)}: "
-            f"{escape(e.reason, reason=True)}; {todo}")
+            f"{escape(e.reason, reason=True)}; {step}")
 
 
 def lines(port: Port, c: cycle.Cycle, entries: list[Entry], recorded: list[gates.GateResult],

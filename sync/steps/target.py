@@ -46,16 +46,22 @@ class Frozen:
 def peek(port: Port, ref: gitio.Reference, wanted: Wanted) -> tuple[str, bool]:
     """(the SHA `freeze` would freeze, whether the cycle accepted divergence already), with
     nothing written: a target refused for its ancestry must not replace the open one."""
+    want, sha, current, kept = _wanted(port, ref, wanted)
+    if kept is None:
+        _needs_retarget(current, wanted, want, sha)
+    return (kept.cycle.target, kept.cycle.divergent_ok) if kept else (sha, False)
+
+
+def _wanted(port: Port, ref: gitio.Reference, wanted: Wanted
+            ) -> tuple[str, str, cycle.Cycle | None, Frozen | None]:
+    """(the target as asked, its SHA, the open cycle, that cycle when it keeps its target)."""
     want = wanted.target or port.upstream_ref
     sha = gitio.resolve(ref, want)
     if sha is None:
         raise UsageError(f"target {want!r} does not name a commit in {ref.path}",
                          "give a SHA, tag or branch that exists (run fetch first)")
     current = port.cycle()
-    kept = _kept(current, wanted, sha, want)
-    if kept is None:
-        _needs_retarget(current, wanted, want, sha)
-    return (kept.cycle.target, kept.cycle.divergent_ok) if kept else (sha, False)
+    return want, sha, current, _kept(current, wanted, sha, want)
 
 
 def _needs_retarget(current: cycle.Cycle | None, wanted: Wanted, want: str, sha: str) -> None:
@@ -78,13 +84,7 @@ def freeze(port: Port, ref: gitio.Reference, wanted: Wanted) -> Frozen:
 
 
 def _freeze(port: Port, ref: gitio.Reference, wanted: Wanted) -> Frozen:
-    want = wanted.target or port.upstream_ref
-    sha = gitio.resolve(ref, want)
-    if sha is None:
-        raise UsageError(f"target {want!r} does not name a commit in {ref.path}",
-                         "give a SHA, tag or branch that exists (run fetch first)")
-    current = port.cycle()
-    kept = _kept(current, wanted, sha, want)
+    want, sha, current, kept = _wanted(port, ref, wanted)
     if kept is not None:
         if wanted.allow_divergent and not kept.cycle.divergent_ok:
             kept = Frozen(cycle.store(port, replace(kept.cycle, divergent_ok=True)), kept.moved)
