@@ -20,13 +20,14 @@ whose wheel does not say it was built at the oracle's commit.
 from __future__ import annotations
 
 import ast
-import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+from sync.infra.hashing import file_sha256
 
 _LOCATION = re.compile(r"Using user-specified precompiled wheel location: (\S+)")
 _COMMIT = re.compile(r"Using precompiled wheel commit (\S+)")
@@ -87,13 +88,7 @@ def _local_file(location: str | None) -> Path | None:
 
 
 def _sha256(path: Path | None) -> str | None:
-    if path is None or not path.is_file():
-        return None
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
+    return None if path is None or not path.is_file() else file_sha256(path)
 
 
 def from_log(lines: list[str]) -> Provenance | None:

@@ -41,6 +41,7 @@ from pathlib import Path
 from sync.infra import proc
 from sync.infra.atomic import write_text
 from sync.infra.errors import EnvironmentUnresolved, UsageError
+from sync.infra.hashing import file_sha256
 from sync.port import Port
 from sync.records import gates, modes
 from sync.records.config import OracleConfig
@@ -440,14 +441,6 @@ def _add_image_sites(env: Path, dirs: tuple[str, ...], note: Note) -> None:
                                                            encoding="utf-8")
 
 
-def sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
-
-
 def freeze(env: Path, uv: Path | None, run: Runner) -> str:
     """Write the env's resolved dependency set to `<env>/FREEZE`; its sha256."""
     py = str(env / "bin" / "python")
@@ -483,8 +476,8 @@ def _record(job: Job, work: _Scratch, clone: Path, wheel: Path
         python=str(work.python), source=str(job.source.path), host=gates.hostname(),
         built_at=gates.now(), origin="built", log=str(work.log),
         record_sha256=inst.record_sha256, not_in_tree=list(tree.not_in_tree), binaries=doc,
-        wheel=wheel.name, wheel_sha256=sha256(wheel), constraints=cfg.constraints,
-        constraints_sha256=sha256(job.constraints) if job.constraints else None,
+        wheel=wheel.name, wheel_sha256=file_sha256(wheel), constraints=cfg.constraints,
+        constraints_sha256=file_sha256(job.constraints) if job.constraints else None,
         freeze_sha256=freeze(job.env, work.uv, work.output), inputs=passed)
     write_marker(job.env, record)
     return record, (warn,) if warn else ()

@@ -33,6 +33,7 @@ from urllib.parse import unquote, urlparse
 
 from sync.infra.atomic import read_record, write_text
 from sync.infra.errors import BlockedCycle, MalformedRecord, UsageError
+from sync.infra.hashing import file_sha256
 from sync.port import Port
 from sync.records import gates
 from sync.upstream import gitio
@@ -69,7 +70,7 @@ def site_dirs(env: Path) -> list[Path]:
 
 def _sha256(path: Path) -> str:
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        return file_sha256(path)
     except OSError:
         return "unreadable"
 
