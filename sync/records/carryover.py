@@ -24,6 +24,7 @@ from sync.infra.errors import MalformedRecord
 from sync.records import schema
 from sync.records.cycle import REPORT_NAME
 from sync.records.schema import DERIVED
+from sync.upstream.gitio import short
 
 SCHEMA = 1
 FILE = "carry-over.toml"
@@ -60,19 +61,19 @@ def _item(sha: str, raw: object, rel: str) -> Carried:
     if not _SHA.fullmatch(sha):
         raise _bad(rel, f"carried key {sha[:50]!r} is not a full lowercase SHA")
     if not isinstance(raw, dict):
-        raise _bad(rel, f"carried {sha[:10]} is not a table")
+        raise _bad(rel, f"carried {short(sha)} is not a table")
     problem = (schema.unknown(raw, Carried) or schema.missing(raw, Carried))
     if problem is not None:
-        raise _bad(rel, f"carried {sha[:10]}: unknown or missing key {problem!r}")
+        raise _bad(rel, f"carried {short(sha)}: unknown or missing key {problem!r}")
     wrong = schema.mistyped(raw, Carried)
     if wrong is not None:
-        raise _bad(rel, f"carried {sha[:10]}: {wrong.text}")
+        raise _bad(rel, f"carried {short(sha)}: {wrong.text}")
     if not _SHA.fullmatch(raw["since_target"]):
-        raise _bad(rel, f"carried {sha[:10]}: since_target is not a full lowercase SHA")
+        raise _bad(rel, f"carried {short(sha)}: since_target is not a full lowercase SHA")
     since = PurePosixPath(raw["since"])
     # Reports name it (`since <report>`): a port-relative report path, never anything else.
     if since.is_absolute() or ".." in since.parts or not REPORT_NAME.fullmatch(since.name):
-        raise _bad(rel, f"carried {sha[:10]}: since {raw['since'][:60]!r} is not a sync "
+        raise _bad(rel, f"carried {short(sha)}: since {raw['since'][:60]!r} is not a sync "
                         "report's port-relative path")
     return Carried(sha=sha, **schema.values(raw, Carried))
 

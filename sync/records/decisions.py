@@ -22,6 +22,7 @@ from sync.infra.atomic import read_record, write_text
 from sync.infra.errors import MalformedRecord
 from sync.records import schema
 from sync.records.schema import DERIVED
+from sync.upstream.gitio import short
 
 Disposition = Literal["PORT-NOW", "INVENTORY", "IGNORE", "UNCLASSIFIED"]
 ALL: tuple[Disposition, ...] = get_args(Disposition)
@@ -79,20 +80,20 @@ def _decision(sha: str, d: object, path: str) -> Decision:
         raise MalformedRecord(f"decision key {sha[:50]!r} is not a full lowercase SHA",
                               "key decisions by the 40-hex upstream commit", path=path)
     if not isinstance(d, dict):
-        raise MalformedRecord(f"decision {sha[:10]} is not a table", "fix the file", path=path)
+        raise MalformedRecord(f"decision {short(sha)} is not a table", "fix the file", path=path)
     extra = schema.unknown(d, Decision)
     if extra is not None:
-        raise MalformedRecord(f"decision {sha[:10]} has unknown key {extra!r}", "remove it",
+        raise MalformedRecord(f"decision {short(sha)} has unknown key {extra!r}", "remove it",
                               path=path)
     disp, reason = d.get("disposition"), d.get("reason")
     if disp not in ALL:
-        raise MalformedRecord(f"decision {sha[:10]}: disposition {disp!r} is not one of "
+        raise MalformedRecord(f"decision {short(sha)}: disposition {disp!r} is not one of "
                               f"{', '.join(ALL)}", "fix the file", path=path)
     if not isinstance(reason, str) or not reason.strip():
-        raise MalformedRecord(f"decision {sha[:10]} has no reason", "add a reason", path=path)
+        raise MalformedRecord(f"decision {short(sha)} has no reason", "add a reason", path=path)
     values = schema.values(d, Decision)
     if schema.mistyped(values, Decision) is not None:
-        raise MalformedRecord(f"decision {sha[:10]}: by/at/subject must be strings",
+        raise MalformedRecord(f"decision {short(sha)}: by/at/subject must be strings",
                               "fix the file", path=path)
     return Decision(sha=sha, **values)
 

@@ -25,6 +25,7 @@ from sync.records import schema
 from sync.records.layout import Layout
 from sync.records.schema import DERIVED
 from sync.upstream import gitio
+from sync.upstream.gitio import short
 
 Kind = Literal["advance", "rollback", "stall", "omni-advance", "correction"]
 KINDS: tuple[Kind, ...] = get_args(Kind)
@@ -208,7 +209,7 @@ def pin_problems(port: Layout, evs: list[Event], pin: str) -> list[str]:
         return []
     last = moving[-1]
     return [f"{port.rel(last.path)}:1: the newest pin-moving event leaves the pin at "
-            f"{last.pin_after[:10]}, but the pin block names {pin[:10]}: an event was deleted "
+            f"{short(last.pin_after)}, but the pin block names {short(pin)}: an event was deleted "
             "or edited, or the pin moved without an advance — restore the events from git, "
             "or advance/roll back with upstream-sync"]
 

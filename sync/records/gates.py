@@ -29,6 +29,7 @@ from sync.records.layout import Layout
 from sync.records.mdtext import code, escape
 from sync.records.prefs import Preferences
 from sync.records.schema import DERIVED
+from sync.upstream.gitio import short
 
 SCHEMA = 1
 DIR = "gates"
@@ -80,7 +81,7 @@ def check_target(port: Layout, given: str | None) -> str:
     target = current_target(port)
     if given is not None and not (len(given) >= 7 and target.startswith(given.lower())):
         raise BlockedCycle(
-            f"this checkout's gate target is {target[:10]}, but --target names {given[:10]}",
+            f"this checkout's gate target is {short(target)}, but --target names {short(given)}",
             "bring the port checkout to the commit the handoff was made from, then run it "
             "again")
     return target
@@ -214,14 +215,14 @@ def eligible(prefs: Preferences, needs_gpu: bool) -> tuple[bool, str]:
 
 
 def _oracle_label(oracle: dict[str, str | None]) -> str:
-    commit = (oracle.get("commit") or "?")[:10]
+    commit = short(oracle.get("commit") or "?")
     label = f"oracle {escape(oracle.get('oracle') or '?')} @ {code(commit)}"
     runtime = oracle.get("runtime_version")
     if runtime:
         label += f" ({escape(runtime)})"
     against = oracle.get("vllm_commit")
     if against and against != oracle.get("commit"):
-        label += f" against vLLM {code(against[:10])}"
+        label += f" against vLLM {code(short(against))}"
     return label
 
 

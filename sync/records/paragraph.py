@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from sync.infra.errors import MalformedRecord, UsageError
 from sync.records import blocks, claims
 from sync.records.pins import Pin
+from sync.upstream.gitio import short
 
 _LEAD = re.compile(r"(?:[-*+>]\s+)?(?:\*\*|__)?Active (?:pin|cycle) \(")
 _LABEL = r"[^\s(),`*]+"
@@ -238,7 +239,7 @@ def _narrative(rest: str, known: claims.Known) -> tuple[str, list[str], list[str
 def _gate_sentence(m: Measured) -> str:
     if m.drift is None:
         return "No golden gate ran for this advance."
-    return f"The golden gate at {m.target[:10]} measured {m.drift.rstrip('.')}."
+    return f"The golden gate at {short(m.target)} measured {m.drift.rstrip('.')}."
 
 
 def rewrite(text: str, para: Paragraph, m: Measured) -> Rewrite:

@@ -12,6 +12,7 @@ from sync.infra.errors import BlockedCycle, UsageError
 from sync.port import Port
 from sync.records import events
 from sync.steps.advance import advance, synccommit
+from sync.upstream.gitio import short
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -66,7 +67,7 @@ def _advance(args: argparse.Namespace, ctx: Context, port: Port) -> int:
 
 def _dry_run(ctx: Context, p: advance.Plan, m: advance.Measured) -> int:
     diff = advance.diff(p, ctx.port)
-    said = (f"dry run: would advance {p.old.commit[:10]} → {p.new.commit[:10]}; nothing "
+    said = (f"dry run: would advance {short(p.old.commit)} → {short(p.new.commit)}; nothing "
             "written")
     rw = m.rewrite
     ctx.emit_json({"advanced": False, "dry_run": True, "pin_before": p.old.commit,
@@ -91,11 +92,11 @@ def _print(ctx: Context, p: advance.Plan, sha: str | None, how: str) -> None:
                    "files": sorted(port.rel(k) for k in p.writes)})
     if ctx.json:
         return
-    ctx.say(f"advanced the parity pin {p.old.commit[:10]} → {p.new.commit[:10]} "
+    ctx.say(f"advanced the parity pin {short(p.old.commit)} → {short(p.new.commit)} "
             f"({p.new.runtime_version}); {len(p.writes)} files; event {port.rel(p.event)}; "
             f"reference checkout {how}")
     if sha:
-        ctx.say(f"committed {sha[:10]}")
+        ctx.say(f"committed {short(sha)}")
 
 
 def _refuse(ctx: Context, unmet: list[str]) -> NoReturn:
@@ -120,7 +121,7 @@ def _stall(ctx: Context, unmet: list[str], *, commit: bool) -> int:
     sha = None
     if commit:
         sha = synccommit.commit(port, {}, synccommit.Commit(
-            f"sync(upstream): stall the cycle to {port.open_cycle().target[:10]}",
+            f"sync(upstream): stall the cycle to {short(port.open_cycle().target)}",
             f"Report: {port.rel(s.report)}\nUnmet: {len(unmet)}\nCarried over: {s.carried}"))
     doc: dict[str, Any] = {"stalled": True, "report": port.rel(s.report), "unmet": unmet,
                            "event": port.rel(s.event) if s.event else None,
@@ -132,13 +133,13 @@ def _stall(ctx: Context, unmet: list[str], *, commit: bool) -> int:
             f"precondition(s); {s.carried} item(s) carried over; "
             + (f"event {port.rel(s.event)}" if s.event else "its stall was recorded already"))
     if sha:
-        ctx.say(f"committed {sha[:10]}")
+        ctx.say(f"committed {short(sha)}")
     return 0
 
 
 def _git_commit(port: Port, p: advance.Plan) -> str:
     gates_line = ", ".join(f"{g.name} {g.status}" for g in port.gates(p.target))
     return synccommit.commit(port, p.writes, synccommit.Commit(
-        f"sync(upstream): advance parity pin {p.old.commit[:10]} → {p.new.commit[:10]}",
+        f"sync(upstream): advance parity pin {short(p.old.commit)} → {short(p.new.commit)}",
         f"Range: {p.old.commit}..{p.new.commit}\nReport: {port.rel(p.report)}\n"
         f"Gates: {gates_line or 'none configured'}"))

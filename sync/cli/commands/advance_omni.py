@@ -12,6 +12,7 @@ from sync.infra.errors import IdentityMismatch, UsageError
 from sync.port import Port
 from sync.steps.advance import omni
 from sync.steps.verify import oracle
+from sync.upstream.gitio import short
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -43,7 +44,7 @@ def _advance(args: argparse.Namespace, ctx: Context, port: Port) -> int:
                        "mismatches": [str(x) for x in m.verification.mismatches]})
         for mismatch in m.verification.mismatches:
             ctx.say(f"mismatch: {mismatch}")
-        raise IdentityMismatch(f"oracle {args.oracle} at {m.commit[:10]} fails verification",
+        raise IdentityMismatch(f"oracle {args.oracle} at {short(m.commit)} fails verification",
                                "rebuild it, then run advance-omni again")
     a = omni.plan(port, m)
     before, commit = a.before, a.commit
@@ -51,8 +52,8 @@ def _advance(args: argparse.Namespace, ctx: Context, port: Port) -> int:
         ctx.emit_json({"advanced": False, "dry_run": True, "oracle": args.oracle,
                        "pin_before": before.pin, "pin_after": commit, "pin_label": a.label,
                        **a.labels, "file": port.rel(before.path)})
-        ctx.say(f"dry run: would move {port.rel(before.path)} {before.pin[:10]} → {commit[:10]} "
-              f"({a.label}); ran against vLLM {a.labels['vllm_commit']}")
+        ctx.say(f"dry run: would move {port.rel(before.path)} {short(before.pin)} → "
+              f"{short(commit)} ({a.label}); ran against vLLM {a.labels['vllm_commit']}")
         return 0
     ev_path, writes = a.staged(port)
     with port.lock():
@@ -63,7 +64,7 @@ def _advance(args: argparse.Namespace, ctx: Context, port: Port) -> int:
                        "isolation_checks": list(a.checks),
                        "event": port.rel(ev_path)})
     else:
-        ctx.say(f"advanced {args.oracle} {before.pin[:10]} → {commit[:10]} ({a.label}); isolation "
-              f"proven ({', '.join(a.checks)}); labelled with omni "
-              f"{commit[:10]} and vLLM {str(a.labels['vllm_commit'])[:10]}")
+        ctx.say(f"advanced {args.oracle} {short(before.pin)} → {short(commit)} ({a.label}); "
+              f"isolation proven ({', '.join(a.checks)}); labelled with omni "
+              f"{short(commit)} and vLLM {short(str(a.labels['vllm_commit']))}")
     return 0

@@ -15,6 +15,7 @@ from sync.port import Port
 from sync.records import cycle
 from sync.steps import bump, surface
 from sync.upstream import gitio
+from sync.upstream.gitio import short
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _COMMIT = re.compile(r"[0-9a-f]{7,40}")
@@ -91,7 +92,7 @@ def _say(ctx: Context, plans: list[bump.FilePlan], target: str, verb: str) -> No
         elif p.refusal is not None:
             ctx.say(f"refused: {p.refusal}")
         elif not p.changes:
-            ctx.say(f"{p.rel}: already at {target[:10]}")
+            ctx.say(f"{p.rel}: already at {short(target)}")
         for c in p.changes:
             changed = "" if c.content == "unchanged" else "; the upstream file changed since"
             ctx.say(f"{p.rel}:{c.line}: {verb} {c.path} {c.old} → {c.new} (was {c.was}"
@@ -99,7 +100,7 @@ def _say(ctx: Context, plans: list[bump.FilePlan], target: str, verb: str) -> No
     counts = {s: sum(1 for p in plans if p.status == s)
               for s in ("bump", "unchanged", "skipped", "refused")}
     ctx.say(f"{len(plans)} file(s): {counts['bump']} to bump ({verb}), {counts['unchanged']} "
-            f"already at {target[:10]} or citing no vLLM SHA to move, {counts['skipped']} "
+            f"already at {short(target)} or citing no vLLM SHA to move, {counts['skipped']} "
             f"skipped, {counts['refused']} refused")
 
 

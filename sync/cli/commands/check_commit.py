@@ -7,6 +7,7 @@ import argparse
 from sync.cli.context import Context, add_json
 from sync.infra.errors import CheckFailed
 from sync.steps.commitcheck import offenders
+from sync.upstream.gitio import short
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -27,7 +28,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
             for s, subj, o, f in bad]})
     else:
         for sha, subject, owned, feature in bad:
-            ctx.say(f"{sha[:10]} {subject}: mixes sync records ({', '.join(owned)}) with feature "
+            ctx.say(f"{short(sha)} {subject}: mixes sync records ({', '.join(owned)}) with feature "
                   f"work ({', '.join(feature)})")
     if bad:
         raise CheckFailed(f"{len(bad)} commit(s) mix a sync cycle with feature work",

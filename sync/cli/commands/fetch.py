@@ -8,6 +8,7 @@ from sync.cli.context import Context, add_json
 from sync.infra.errors import UsageError
 from sync.steps.target import Wanted, freeze
 from sync.upstream import gitio, health
+from sync.upstream.gitio import short
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -50,11 +51,11 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
                        "commits": behind, "dirty": not tree.clean, "state": tree.describe()})
         return 0
     if frozen.moved:
-        ctx.note(f"{prefs.remote}/{prefs.branch} moved to {frozen.moved[:10]}; the open cycle "
-                 f"keeps its target {c.target[:10]} (pass --retarget to move it)")
+        ctx.note(f"{prefs.remote}/{prefs.branch} moved to {short(frozen.moved)}; the open cycle "
+                 f"keeps its target {short(c.target)} (pass --retarget to move it)")
     if c.target == pin.commit:
-        ctx.say(f"nothing to sync: the target {c.target[:10]} is the pin")
+        ctx.say(f"nothing to sync: the target {short(c.target)} is the pin")
         return 0
     ctx.say(f"target {c.target} ({c.target_ref}) frozen for this cycle; "
-            f"{behind if behind is not None else '?'} commits after the pin {pin.commit[:10]}")
+            f"{behind if behind is not None else '?'} commits after the pin {short(pin.commit)}")
     return 0

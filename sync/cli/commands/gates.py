@@ -7,6 +7,7 @@ from pathlib import Path
 
 from sync.cli.context import Context, add_json
 from sync.records import gates
+from sync.upstream.gitio import short
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -32,6 +33,6 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     else:
         for line in changes:
             ctx.say(line)
-        ctx.say(f"merged {len(args.files)} file(s) into the gate record for {target[:10]}: "
+        ctx.say(f"merged {len(args.files)} file(s) into the gate record for {short(target)}: "
               f"{len(changes)} gate(s) changed")
     return 0

@@ -14,6 +14,7 @@ from sync.port import Port
 from sync.records import cycle, inventory
 from sync.steps import queue as workqueue
 from sync.steps.classify import Entry
+from sync.upstream.gitio import short
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 _COMMIT = re.compile(r"[0-9a-f]{7,40}")
@@ -74,7 +75,7 @@ def _section(port: Port, c: cycle.Cycle | None, file: Path) -> tuple[str | None,
     report_md = workqueue.report_json(port, c).with_suffix(".md")
     link = Path(os.path.relpath(report_md, file.parent)).as_posix()
     return inventory.cycle_title(c.frozen_at[:10], c.target), (
-        f"INVENTORY items of the sync cycle to `{c.target[:10]}` (report: "
+        f"INVENTORY items of the sync cycle to `{short(c.target)}` (report: "
         f"[{report_md.name}]({link})), recorded by `upstream-sync inventory annotate`. "
         "Move an item into its tier's list when it is scheduled.")
 

@@ -15,6 +15,7 @@ from sync.steps.verify import gc as oracle_gc
 from sync.steps.verify import identity as oracle_verify
 from sync.steps.verify import oracle
 from sync.steps.verify import probe as oracle_probe
+from sync.upstream.gitio import short
 
 
 def _oracle_args(p: argparse.ArgumentParser) -> None:
@@ -98,7 +99,7 @@ def run_build(args: argparse.Namespace, ctx: Context) -> int:
                        "kept": [str(p) for p in built.kept],
                        "isolation": list(built.isolation), "warnings": list(built.warnings)})
     else:
-        ctx.say(f"built oracle {r.oracle} at {r.commit[:10]}: {built.env} (build mode "
+        ctx.say(f"built oracle {r.oracle} at {short(r.commit)}: {built.env} (build mode "
                 f"{r.build_mode}, {r.installer}; log {r.log})")
         for p in built.kept:
             ctx.say(f"kept for rollback: {p}")
@@ -121,7 +122,7 @@ def run_probe(args: argparse.Namespace, ctx: Context) -> int:
     if ctx.json:
         ctx.emit_json(p.as_doc())
         return 0
-    ctx.say(f"oracle {p.oracle} at {p.commit[:10]}: {p.env}")
+    ctx.say(f"oracle {p.oracle} at {short(p.commit)}: {p.env}")
     ctx.say(f"  runtime version:      {p.runtime_version or 'absent'}"
             + (f" (import failed: {p.import_error})" if p.import_error else ""))
     ctx.say(f"  distribution version: {p.distribution_version or 'absent'} "
@@ -161,7 +162,7 @@ def run_verify(args: argparse.Namespace, ctx: Context) -> int:
             ctx.say(f"mismatch: {m}")
         if v.ok:
             label = " (shape only: compared with no record)" if v.role == "shape only" else ""
-            ctx.say(f"oracle {args.oracle} at {v.probe.commit[:10]} verified{label}: "
+            ctx.say(f"oracle {args.oracle} at {short(v.probe.commit)} verified{label}: "
                   f"{_describe(v.identity)}")
     if not v.ok:
         raise oracle_verify.refusal(args.oracle, v)
@@ -185,7 +186,7 @@ def run_adopt(args: argparse.Namespace, ctx: Context) -> int:
         ctx.emit_json({"env": str(done.env), "adopted": str(done.real),
                        "recorded": done.record is not None, **_verification_doc(v)})
     elif done.record is not None:
-        ctx.say(f"adopted {done.real} as oracle {args.oracle} at {v.probe.commit[:10]}: "
+        ctx.say(f"adopted {done.real} as oracle {args.oracle} at {short(v.probe.commit)}: "
                 f"{done.env}; {_describe(v.identity)}")
     if done.record is None:
         raise oracle_verify.refusal(args.oracle, v, adopting=True)

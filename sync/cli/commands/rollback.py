@@ -9,6 +9,7 @@ from sync.cli.context import Context, add_json
 from sync.infra import txn
 from sync.port import Port
 from sync.steps.advance import advance, rollback, synccommit
+from sync.upstream.gitio import short
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -41,8 +42,8 @@ def _rollback(args: argparse.Namespace, ctx: Context, port: Port) -> int:
         ctx.emit_json({**doc, "diff": diff, "commit": None})
         if not ctx.json:
             ctx.text.write(diff)
-            ctx.say(f"dry run: would roll back the parity pin {undone.pin_after[:10]} → "
-                    f"{pin.commit[:10]}; nothing written")
+            ctx.say(f"dry run: would roll back the parity pin {short(undone.pin_after)} → "
+                    f"{short(pin.commit)}; nothing written")
         return 0
     synccommit.refuse(port, args.commit, plan.writes)
     with port.lock():
@@ -50,11 +51,11 @@ def _rollback(args: argparse.Namespace, ctx: Context, port: Port) -> int:
     sha = None
     if args.commit:
         sha = synccommit.commit(port, plan.writes, synccommit.Commit(
-            f"sync(upstream): roll back parity pin {undone.pin_after[:10]} → {pin.commit[:10]}",
+            f"sync(upstream): roll back parity pin {short(undone.pin_after)} → {short(pin.commit)}",
             f"Supersedes state event {undone.index}.\nOracle: {env_note}"))
     ctx.emit_json({**doc, "commit": sha})
     if not ctx.json:
-        ctx.say(f"rolled back the parity pin {undone.pin_after[:10]} → {pin.commit[:10]}; "
+        ctx.say(f"rolled back the parity pin {short(undone.pin_after)} → {short(pin.commit)}; "
                 f"previous oracle environment: {env_note}")
         ctx.say("note: the reference checkout was not moved back (it is never reset)")
     return 0

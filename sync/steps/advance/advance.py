@@ -32,6 +32,7 @@ from sync.steps.verify import identity as oracle_verify
 from sync.steps.verify import oracle
 from sync.steps.verify.probe import Probe
 from sync.upstream import gitio
+from sync.upstream.gitio import short
 
 CORE = "vllm"
 ADVANCED = re.compile(r"^- Cycle state: ADVANCED(?=\r?$)", re.MULTILINE)
@@ -93,10 +94,10 @@ def _report_unmet(port: Port, c: cycle.Cycle, ctx: Notes | None) -> list[str]:
     """The cycle has a report and has not advanced yet (then nothing else is checked)."""
     path = syncrun.report_path(port, c)
     if not path.exists():
-        return [f"no sync report for the target {c.target[:10]} — run 'upstream-sync sync'"]
+        return [f"no sync report for the target {short(c.target)} — run 'upstream-sync sync'"]
     if _advanced(port.text(path) or ""):
         finish_fast_forward(port, c.target, ctx)
-        return [f"the cycle to {c.target[:10]} already advanced — fetch a new target"]
+        return [f"the cycle to {short(c.target)} already advanced — fetch a new target"]
     return []
 
 
@@ -119,9 +120,9 @@ def _unported(port: Port, result: syncrun.Result) -> list[str]:
         if e.disposition == "PORT-NOW" and not carry.ported(e, led) and not carry.is_carry_over(e):
             pr = f"vllm#{e.pr}" if e.pr is not None else "(no PR)"
             force = " --force" if e.sha in port.decisions() else ""
-            out.append(f"PORT-NOW `{e.sha[:10]}` {pr} has no ledger row — port it and run "
+            out.append(f"PORT-NOW `{short(e.sha)}` {pr} has no ledger row — port it and run "
                        "'upstream-sync ledger add', or carry it over with 'upstream-sync "
-                       f"decide {e.sha[:10]} PORT-NOW \"carry-over: <why>\"{force}'")
+                       f"decide {short(e.sha)} PORT-NOW \"carry-over: <why>\"{force}'")
     return out
 
 
@@ -152,7 +153,7 @@ def _required_gate_unmet(name: str, recorded: dict[str, gates.GateResult],
     g = recorded.get(name) or next((r for r in recorded.values()
                                     if r.name.startswith(name + "[")), None)
     if g is None:
-        return (f"gate {name} has not run at {target[:10]} — run 'nox -s "
+        return (f"gate {name} has not run at {short(target)} — run 'nox -s "
                 f"{name.split(':')[0]}'")
     if g.status != "PASS":
         return f"gate {g.name} is {g.status}" + (
@@ -169,7 +170,7 @@ def _oracle_unmet(port: Port, target: str
     except SyncError as exc:
         return [f"oracle {CORE} at the target cannot be verified: {exc}"], None
     if not v.ok:
-        return [f"oracle {CORE} at {target[:10]} fails verification: "
+        return [f"oracle {CORE} at {short(target)} fails verification: "
                 + "; ".join(str(m) for m in v.mismatches[:3])], None
     return [], v
 
@@ -374,7 +375,7 @@ def finish_fast_forward(port: Port, target: str, ctx: Notes | None) -> None:
         return
     how = fast_forward(port, target)
     if ctx is not None:
-        ctx.note(f"finished the interrupted advance: {how} {ref.path} to {target[:10]}")
+        ctx.note(f"finished the interrupted advance: {how} {ref.path} to {short(target)}")
 
 
 @dataclass(frozen=True)

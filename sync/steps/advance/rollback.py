@@ -21,6 +21,7 @@ from sync.records import carryover, events, oraclefile, paragraph, pins
 from sync.steps import report
 from sync.steps.advance import advance
 from sync.steps.verify import oracle
+from sync.upstream.gitio import short
 
 
 @dataclass(frozen=True)
@@ -36,8 +37,8 @@ def plan_rollback(port: Port) -> Rollback:
     last = last_advance(port)
     record = port.pin_record()
     if record.pin.commit != last.pin_after:
-        raise BlockedCycle(f"the pin is {record.pin.commit[:10]}, not the last advance's "
-                           f"{last.pin_after[:10]}", "roll back only the latest advance")
+        raise BlockedCycle(f"the pin is {short(record.pin.commit)}, not the last advance's "
+                           f"{short(last.pin_after)}", "roll back only the latest advance")
     before = _before(port, last)
     old = pins.from_values(before["vllm_commit"], before["vllm_runtime_version"],
                            before["vllm_distribution_version"], before["flashinfer_version"],

@@ -28,6 +28,7 @@ from urllib.parse import unquote, urlparse
 from packaging.utils import InvalidWheelFilename, parse_wheel_filename
 
 from sync.infra.hashing import file_sha256
+from sync.upstream.gitio import short
 
 _LOCATION = re.compile(r"Using user-specified precompiled wheel location: (\S+)")
 _COMMIT = re.compile(r"Using precompiled wheel commit (\S+)")
@@ -122,6 +123,6 @@ def warning(p: Provenance, commit: str) -> str | None:
         return None
     if p.commit is None:
         return (f"the precompiled binaries ({p.wheel or p.location}) do not say which commit "
-                f"they were built at, not necessarily {commit[:10]}")
+                f"they were built at, not necessarily {short(commit)}")
     return (f"the precompiled binaries come from {p.wheel or p.location} (commit g{p.commit}), "
-            f"not from {commit[:10]}: the Python is the commit's, the compiled code is not")
+            f"not from {short(commit)}: the Python is the commit's, the compiled code is not")

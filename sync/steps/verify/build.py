@@ -65,6 +65,7 @@ from sync.steps.verify.oracle import (
 )
 from sync.steps.verify.watch import omni_watch
 from sync.upstream import gitio
+from sync.upstream.gitio import short
 
 # Passed from our environment into a build: installer settings (indexes, caches,
 # proxies, certificates) and toolchain locations. Anything else a build needs
@@ -235,7 +236,7 @@ def build(port: Port, prefs: Preferences, oracle_id: str, commit_spec: str | Non
                           variable=cfg.source_variable)
     commit = resolve_commit(port, prefs, oracle_id, commit_spec)
     if not gitio.has_commit(ref, commit):
-        raise EnvironmentUnresolved(f"commit {commit[:10]} is not in {ref.path}",
+        raise EnvironmentUnresolved(f"commit {short(commit)} is not in {ref.path}",
                                     "run 'upstream-sync fetch' (or fetch the source checkout)")
     env = env_path(home, oracle_id, commit)
     _clear(env, rebuild=rebuild, note=note)
@@ -360,7 +361,7 @@ def _install(job: Job, note: Note) -> tuple[BuildRecord, tuple[str, ...]]:
 def _clone(job: Job, tmp: Path, note: Note) -> Path:
     """A throwaway checkout of the source at the commit (the source's work tree is untouched)."""
     clone = tmp / "src"
-    note(f"[checkout] {job.source.path} at {job.commit[:10]} into a throwaway checkout")
+    note(f"[checkout] {job.source.path} at {short(job.commit)} into a throwaway checkout")
     gitio.run(tmp, ["clone", "--quiet", "--shared", "--no-checkout", "--",
                     str(job.source.path), str(clone)])
     # A 40-hex commit (resolved above) cannot be read as an option; this git's checkout
@@ -379,14 +380,14 @@ def verify_checkout(clone: Path, commit: str, source: Path) -> None:
     """
     head = gitio.run(clone, ["rev-parse", "HEAD"]).stdout.decode().strip()
     if head != commit or (clone / ".git" / "shallow").exists():
-        raise EnvironmentUnresolved(f"the throwaway checkout is at {head[:10]}, not a full "
-                                    f"checkout of {commit[:10]}", f"check {source}")
+        raise EnvironmentUnresolved(f"the throwaway checkout is at {short(head)}, not a full "
+                                    f"checkout of {short(commit)}", f"check {source}")
     blobs = [e for e in gitio.tree_entries(clone, commit) if e.kind == "blob"]
     gone = set(gitio.missing_objects(clone, [e.object_id for e in blobs]))
     if gone:
         named = [f"{e.path} ({e.object_id[:12]})" for e in blobs if e.object_id in gone]
         raise EnvironmentUnresolved(
-            f"the checkout of {commit[:10]} is incomplete: {len(named)} object"
+            f"the checkout of {short(commit)} is incomplete: {len(named)} object"
             f"{'s are' if len(named) != 1 else ' is'} missing from {source}: "
             f"{', '.join(named[:5])}{' ...' if len(named) > 5 else ''}",
             f"repair the source checkout (git -C {source} fsck; fetch the commit again), then "
@@ -394,7 +395,7 @@ def verify_checkout(clone: Path, commit: str, source: Path) -> None:
     dirty = gitio.porcelain_status(clone)
     if dirty:
         raise EnvironmentUnresolved(
-            f"the checkout of {commit[:10]} is not clean ({len(dirty)} entries: "
+            f"the checkout of {short(commit)} is not clean ({len(dirty)} entries: "
             f"{', '.join(repr(d) for d in dirty[:3])}): it would not build the commit's tree",
             f"check {source} with 'git fsck', then build again")
 

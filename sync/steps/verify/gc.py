@@ -29,6 +29,7 @@ from sync.steps.verify.oracle import (
     source_path,
 )
 from sync.upstream import gitio
+from sync.upstream.gitio import short
 
 
 @dataclass(frozen=True)
@@ -93,8 +94,8 @@ def _judge(env: Path, commit: str | None, keep: dict[str, str], floor: str,
     if commit in keep:
         return Entry(env, commit, False, keep[commit], link)
     if not gitio.has_commit(ref, commit) or not gitio.is_ancestor(ref, commit, floor):
-        return Entry(env, commit, False, f"{commit[:10]} is not older than {floor[:10]}", link)
-    return Entry(env, commit, True, f"{commit[:10]} is older than {floor[:10]}", link)
+        return Entry(env, commit, False, f"{short(commit)} is not older than {short(floor)}", link)
+    return Entry(env, commit, True, f"{short(commit)} is older than {short(floor)}", link)
 
 
 def run(port: Port, prefs: Preferences, oracle_id: str, *, dry_run: bool) -> list[Entry]:

@@ -53,6 +53,7 @@ from sync.steps.verify.oracle import (
 from sync.steps.verify.probe import Probe, probe_env
 from sync.steps.verify.watch import forbidden_roots, omni_watch
 from sync.upstream import gitio
+from sync.upstream.gitio import short
 
 _LOCAL_SHA = re.compile(r"g([0-9a-f]{7,40})")
 _DIRTY = re.compile(r"d\d{8}")
@@ -170,7 +171,7 @@ def runtime_rule(runtime: str, commit: str) -> list[Mismatch]:
     out = []
     if not commit.startswith(m.group(1)):
         out.append(Mismatch("commit", f"runtime version {runtime!r} names g{m.group(1)}, not "
-                            f"{commit[:10]}: built at another commit", "foreign"))
+                            f"{short(commit)}: built at another commit", "foreign"))
     if rest:
         out.append(_rest(runtime, rest))
     return out
@@ -194,7 +195,7 @@ def commit_rule(runtime: str, commit: str) -> str | None:
         return found[0].message
     if "+" not in runtime:
         return (f"runtime version {runtime!r} has no +g<sha> local segment: a released "
-                f"version names commit {commit[:10]} only through __commit_id__")
+                f"version names commit {short(commit)} only through __commit_id__")
     return None
 
 
@@ -223,7 +224,7 @@ def _commit_id(p: Probe, cfg: OracleConfig, st: Settings) -> list[Mismatch]:
         return [Mismatch("commit id", f"__commit_id__ {vf.commit_id!r} is not g<7..40 hex>")]
     if not p.commit.startswith(m.group(1)):
         return [Mismatch("commit id", f"__commit_id__ {vf.commit_id} names another commit than "
-                         f"{p.commit[:10]}", "foreign")]
+                         f"{short(p.commit)}", "foreign")]
     return []
 
 
@@ -282,7 +283,7 @@ def _build_record(p: Probe) -> list[Mismatch]:
                          "upstream-sync, or the build did not finish", "record")]
     out = []
     if b.commit != p.commit:
-        out.append(Mismatch("build", f"built at {b.commit[:10]}, expected {p.commit[:10]}",
+        out.append(Mismatch("build", f"built at {short(b.commit)}, expected {short(p.commit)}",
                             "copied-record"))
     if b.oracle != p.oracle:
         out.append(Mismatch("build", f"built for oracle {b.oracle!r}, not {p.oracle!r}",
@@ -321,7 +322,7 @@ def _tree(prefs: Preferences, p: Probe, cfg: OracleConfig, st: Settings,
                          f"tree: ${cfg.source_variable} (the source checkout) is not set")]
     ref = gitio.open_repo(src, what=f"{cfg.id} source checkout", variable=cfg.source_variable)
     if not gitio.has_commit(ref, p.commit):
-        return [Mismatch("tree", f"commit {p.commit[:10]} is not in {src}: the installed files "
+        return [Mismatch("tree", f"commit {short(p.commit)} is not in {src}: the installed files "
                          "cannot be checked against its tree (run 'upstream-sync fetch')")]
     t = installed.against_tree(f, cfg.module, ref.path, p.commit)
     version_file = f"{cfg.module}/{installed.VERSION_FILE}"
@@ -332,14 +333,14 @@ def _tree(prefs: Preferences, p: Probe, cfg: OracleConfig, st: Settings,
     out = []
     if t.differ:
         out.append(Mismatch("tree", f"{len(t.differ)} installed files differ from the tree of "
-                            f"{p.commit[:10]}: {_few(t.differ)}", "tree"))
+                            f"{short(p.commit)}: {_few(t.differ)}", "tree"))
     if extra:
         why = " (a Python-only build ships none)" if modes.mode(st.mode).python_only else ""
         out.append(Mismatch("tree", f"{len(extra)} installed files are not in the tree of "
-                            f"{p.commit[:10]}{why}: {_few(extra)}", "tree"))
+                            f"{short(p.commit)}{why}: {_few(extra)}", "tree"))
     if t.not_installed:
         out.append(Mismatch("tree", f"{len(t.not_installed)} .py files of the tree of "
-                            f"{p.commit[:10]} are not installed: {_few(t.not_installed)}",
+                            f"{short(p.commit)} are not installed: {_few(t.not_installed)}",
                             "tree"))
     if gone:
         out.append(Mismatch("tree", f"{len(gone)} recorded binaries are gone: {_few(gone)}",
@@ -503,11 +504,11 @@ def verify_gate(port: Port, prefs: Preferences, oracle_id: str, commit_spec: str
 def refusal(oracle_id: str, v: Verification, *, adopting: bool = False) -> IdentityMismatch:
     n = len(v.mismatches)
     build = f"upstream-sync oracle build --oracle {oracle_id} --commit {v.probe.commit}"
-    fix = (f"it is not the oracle of {v.probe.commit[:10]}: build one ('{build}') instead "
+    fix = (f"it is not the oracle of {short(v.probe.commit)}: build one ('{build}') instead "
            "(--json lists every mismatch)" if adopting else
            f"rebuild it ('{build} --rebuild') or correct the records from a measured oracle")
     return IdentityMismatch(
-        f"oracle {oracle_id} at {v.probe.commit[:10]} refused ({n} mismatch"
+        f"oracle {oracle_id} at {short(v.probe.commit)} refused ({n} mismatch"
         f"{'es' if n != 1 else ''}): {v.verdict}", fix)
 
 

@@ -37,6 +37,7 @@ from sync.infra.hashing import file_sha256
 from sync.port import Port
 from sync.records import gates
 from sync.upstream import gitio
+from sync.upstream.gitio import short
 
 SCHEMA = 1
 DIR = "isolation"
@@ -311,9 +312,9 @@ _CHECK_STRINGS = _strings(Check)
 
 
 def path(port: Port, oracle_id: str, commit: str) -> Path:
-    name = f"{oracle_id}-{commit[:10]}.json"
+    name = f"{oracle_id}-{short(commit)}.json"
     if not _NAME.fullmatch(name):  # both come from the command line or a record
-        raise UsageError(f"oracle {oracle_id[:40]!r} at {commit[:10]!r} names no isolation "
+        raise UsageError(f"oracle {oracle_id[:40]!r} at {short(commit)!r} names no isolation "
                          "record", "give an oracle id and a commit SHA")
     return port.sync_dir / DIR / name
 
@@ -429,19 +430,19 @@ def require(port: Port, oracle_id: str, commit: str) -> Proof:
     proof = load(port, oracle_id, commit)
     cmd = f"upstream-sync oracle build --oracle {oracle_id} --commit {commit}"
     if proof is None:
-        raise BlockedCycle(f"isolation of oracle {oracle_id} at {commit[:10]} is not proven",
+        raise BlockedCycle(f"isolation of oracle {oracle_id} at {short(commit)} is not proven",
                            f"run '{cmd}' and 'upstream-sync oracle verify --oracle "
                            f"{oracle_id} --commit {commit}'")
     if proof.failures:
         first = proof.failures[0]
         raise BlockedCycle(
-            f"isolation of oracle {oracle_id} at {commit[:10]} failed during {first.op} "
+            f"isolation of oracle {oracle_id} at {short(commit)} failed during {first.op} "
             f"({first.problems[0] if first.problems else 'see the record'}): the omni advance "
             "moved what the core pin measures itself from",
             "treat it as a core sync cycle: rebuild the core oracle, regenerate the goldens "
             "and re-verify before advancing")
     missing = [op for op in ("build", "verify") if op not in {c.op for c in proof.checks}]
     if missing:
-        raise BlockedCycle(f"isolation of oracle {oracle_id} at {commit[:10]} has no "
+        raise BlockedCycle(f"isolation of oracle {oracle_id} at {short(commit)} has no "
                            f"{missing[0]} check", f"run '{cmd}' and then verify it")
     return proof

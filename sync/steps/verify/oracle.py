@@ -28,6 +28,7 @@ from sync.records.config import CONFIG_PATH, OracleConfig
 from sync.records.prefs import KEYS as PREF_KEYS
 from sync.records.prefs import Preferences
 from sync.upstream import gitio
+from sync.upstream.gitio import short
 
 CORE_ID = oraclefile.CORE_ID
 MARKER = "upstream-sync-oracle.json"
@@ -102,7 +103,7 @@ def oracle_home(port: Port, prefs: Preferences) -> Path:
 
 
 def env_path(home: Path, oracle_id: str, commit: str) -> Path:
-    return home / f"{oracle_id}-{commit[:10]}"
+    return home / f"{oracle_id}-{short(commit)}"
 
 
 def env_label(env: Path | str, home: Path | None) -> str:
@@ -194,7 +195,7 @@ def verify_commit(port: Port, prefs: Preferences, oracle_id: str, spec: str | No
     if shape_only:
         return commit, "shape only"
     raise UsageError(
-        f"{commit[:10]} is neither the pin of {oracle_id} nor the cycle's target: an "
+        f"{short(commit)} is neither the pin of {oracle_id} nor the cycle's target: an "
         "oracle's identity is checked against the records only there",
         "verify --commit pin or --commit target, or pass --shape-only to check only the "
         "shape of its identity (labelled so, never a gate)")

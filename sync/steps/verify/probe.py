@@ -30,6 +30,7 @@ from sync.steps.verify.oracle import (
     resolve_commit,
     scratch,
 )
+from sync.upstream.gitio import short
 
 FLASHINFER_DISTS = ("flashinfer-python", "flashinfer")
 
@@ -179,7 +180,7 @@ def probe_env(port: Port, prefs: Preferences, oracle_id: str, commit: str, env: 
     python = env / "bin" / "python"
     if not python.exists():
         raise EnvironmentUnresolved(
-            f"no oracle environment for {oracle_id} at {commit[:10]} ({env})",
+            f"no oracle environment for {oracle_id} at {short(commit)} ({env})",
             f"run 'upstream-sync oracle build --oracle {oracle_id} --commit {commit}'")
     build = read_marker(env)
     spec = json.dumps({"distribution": cfg.distribution, "module": cfg.module,
