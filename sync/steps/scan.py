@@ -63,16 +63,17 @@ def _load(store: Store) -> _Cached:
     return _Cached({}, {})
 
 
-def scan_files(root: Path, files: Iterable[Path], mirrored: tuple[str, ...]) -> dict[str, FileScan]:
-    """port file -> its scan, for every readable file of `files` (in their order)."""
+def scan_files(root: Path, files: Iterable[tuple[str, str]],
+               mirrored: tuple[str, ...]) -> dict[str, FileScan]:
+    """port file -> its scan, for every readable file of `files` ((port file, path) pairs,
+    in their order)."""
     store = Store(root, _STORE)
     cached = _load(store)
     now = time.time()
     out: dict[str, FileScan] = {}
     stats: dict[str, tuple[_Stat, str]] = {}
     scans: dict[str, FileScan] = {}
-    for path in files:
-        rel = path.relative_to(root).as_posix()
+    for rel, path in files:
         found = _scan(path, rel, mirrored, cached, now)
         if found is None:
             continue
@@ -86,7 +87,7 @@ def scan_files(root: Path, files: Iterable[Path], mirrored: tuple[str, ...]) -> 
     return out
 
 
-def _scan(path: Path, rel: str, mirrored: tuple[str, ...], cached: _Cached,
+def _scan(path: str, rel: str, mirrored: tuple[str, ...], cached: _Cached,
           now: float) -> tuple[str, _Stat | None, FileScan] | None:
     try:
         st = os.stat(path)
@@ -98,7 +99,8 @@ def _scan(path: Path, rel: str, mirrored: tuple[str, ...], cached: _Cached,
     if known is not None and known[0] == stat and not racy and known[1] in cached.scans:
         return known[1], stat, cached.scans[known[1]]
     try:
-        data = path.read_bytes()
+        with open(path, "rb") as fh:
+            data = fh.read()
     except OSError:
         return None
     # The key covers what the scan depends on besides the bytes: the name (its comment

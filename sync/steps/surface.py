@@ -93,20 +93,24 @@ def is_mirrored(path: str, mirrored: tuple[str, ...]) -> bool:
     return any(path == m.rstrip("/") or path.startswith(m.rstrip("/") + "/") for m in mirrored)
 
 
-def port_files(port: Port) -> Iterator[Path]:
-    """Every file under the ported roots matching the header globs, in sorted order."""
+def port_files(port: Port) -> Iterator[tuple[str, str]]:
+    """(port-relative path, path) of every file under the ported roots matching the header
+    globs, in sorted order."""
     wanted = globs.any_of(port.config.header_globs)
     seen: set[str] = set()
-    root = str(port.root)
+    root = os.path.abspath(port.root)
     for root_rel in port.config.port_roots:
-        top = os.path.join(root, root_rel)
+        top = os.path.normpath(os.path.join(root, root_rel))
         if not os.path.isdir(top):
             continue
+        # One relpath per root, not per file: every walked path is `top` + "/" + a tail.
+        base = os.path.relpath(top, root).replace(os.sep, "/")
         for path in sorted(_walk(top), key=_parts):
-            rel = os.path.relpath(path, root).replace(os.sep, "/")
+            tail = path[len(top) + 1:].replace(os.sep, "/")
+            rel = tail if base == "." else f"{base}/{tail}"
             if rel not in seen and wanted.match(rel) is not None:
                 seen.add(rel)
-                yield Path(path)
+                yield rel, path
 
 
 def _parts(path: str) -> list[str]:
