@@ -102,10 +102,10 @@ def _oracle_of(c: Citation, ups: Upstreams) -> str:
     return ups.by_path(c.path) or (ups.by_sha(c.sha) if c.sha else None) or ups.core
 
 
-def _local_why(c: Citation, ups: Upstreams, rel: str) -> str | None:
-    if c.path.startswith(ups.records):
+def _local_why(path: str, ups: Upstreams, rel: str) -> str | None:
+    if path.startswith(ups.records):
         return "record"
-    if c.path == rel or ups.local(c.path):
+    if path == rel or ups.local(path):
         return "port-local"
     return None
 
@@ -114,7 +114,7 @@ def _mention_why(m: Mention, ups: Upstreams, rel: str) -> Mention:
     """A mention of the port's own file or record says so (it is no upstream reference)."""
     if m.why != "prose":
         return m
-    why = _local_why(Citation(m.path, None, None, None, None, None, m.line), ups, rel)
+    why = _local_why(m.path, ups, rel)
     return m if why is None else Mention(m.path, m.line, "record" if why == "record" else
                                          "port-local")
 
@@ -128,17 +128,23 @@ def attribute(header: Header, ups: Upstreams, rel: str) -> Header:
     kept: list[Citation] = []
     mentions = [_mention_why(m, ups, rel) for m in header.mentions]
     for c in header.citations:
-        why = _local_why(c, ups, rel)
+        why = _local_why(c.path, ups, rel)
         if why is not None:
             mentions.append(Mention(c.path, c.line, "record" if why == "record" else
                                     "port-local"))
             continue
         oracle = _oracle_of(c, ups)
         upstream = ups.rewrite(c.path) if oracle == ups.core else None
-        kept.append(replace(c, oracle=oracle, upstream=upstream))
+        # Most citations are already what attribution makes them; replace() is costly.
+        same = c.oracle == oracle and c.upstream == upstream
+        kept.append(c if same else replace(c, oracle=oracle, upstream=upstream))
     kind = header.kind if kept or header.kind != "PORTED" else "NONE"
+    verb = header.verb if kind == "PORTED" else None
+    if (kind, verb) == (header.kind, header.verb) and tuple(kept) == header.citations \
+            and tuple(mentions) == header.mentions:
+        return header
     return replace(header, kind=kind, citations=tuple(kept), mentions=tuple(mentions),
-                   verb=header.verb if kind == "PORTED" else None)
+                   verb=verb)
 
 
 @dataclass(frozen=True)

@@ -104,7 +104,8 @@ def run_audit(port: Port, ref: gitio.Reference, pin: str, upstream_ref: str,
                                    "<control>")
     facts = _facts(port, ref, pin, upstream_ref, surf, control)
     read = port.ledger_read()
-    files = tuple(_file_status(rel, h, facts, read.table)
+    noted = None if read.table is None else _Noted(read.table)
+    files = tuple(_file_status(rel, h, facts, noted)
                   for rel, h in sorted(surf.file_headers.items()))
     problem = read.unreadable("ledger notes were not checked")
     return Audit(files, _control_ok(control, facts), problem)
@@ -229,11 +230,26 @@ def _worst(cites: tuple[CiteStatus, ...], h: headers.Header) -> Status:
     return "no-header"
 
 
+class _Noted:
+    """Whether the ledger names a path, each path searched for once (many files cite the
+    same upstream path)."""
+
+    def __init__(self, table: ledger.Table) -> None:
+        self.table = table
+        self.seen: dict[str, bool] = {}
+
+    def __call__(self, path: str) -> bool:
+        found = self.seen.get(path)
+        if found is None:
+            found = self.seen[path] = ledger.mentions(self.table, path)
+        return found
+
+
 def _file_status(rel: str, h: headers.Header, facts: _Facts,
-                 table: ledger.Table | None) -> FileStatus:
+                 noted_in: _Noted | None) -> FileStatus:
     cites = tuple(_cite_status(c, facts) for c in h.pins)
-    noted = None if table is None else (
-        ledger.mentions(table, rel) or any(ledger.mentions(table, c.path) for c in h.pins))
+    noted = None if noted_in is None else (
+        noted_in(rel) or any(noted_in(c.path) for c in h.pins))
     return FileStatus(rel, _worst(cites, h), cites, noted, h.mentions, h.watched)
 
 
