@@ -3,6 +3,9 @@ its reasons, `explain`, and a constant number of git processes."""
 
 from __future__ import annotations
 
+import argparse
+import ast
+import dataclasses
 import json
 from collections.abc import Iterator
 from pathlib import Path
@@ -373,3 +376,68 @@ def test_an_unparseable_blob_says_where() -> None:
 
 def test_blank_line_changes_change_no_definition(tmp_path: Path) -> None:
     assert _diff("a = 1\nb = 2\n", "a = 1\n\nb = 2\n") == []
+
+
+_EVERY_BLOCK = '''
+import os
+if os.name:
+    def in_if(): pass
+else:
+    class InElse:
+        def method(self):
+            def inner(): pass
+for x in []:
+    def in_for(): pass
+else:
+    def in_for_else(): pass
+while False:
+    async def in_while(): pass
+else:
+    def in_while_else(): pass
+try:
+    def in_try(): pass
+except OSError:
+    def in_handler(): pass
+else:
+    def in_try_else(): pass
+finally:
+    def in_finally(): pass
+with open(os.devnull) as f:
+    def in_with(): pass
+match x:
+    case 1:
+        def in_case(): pass
+    case _:
+        class InCase:
+            x = lambda: 0
+@decorated(lambda: 0)
+class Outer:
+    class Nested:
+        async def deep(self):
+            async with x:
+                async for y in x:
+                    def deepest(): pass
+'''
+_EVERY_BLOCK += "try:\n    def in_try_star(): pass\nexcept* OSError:\n    def in_star(): pass\n"
+
+
+def _reference_nested(node: ast.AST, prefix: str) -> Iterator[str]:
+    """The definitions under `node`'s statements, by every child node (the definition)."""
+    for child in ast.iter_child_nodes(node):
+        if isinstance(child, symbols._DEFS):
+            yield prefix + child.name
+            yield from _reference_nested(child, prefix + child.name + ".")
+        elif isinstance(child, ast.stmt | ast.excepthandler | ast.match_case):
+            yield from _reference_nested(child, prefix)
+
+
+@pytest.mark.parametrize("source", [
+    _EVERY_BLOCK, *(Path(m.__file__).read_text() for m in (ast, argparse, dataclasses, symbols))],
+    ids=["every-block", "ast", "argparse", "dataclasses", "symbols"])
+def test_the_definition_walk_visits_only_blocks_and_keeps_their_order(source: str) -> None:
+    # The walk reads only statement lists (a definition is never inside an expression).
+    tree = ast.parse(source)
+    stmts = [n for n in ast.walk(tree) if isinstance(n, ast.stmt)]
+    for stmt in stmts:
+        assert [u.name for u in symbols._nested_defs(stmt, "")] == list(
+            _reference_nested(stmt, ""))

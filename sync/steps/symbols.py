@@ -148,13 +148,26 @@ def _def_units(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef,
     yield from _nested_defs(node, name + ".")
 
 
+# The only fields that hold statements (and handlers, match cases): a definition is never
+# inside an expression, so the walk need not visit one (most of a module's nodes).
+_BLOCK_FIELDS = frozenset({"body", "orelse", "finalbody", "handlers", "cases"})
+_BLOCKS = (ast.stmt, ast.excepthandler, ast.match_case)
+
+
 def _nested_defs(node: ast.AST, prefix: str) -> Iterator[Unit]:
-    """The definitions anywhere under `node`'s statements, not inside another definition."""
-    for child in ast.iter_child_nodes(node):
-        if isinstance(child, _DEFS):
-            yield from _def_units(child, prefix)
-        elif isinstance(child, ast.stmt | ast.excepthandler | ast.match_case):
-            yield from _nested_defs(child, prefix)
+    """The definitions anywhere under `node`'s statements, not inside another definition
+    (in the order `ast.iter_child_nodes` gives)."""
+    for name in node._fields:
+        if name not in _BLOCK_FIELDS:
+            continue
+        block = getattr(node, name, None)
+        if not isinstance(block, list):
+            continue  # a lambda's or an expression's `body`
+        for child in block:
+            if isinstance(child, _DEFS):
+                yield from _def_units(child, prefix)
+            elif isinstance(child, _BLOCKS):
+                yield from _nested_defs(child, prefix)
 
 
 def statement_name(stmt: ast.stmt) -> str:
