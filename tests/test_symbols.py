@@ -441,3 +441,7 @@ def test_the_definition_walk_visits_only_blocks_and_keeps_their_order(source: st
     for stmt in stmts:
         assert [u.name for u in symbols._nested_defs(stmt, "")] == list(
             _reference_nested(stmt, ""))
+    names = [u.name for u in symbols.outline(source.encode()).units]
+    if source is _EVERY_BLOCK:
+        assert {"in_star", "InCase", "Outer.Nested.deep.deepest", "InElse.method.inner",
+                "in_finally", "in_while_else"} <= set(names)

@@ -29,7 +29,7 @@ Change = Literal["modified", "added", "removed", "extended", "non-semantic"]
 _DEFS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _FUNCS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _COMPOUND = (ast.If, ast.For, ast.AsyncFor, ast.While, ast.With, ast.AsyncWith, ast.Try,
-             ast.TryStar)
+             ast.TryStar, ast.Match)
 _LOGGERS = frozenset({"logger", "log", "logging", "_logger", "LOGGER"})
 _LOG_METHODS = re.compile(r"(?:debug|info|warning|warn|error|exception|critical|log)(?:_once)?")
 _WORD = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
