@@ -58,13 +58,24 @@ def reference_paragraphs(text: str, path: str) -> list[tuple[int, str, list[str]
     return out
 
 
+def reference_words(text: str) -> set[str]:
+    """A text's words, token by token."""
+    out: set[str] = set()
+    for token in set(d._TOKEN.findall(text)):
+        out.add(token.lower())
+        out.update(w.lower() for w in d._SPLIT.findall(token))
+        out.update(part.lower() for part in token.split("_") if part)
+    return {w for w in out if len(w) >= d.MIN_WORD and w not in d._STOP and not w.isdigit()}
+
+
 def reference(text: str, path: str) -> tuple[d.Deferred, ...]:
     found = reference_paragraphs(text, path)
     inside = {no for start, _t, para in found
               for no in range(start - d.LEAD_LINES, start + len(para))}
-    outside = d._words(" ".join(line for no, line in enumerate(text.splitlines(), start=1)
-                                if no not in inside))
-    return tuple(d.Deferred(start, body, frozenset(d._words(" ".join(para)) - outside))
+    outside = reference_words(" ".join(line for no, line in enumerate(text.splitlines(),
+                                                                       start=1)
+                                       if no not in inside))
+    return tuple(d.Deferred(start, body, frozenset(reference_words(" ".join(para)) - outside))
                  for start, body, para in found)
 
 
@@ -112,3 +123,12 @@ def test_the_fast_scan_is_the_definition(text: str, path: str) -> None:
 @given(st.text(max_size=200), st.sampled_from(["a.cpp", "a.py"]))
 def test_the_fast_scan_is_the_definition_on_any_text(text: str, path: str) -> None:
     assert d.deferred(text, path) == reference(text, path)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(PIECES) | st.text(max_size=12), max_size=20).map(" ".join))
+def test_the_words_of_a_text_are_its_tokens_words(text: str) -> None:
+    # Worked out on the tokens joined: no camel-case or `_` part may cross two tokens.
+    assert d._words(text) == reference_words(text)
+    assert d._words("specDecode lora_Adapter") == {"spec", "specdecode", "decode", "lora",
+                                                   "lora_adapter", "adapter"}

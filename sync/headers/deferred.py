@@ -54,16 +54,21 @@ class Deferred:
 
 
 def _words(text: str) -> set[str]:
-    out: set[str] = set()
-    for token in set(_TOKEN.findall(text)):
-        out.add(token.lower())
-        out.update(w.lower() for w in _SPLIT.findall(token))
-        out.update(part.lower() for part in token.split("_") if part)
+    """Each token, its camel-case parts and its `_` parts, lower-cased.
+
+    Worked out on the tokens joined by spaces, not token by token: no part crosses a space
+    (`_SPLIT`'s look-ahead sees the space as it would the token's end), and tokens are
+    ASCII, so lowering the joined text lowers each."""
+    joined = " ".join(set(_TOKEN.findall(text)))
+    low = joined.lower()
+    out = set(low.split(" "))
+    out.update(low.replace("_", " ").split())
+    out.update(" ".join(_SPLIT.findall(joined)).lower().split(" "))
     return {w for w in out if len(w) >= MIN_WORD and w not in _STOP and not w.isdigit()}
 
 
-def _may_mark(text: str) -> bool:
-    low = text.lower()
+def _may_mark(low: str) -> bool:
+    """Whether the lower-cased text holds a hint of a marker."""
     return any(h in low for h in _HINTS)
 
 
@@ -98,9 +103,10 @@ class _Comments:
     """Each line's comment text (None for a line that is not a comment), read on demand:
     only the lines around a marker are ever looked at. Lines are `str.splitlines`'s."""
 
-    def __init__(self, text: str, path: str) -> None:
+    def __init__(self, text: str, path: str, low: str) -> None:
         self.plain = _plain(text)
         self.text = text
+        self.low = low  # text.lower(), computed once
         self.pattern = _HASH_COMMENT if path.lower().endswith(_HASH_SUFFIXES) else _C_COMMENT
         self.memo: dict[int, str | None] = {}
 
@@ -124,7 +130,7 @@ class _Comments:
 
     def marked(self) -> list[int]:
         """0-based lines holding a marker: one regex pass over the whole text (C speed)."""
-        low = self.text.lower()
+        low = self.low
         # The hints' offsets in the lower-cased text are the text's own only when lowering
         # changed no length ('İ' becomes two characters); else the plain regex pass.
         if not self.plain or len(low) != len(self.text):
@@ -170,9 +176,10 @@ def _lead(comments: _Comments, i: int) -> list[str]:
 def paragraphs(text: str, path: str = "") -> list[tuple[int, str, list[str]]]:
     """(marker line, marker text, the paragraph's comment lines, the marker's sentence
     included) of each deferred paragraph."""
-    if not _may_mark(text):
+    low = text.lower()
+    if not _may_mark(low):
         return []  # most files: no marker anywhere, nothing to split into lines
-    return _paragraphs(_Comments(text, path))
+    return _paragraphs(_Comments(text, path, low))
 
 
 def _paragraphs(lines: _Comments) -> list[tuple[int, str, list[str]]]:
@@ -197,9 +204,10 @@ def _paragraphs(lines: _Comments) -> list[tuple[int, str, list[str]]]:
 
 def deferred(text: str, path: str = "") -> tuple[Deferred, ...]:
     """The file's deferred paragraphs, each with the words only it uses."""
-    if not _may_mark(text):
+    low = text.lower()
+    if not _may_mark(low):
         return ()
-    lines = _Comments(text, path)
+    lines = _Comments(text, path, low)
     found = _paragraphs(lines)
     if not found:
         return ()
@@ -210,9 +218,21 @@ def deferred(text: str, path: str = "") -> tuple[Deferred, ...]:
     wanted = set().union(*(words for _s, _b, words in named))
     low = rest.lower()
     if any(w in low for w in wanted):
-        # A word of a token is a substring of the token: split only the tokens holding one.
-        holds = re.compile("|".join(map(re.escape, sorted(wanted)))).search
-        near = [tok for tok in set(_TOKEN.findall(rest)) if holds(tok.lower())]
-        outside = _words(" ".join(near))
+        outside = _words(" ".join(_holding(set(_TOKEN.findall(rest)), wanted)))
         named = [(s, b, words - outside) for s, b, words in named]
     return tuple(Deferred(start, body, frozenset(words)) for start, body, words in named)
+
+
+def _holding(tokens: set[str], wanted: set[str]) -> list[str]:
+    """The tokens that hold one of the words, compared lower-cased (a word of a token is a
+    substring of it: only those need splitting).
+
+    One search over the tokens joined, not one per token: the words are lower-case word
+    characters, so no match crosses the newline between two tokens, and every token that
+    holds one has a match of its own. Tokens are ASCII, so lowering keeps their offsets."""
+    toks = list(tokens)
+    joined = "\n".join(toks).lower()
+    starts = list(itertools.accumulate((len(t) + 1 for t in toks), initial=0))
+    found = re.compile("|".join(map(re.escape, sorted(wanted))))
+    hit = {bisect.bisect_right(starts, m.start()) - 1 for m in found.finditer(joined)}
+    return [toks[i] for i in sorted(hit)]
