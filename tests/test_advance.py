@@ -233,8 +233,12 @@ def test_full_cycle_advances_every_surface_commits_and_rolls_back(
     assert f"would advance {prepared.pin[:10]} → {prepared.target[:10]}; nothing written" in out
     assert files(c.port) == before and c.head() == prepared.pin
 
-    out = ok("advance", "--commit")
+    rc, out, err = cmd("advance", "--commit")
+    assert rc == 0, err
     assert f"advanced the parity pin {prepared.pin[:10]} → {prepared.target[:10]}" in out
+    # The fake oracle has no FlashInfer: the pin keeps its version, and the advance says so.
+    assert "flashinfer_version stays 0.6.15.post1: the oracle at the target has no " \
+        "FlashInfer to measure" in err
     after = surfaces(c.port)
     assert_all_say(after, prepared.target)
     assert (after.state, after.events) == ("ADVANCED", ("advance",))

@@ -52,6 +52,10 @@ def _advance(args: argparse.Namespace, ctx: Context, port: Port) -> int:
     if unmet:
         _refuse(ctx, unmet)
     p = advance.plan(port, measured)
+    kept = advance.flashinfer_kept(measured)
+    if kept is not None:
+        ctx.note(f"flashinfer_version stays {kept}: the oracle at the target has no "
+                 "FlashInfer to measure")
     if args.dry_run:
         return _dry_run(ctx, p, measured)
     synccommit.refuse(port, args.commit, p.writes)

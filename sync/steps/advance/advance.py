@@ -224,6 +224,16 @@ def _complete(m: Measured) -> tuple[syncrun.Result, Probe, pins.Pin, paragraph.R
     return result, v.probe, new, rw
 
 
+def flashinfer_kept(m: Measured) -> str | None:
+    """The pin's FlashInfer version where the advance keeps it as it was: the oracle at the
+    target has no FlashInfer to measure (a build mode without it), so the new pin block
+    says what the old one said."""
+    v = m.verification
+    if v is None or m.new is None or v.probe.flashinfer_version is not None:
+        return None
+    return m.new.flashinfer_version
+
+
 def _new_pin(port: Port, m: Measured) -> pins.Pin:
     """The pin the measured oracle at the target makes: never a typed version string."""
     v = m.verification
