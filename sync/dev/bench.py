@@ -13,7 +13,9 @@ Three inputs, each built with one `git fast-import`:
   included) that does not grow with the range.
 - optionally the real case (`--case DIR`, a directory `shared/cases/late-july/prepare.sh`
   made): the same commands, the same bars.
-Then what a warm `nox -s sync` adds to its command (`dev/warmnox.py`, bar 0.5 s).
+Then what a warm `nox -s sync` adds to its command (`dev/warmnox.py`, bar 0.5 s), and each
+command's lower bound (`floors.bounds`): the start-up and imports of the package's modules it
+loads, plus a first `sync`'s `ast.parse` calls, set against its bar in seconds.
 Figures are min and median over `--runs` repetitions; CPU is the child's user + system.
 """
 
@@ -141,12 +143,22 @@ def synthetic_rows(root: Path, commits: int) -> list[dict[str, Any]]:
     return rows
 
 
-def _print(results: list[Result], rows: list[dict[str, Any]], warm: warmnox.Warm | str) -> None:
+def _print(results: list[Result], bounds: list[floors.Bound], rows: list[dict[str, Any]],
+           warm: warmnox.Warm | str) -> None:
     print(floors.HEADER)
     for r in results:
         print(floors.row(r))
     print()
+    print("Lower bounds: what Python spends before the tool's own work, against each bar")
+    print()
+    print(floors.BOUND_HEADER)
+    for b in bounds:
+        print(floors.bound_row(b))
+    print()
     synthetic.table(rows)
+    line = _synthetic_bound(bounds, rows)
+    if line:
+        print(line)
     constant = len({r["git_processes"] for r in rows}) == 1
     print(f"git processes independent of commit count: {'yes' if constant else 'NO'}")
     print(warmnox.line(warm))
@@ -172,17 +184,34 @@ def main(argv: list[str] | None = None) -> int:
         results = real_shaped(root, args.real_commits, args.runs)
         if args.case is not None:
             results += real_case(args.case.resolve(), args.runs, root / "cache-case")
+        say("timing the lower bounds (start-up and imports)")
+        bounds = floors.bounds(results, args.runs)
         rows = synthetic_rows(root, args.commits)
         warm = _warm(args, root, rows)
     constant = len({r["git_processes"] for r in rows}) == 1
     if args.json:
-        print(json.dumps({"commands": [r.as_doc() for r in results], "synthetic": rows,
+        print(json.dumps({"commands": [r.as_doc() for r in results],
+                          "lower_bounds": [b.as_doc() for b in bounds], "synthetic": rows,
                           "git_processes_constant": constant,
                           "warm_session": warmnox.as_doc(warm)}, indent=2))
     else:
-        _print(results, rows, warm)
+        _print(results, bounds, rows, warm)
     bars = [*(r.ok for r in results), *(r["ok"] for r in rows), constant, warmnox.ok(warm)]
     return 0 if all(bars) else 1
+
+
+def _synthetic_bound(bounds: list[floors.Bound], rows: list[dict[str, Any]]) -> str | None:
+    """The long synthetic range's lower bound: start-up and imports (as the real-shaped
+    `sync` measured them), the plain `git log` and the symbol pass's `ast.parse` calls."""
+    imports = next((b.imports.wall_median for b in bounds if b.result.name == "sync"), None)
+    big = next((r for r in rows if r["bars"]["wall_s"] is not None), None)
+    if imports is None or big is None:
+        return None
+    bar, parse = big["bars"]["wall_s"], big["symbol_pass"]["parse_s"]
+    total = imports + big["plain_git_log_s"] + parse
+    return (f"lower bound at {big['range']:,} commits: start-up + imports {imports:.2f} s + "
+            f"git log {big['plain_git_log_s']:.2f} s + ast.parse {parse:.2f} s = "
+            f"{total:.2f} s, against the bar {bar:.2f} s ({'over' if total > bar else 'under'})")
 
 
 def _warm(args: argparse.Namespace, root: Path, rows: list[dict[str, Any]]) -> warmnox.Warm | str:

@@ -24,20 +24,34 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# Runs the command in process with an `open` audit hook; prints the files it read.
+# Runs the command in process with an `open` audit hook; prints the files it read, the
+# package's modules it imported and what its `ast.parse` calls cost.
 _TRACE = """
-import json, os, sys
+import ast, json, os, sys, time
 seen = []
 def hook(event, args):
     if event == "open" and isinstance(args[0], (str, bytes, os.PathLike)):
         mode = args[1] or "r"
         if not any(c in mode for c in "wax+") and not (args[2] or 0) & (os.O_WRONLY | os.O_RDWR):
             seen.append(os.fsdecode(args[0]))
+parsed = [0, 0.0]
+plain_parse = ast.parse
+def parse(*args, **kwargs):
+    start = time.perf_counter()
+    try:
+        return plain_parse(*args, **kwargs)
+    finally:
+        parsed[0] += 1
+        parsed[1] += time.perf_counter() - start
+ast.parse = parse
+before = set(sys.modules)
 sys.addaudithook(hook)
 from sync import cli
 code = cli.main(sys.argv[2:], out=open(os.devnull, "w"), err=open(os.devnull, "w"))
 out = sorted({os.path.realpath(p) for p in seen if os.path.isfile(p)})
-open(sys.argv[1], "w").write(json.dumps({"code": code, "files": out}))
+mods = [m for m in sys.modules if m not in before and (m == "sync" or m.startswith("sync."))]
+open(sys.argv[1], "w").write(json.dumps({"code": code, "files": out, "modules": mods,
+                                         "parses": parsed[0], "parse_s": parsed[1]}))
 """
 
 # The floor itself: read each file once, one git process, write the outputs.
@@ -105,8 +119,18 @@ def timed(argv: Sequence[str], runs: int, *, env: dict[str, str] | None = None,
     return Timing(tuple(walls), tuple(cpus), rss)
 
 
-def files_read(args: Sequence[str], env: dict[str, str]) -> list[str]:
-    """Every file `upstream-sync ARGS` opens for reading, found with an audit hook."""
+@dataclass(frozen=True)
+class Trace:
+    """One run of a command with the cache off, in process: what it read and loaded."""
+
+    files: tuple[str, ...]  # every file it opened for reading (the job's, not Python's)
+    modules: tuple[str, ...]  # this package's modules it imported, in import order
+    parses: int  # `ast.parse` calls (the symbol pass)
+    parse_s: float  # their time
+
+
+def trace(args: Sequence[str], env: dict[str, str]) -> Trace:
+    """`upstream-sync ARGS` traced: its reads (an audit hook), imports and `ast.parse` calls."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "trace.json"
         # Traced without the cache: the floor reads every file a run must scan at least once.
@@ -116,7 +140,8 @@ def files_read(args: Sequence[str], env: dict[str, str]) -> list[str]:
     # The interpreter's own modules are start-up, not the job: count only the job's files.
     prefixes = tuple({os.path.realpath(p) for p in (sys.prefix, sys.base_prefix)})
     here = os.path.realpath(Path(__file__).resolve().parents[1])
-    return [p for p in doc["files"] if not p.startswith((*prefixes, here))]
+    files = tuple(p for p in doc["files"] if not p.startswith((*prefixes, here)))
+    return Trace(files, tuple(doc["modules"]), doc["parses"], doc["parse_s"])
 
 
 @dataclass(frozen=True)
@@ -124,6 +149,7 @@ class Floor:
     files: int
     megabytes: float
     timing: Timing
+    trace: Trace
 
 
 @dataclass(frozen=True)
@@ -139,7 +165,8 @@ class Job:
 
 def floor(job: Job, runs: int) -> Floor:
     """The floor of `upstream-sync ARGS`: its reads once, one git process, its writes."""
-    files = files_read(job.args, job.env)
+    traced = trace(job.args, job.env)
+    files = list(traced.files)
     git, writes = job.git, job.writes
     with tempfile.TemporaryDirectory() as tmp:
         spec = Path(tmp) / "spec.json"
@@ -147,7 +174,7 @@ def floor(job: Job, runs: int) -> Floor:
         spec.write_text(json.dumps({"files": files, "git": list(git), "writes": targets}))
         timing = timed([sys.executable, "-I", "-c", _FLOOR, str(spec)], runs)
     size = sum(os.path.getsize(f) for f in files) / 1e6
-    return Floor(len(files), size, timing)
+    return Floor(len(files), size, timing, traced)
 
 
 def command(port: Path, *args: str) -> list[str]:
@@ -197,3 +224,61 @@ def reset_sync(port: Path, cache: Path) -> None:
     """A first run: no report, and an empty cache (`cache`, the run's SYNC_CACHE_DIR)."""
     shutil.rmtree(port / ".agents/sync", ignore_errors=True)
     shutil.rmtree(cache, ignore_errors=True)
+
+
+@dataclass(frozen=True)
+class Bound:
+    """What Python spends on a command before any work of the tool's own: start-up and the
+    imports of the package's modules the command loads (one child that only imports them),
+    and, on a first run, the symbol pass's `ast.parse` calls. Set against the bar in seconds
+    (the bar's ratio times the floor), it says whether a bar is reachable at all."""
+
+    result: Result
+    imports: Timing
+    io_s: float  # the floor's own reads, git process and writes (its time less a bare start-up)
+    parse_s: float  # 0 where the run parses nothing (a re-run reads the cache)
+    parses: int
+
+    @property
+    def bar_s(self) -> float:
+        return self.result.bar * self.result.floor.timing.wall_median
+
+    @property
+    def seconds(self) -> float:
+        return self.imports.wall_median + self.io_s + self.parse_s
+
+    def as_doc(self) -> dict[str, Any]:
+        return {"input": self.result.input, "command": self.result.name, "bar_s": self.bar_s,
+                "startup_and_imports_s": self.imports.wall_median,
+                "modules": len(self.result.floor.trace.modules), "floor_io_s": self.io_s,
+                "parse_s": self.parse_s, "parses": self.parses, "lower_bound_s": self.seconds}
+
+
+def bounds(results: Sequence[Result], runs: int) -> list[Bound]:
+    """The lower bound of each result (the import child timed once per set of modules)."""
+    bare = timed([sys.executable, "-I", "-c", "pass"], runs).wall_median
+    timed_imports: dict[tuple[str, ...], Timing] = {}
+    out = []
+    for r in results:
+        mods = r.floor.trace.modules
+        if mods not in timed_imports:
+            timed_imports[mods] = timed([sys.executable, "-c", "import " + ", ".join(mods)],
+                                        runs)
+        first = r.name == "sync"  # the re-run's parses come from the cache
+        io = max(0.0, r.floor.timing.wall_median - bare)
+        out.append(Bound(r, timed_imports[mods], io, r.floor.trace.parse_s if first else 0.0,
+                         r.floor.trace.parses if first else 0))
+    return out
+
+
+BOUND_HEADER = ("| input | command | bar s | start-up + imports s | floor's I/O s | "
+                "`ast.parse` s | lower bound s | |\n|---|---|---|---|---|---|---|---|")
+
+
+def bound_row(b: Bound) -> str:
+    r = b.result
+    parse = f"{b.parse_s:.2f} ({b.parses} sources)" if b.parses else "—"
+    verdict = "over the bar" if b.seconds > b.bar_s else "under the bar"
+    return (f"| {r.input} | `{r.name}` | {b.bar_s:.2f} | {b.imports.wall_median:.2f} "
+            f"({len(r.floor.trace.modules)} modules) | {b.io_s:.2f} | {parse} | "
+            f"{b.seconds:.2f} | {verdict} |")

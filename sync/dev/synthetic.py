@@ -9,11 +9,14 @@ adds a row, changes a helper or a comment, with renames.
 
 from __future__ import annotations
 
+import ast
+import contextlib
 import json
 import os
 import shutil
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -179,20 +182,57 @@ def enumerate_time(repo: Path, base: str, target: str) -> float:
 
 
 def symbol_pass(port_root: Path, repo: Path, base: str, target: str) -> dict[str, Any]:
-    """The symbol pass alone, in process: the commits it reads, its git processes, seconds."""
+    """The symbol pass alone, in process and uncached: the commits it reads, its git
+    processes, seconds, and the part of them its `ast.parse` calls take."""
     from sync import port as port_mod
     from sync.steps import evidence, surface
     from sync.upstream import gitio, history
 
     ref = gitio.open_repo(repo)
     commits = history.log_range(ref, base, target)
-    surf = surface.build(port_mod.locate(str(port_root)))
-    start = time.perf_counter()
-    found = evidence.gather(ref, commits, surf, base)
-    took = time.perf_counter() - start
+    with _uncached(), _parse_timer() as parsed:
+        surf = surface.build(port_mod.locate(str(port_root)))
+        parsed.clear()
+        start = time.perf_counter()
+        found = evidence.gather(ref, commits, surf, base)
+        took = time.perf_counter() - start
     return {"cited_commits": len(found.commits), "seconds": took,
             "git_processes": found.git_processes,
-            "files": sum(len(c.files) for c in found.commits.values())}
+            "files": sum(len(c.files) for c in found.commits.values()),
+            "parses": len(parsed), "parse_s": sum(parsed)}
+
+
+@contextlib.contextmanager
+def _uncached() -> Iterator[None]:
+    """The cache off (and the user's own cache folder left alone) for an in-process run."""
+    old = os.environ.get("SYNC_CACHE_DIR")
+    os.environ["SYNC_CACHE_DIR"] = "off"
+    try:
+        yield
+    finally:
+        if old is None:
+            del os.environ["SYNC_CACHE_DIR"]
+        else:
+            os.environ["SYNC_CACHE_DIR"] = old
+
+
+@contextlib.contextmanager
+def _parse_timer() -> Iterator[list[float]]:
+    """The seconds of each `ast.parse` call made meanwhile."""
+    plain, took = ast.parse, []
+
+    def parse(*args: Any, **kwargs: Any) -> Any:
+        start = time.perf_counter()
+        try:
+            return plain(*args, **kwargs)
+        finally:
+            took.append(time.perf_counter() - start)
+
+    ast.parse = parse  # a timing wrapper of the same function
+    try:
+        yield took
+    finally:
+        ast.parse = plain
 
 
 # (range, port citing every upstream module): the bars' ranges, then the symbol pass at work.
@@ -220,15 +260,18 @@ def run_case(root: Path, upstream: Path, shas: list[str], case: tuple[int, bool]
 
 def table(rows: list[dict[str, Any]]) -> None:
     print(f"{'range':>9} {'wall s':>7} {'bar s':>6} {'RSS MB':>7} {'bar':>5} {'git procs':>9} "
-          f"{'git log s':>9} {'ratio':>6} {'enum s':>7} {'cited commits':>13} {'symbols s':>9}")
+          f"{'git log s':>9} {'ratio':>6} {'enum s':>7} {'cited commits':>13} {'symbols s':>9} "
+          f"{'ast.parse s':>11}")
     for r in rows:
         b, sp = r["bars"], r["symbol_pass"]
         label = f"{r['range']}{'*' if r['every_file_cited'] else ''}"
         print(f"{label:>9} {r['wall_s']:>7.2f} {b['wall_s'] or '-':>6} "
               f"{r['peak_rss_mb']:>7.0f} {b['peak_rss_mb'] or '-':>5} {r['git_processes']:>9} "
               f"{r['plain_git_log_s']:>9.2f} {r['ratio_to_git_log']:>6.2f} "
-              f"{r['enumerate_s']:>7.2f} {sp['cited_commits']:>13} {sp['seconds']:>9.2f}")
+              f"{r['enumerate_s']:>7.2f} {sp['cited_commits']:>13} {sp['seconds']:>9.2f} "
+              f"{sp['parse_s']:>11.2f}")
     print("bar s: 2x plain git log + 0.3 s (the 10,000-commit range). * every upstream module "
-          "cited: the symbol pass over every commit of the range")
+          "cited: the symbol pass over every commit of the range. ast.parse s: the part of the "
+          "symbol pass that parses the cited modules' two sides")
 
 
