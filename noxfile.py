@@ -174,7 +174,7 @@ def lint(session: nox.Session) -> None:
 
 @nox.session(default=False)
 def bench(session: nox.Session) -> None:
-    """Measure the speed and memory bars (10,000-commit synthetic upstream, 2,000-file port)."""
+    """Measure the speed and memory bars against their floors: -- [--case DIR] [--runs N]."""
     _install(session)
     session.run("python", "-m", "sync.dev.bench", *session.posargs)
 
