@@ -106,7 +106,7 @@ def port_files(port: Port) -> Iterator[tuple[str, str]]:
         # One relpath per root, not per file: every walked path is `top` + "/" + a tail.
         base = os.path.relpath(top, root).replace(os.sep, "/")
         for path in sorted(_walk(top), key=_parts):
-            tail = path[len(top) + 1:].replace(os.sep, "/")
+            tail = path[len(top):].lstrip(os.sep).replace(os.sep, "/")
             rel = tail if base == "." else f"{base}/{tail}"
             if rel not in seen and wanted.match(rel) is not None:
                 seen.add(rel)
