@@ -446,3 +446,14 @@ def test_the_definition_walk_visits_only_blocks_and_keeps_their_order(source: st
     if source is _EVERY_BLOCK:
         assert {"in_star", "InCase", "Outer.Nested.deep.deepest", "InElse.method.inner",
                 "in_finally", "in_while_else"} <= set(names)
+
+
+def test_a_citation_of_several_symbols_reads_as_a_list_not_a_nested_name() -> None:
+    def cite(symbols: tuple[str, ...] = (), lines: str | None = None,
+             sha: str | None = None) -> surface.Cite:
+        return surface.Cite("src/a.cpp", "vllm/x.py", 3, symbols, lines, sha)
+
+    assert cite(("A.f", "B")).anchor() == "vllm/x.py (A.f, B)"
+    assert cite(("A.f",), sha="abc1234").anchor() == "vllm/x.py::A.f @ abc1234"
+    assert cite(lines="10-20").anchor() == "vllm/x.py:10-20"
+    assert cite().anchor() == "vllm/x.py (whole file)"

@@ -55,9 +55,13 @@ class Cite:
         return f"{self.port_file}:{self.line}" if self.line else self.port_file
 
     def anchor(self) -> str:
-        parts = [f"::{s}" for s in self.symbols] + ([f":{self.lines}"] if self.lines else [])
+        """The citation as a header writes it: `path::Sym`, `path (A, B)` for several
+        symbols (never `path::A::B`, which reads as a nested name), `path:A-B`."""
+        named = (f" ({', '.join(self.symbols)})" if len(self.symbols) > 1
+                 else "".join(f"::{s}" for s in self.symbols))
+        lines = f":{self.lines}" if self.lines else ""
         at = f" @ {self.sha}" if self.sha else ""
-        return f"{self.path}{''.join(parts) or ' (whole file)'}{at}"
+        return f"{self.path}{named + lines or ' (whole file)'}{at}"
 
 
 @dataclass(frozen=True)
