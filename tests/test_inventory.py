@@ -68,6 +68,19 @@ def test_parse_list_style_section9_and_tables() -> None:
     ]
 
 
+def test_a_bold_title_wrapped_over_lines_is_read_whole() -> None:
+    text = ("# Inventory\n\n## 9. Deviations\n\n"
+            "11. **Vendored FlashAttention-2 (head-dim-256 GQA prefill implemented; ratio-6\n"
+            "    split-KV decode `ACTIVE`)**: a byte-identical vendor of\n"
+            "    vllm-project/flash-attention @ `2c839c33`.\n"
+            "12. **Short** — on one line.\n")
+    inv = inventory.parse(text, path="inv.md")
+    assert [(d.label, d.title) for d in inv.deviations] == [
+        ("§9.11", "Vendored FlashAttention-2 (head-dim-256 GQA prefill implemented; ratio-6 "
+                  "split-KV decode `ACTIVE`)"),
+        ("§9.12", "Short")]
+
+
 def test_no_section9() -> None:
     inv = inventory.parse("# Inventory\n\n## T0\n\n- a\n", path="inv.md")
     assert inv.section9 is None and inv.deviations == ()

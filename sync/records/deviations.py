@@ -108,12 +108,27 @@ def _list_start(ln: Line) -> _Start | None:
 def _entry(lines: list[Line], code: list[bool], start: _Start, stop: int) -> Deviation | None:
     """The deviation on lines `start.line`..`stop` (None when it has no title)."""
     text = "\n".join(lines[x - 1].body for x in range(start.line, stop + 1) if not code[x])
-    number, title = _title(start.first, heading=start.heading)
+    number, title = _title(_lead(lines, code, start, stop), heading=start.heading)
     if not title:
         return None
     return Deviation(number or start.listed, title, start.line, text, _paths(text),
                      tuple(dict.fromkeys(_SHA.findall(text))),
                      tuple(dict.fromkeys(int(p) for p in PR_REF.findall(text))))
+
+
+_LEAD_LINES = 3  # lines a bold title may wrap over
+
+
+def _lead(lines: list[Line], code: list[bool], start: _Start, stop: int) -> str:
+    """The entry's first line, joined with the next ones while its bold lead is open (a
+    title wrapped over lines: `11. **Vendored FlashAttention-2 (… ratio-6` / `split-KV
+    decode)**: …`)."""
+    first = start.first
+    for x in range(start.line + 1, min(stop, start.line + _LEAD_LINES) + 1):
+        if start.heading or first.count("**") % 2 == 0 or code[x]:
+            break
+        first = f"{first} {lines[x - 1].body.strip()}"
+    return first
 
 
 def _title(first: str, *, heading: bool = False) -> tuple[str | None, str]:
