@@ -84,6 +84,17 @@ def test_files_holding_pin_spans_are_sync_records(fx: Fixture) -> None:
     assert r.rc == 7 and "(docs/BENCH.md) with feature work (src/bench.cpp)" in r.out
 
 
+def test_a_commit_touching_many_paths_names_a_few_and_counts_the_rest(fx: Fixture) -> None:
+    files = {f"src/f{i:02}.cpp": f"int f{i};\n" for i in range(12)}
+    commit(fx, "Snapshot", {**files, ".agents/sync/decisions.toml": "schema = 1\n"})
+    r = run(fx.port, "check-commit")
+    assert r.rc == 7
+    shown = ", ".join(sorted(files)[:5])
+    assert f"with feature work ({shown} and 7 more (--json lists them))" in r.out
+    doc = json.loads(run(fx.port, "check-commit", "--json").out)
+    assert doc["commits"][0]["feature_paths"] == sorted(files)
+
+
 def test_bad_ranges_are_one_line_usage_errors(fx: Fixture) -> None:
     for spec in ("no-such-ref", "HEAD...HEAD~1", "--all"):
         r = run(fx.port, "check-commit", "--", spec)

@@ -28,11 +28,20 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
             for s, subj, o, f in bad]})
     else:
         for sha, subject, owned, feature in bad:
-            ctx.say(f"{short(sha)} {subject}: mixes sync records ({', '.join(owned)}) with feature "
-                  f"work ({', '.join(feature)})")
+            ctx.say(f"{short(sha)} {subject}: mixes sync records ({_listed(owned)}) with "
+                    f"feature work ({_listed(feature)})")
     if bad:
         raise CheckFailed(f"{len(bad)} commit(s) mix a sync cycle with feature work",
                           "split each into a sync commit and a feature commit")
     if not ctx.json:
         ctx.say(f"check-commit: no commit in {args.range} mixes sync records with feature work")
     return 0
+
+
+SHOWN = 5  # paths named per list in the text (--json lists every one)
+
+
+def _listed(paths: list[str]) -> str:
+    """The first paths and how many more: a snapshot commit touches thousands."""
+    more = f" and {len(paths) - SHOWN} more (--json lists them)" if len(paths) > SHOWN else ""
+    return ", ".join(paths[:SHOWN]) + more
