@@ -164,6 +164,14 @@ def test_see_before_a_records_path_on_the_next_line_does_not_join() -> None:
      None),
     (f"// Ported from: vllm/v1/attention/backends/flash_attn.py @ {S}\n"
      "// (FlashAttentionImpl.forward SEMANTICS: paged K/V)\n", (), None),
+    # A prose item at the end leaves the items before it (the real model_registry.h).
+    ("// Ported from: vllm/model_executor/models/registry.py\n"
+     f"//               @ {S}\n"
+     "// (_ModelInfo:746-796, _ModelRegistry:998-1082,\n"
+     "//  resolve_model_cls:1244-1296, global registry:1396-1404).\n",
+     ("_ModelInfo", "_ModelRegistry", "resolve_model_cls"), "746-796,998-1082,1244-1296"),
+    (f"// Ported from: vllm/v1/attention/backends/flash_attn.py @ {S}\n"
+     "// (the paged path, FlashAttentionImpl.forward)\n", (), None),
 ])
 def test_anchors(text: str, symbols: tuple[str, ...], lines: str | None) -> None:
     c = read(text).citations[0]

@@ -101,6 +101,18 @@ def _clause(clause: str) -> _Clause | None:
     return got
 
 
+def _leading_items(clause: str) -> _Clause | None:
+    """The longest run of leading comma items of a clause that reads as anchors, when a
+    later item is prose: `_ModelInfo:746-796, resolve_model_cls:1244-1296, global
+    registry:1396-1404` names two symbols and their lines, not nothing."""
+    items = clause.split(",")
+    for k in range(len(items) - 1, 0, -1):
+        c = _clause(",".join(items[:k]).strip())
+        if c is not None:
+            return c
+    return None
+
+
 def _prev_kind(kind: str, text: str, prev: str) -> str:
     if kind == "sep":
         return "sep-after-rng" if prev in ("rng", "num") and text == "," else "sep"
@@ -131,12 +143,17 @@ def symbol_list(content: str) -> Anchor | None:
     ranges: list[str] = []
     for i, raw in enumerate(body.split(";")):
         c = _clause(raw.strip())
+        whole = c is not None
+        if c is None:
+            c = _leading_items(raw.strip())
         if c is None:
             if i == 0:
                 return None
             break
         symbols += _qualified(c)
         ranges += c.ranges
+        if not whole:
+            break  # the prose after the items ends the anchors
     if not symbols and not ranges:
         return None
     if not ranges and len(symbols) == 1 and not _code_shaped(symbols[0]):
