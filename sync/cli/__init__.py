@@ -120,7 +120,7 @@ def main(argv: list[str] | None = None, *, out: TextIO | None = None,
         func: Callable[[argparse.Namespace, Context], int] = args.func
         code = func(args, ctx)
         if wants_json:
-            _print_doc(out, ctx.document if ctx.document is not None else {"ok": True})
+            _print_doc(out, _success_doc(ctx.document, code))
         return code
     except SyncError as exc:
         if debug:
@@ -142,6 +142,14 @@ def main(argv: list[str] | None = None, *, out: TextIO | None = None,
                              f"{' '.join(str(exc).split())}", "rerun with --debug and report it")
         print(f"upstream-sync: {internal}", file=err)
         return _refused(out, ctx, internal, wants_json)
+
+
+def _success_doc(doc: dict[str, Any] | None, code: int) -> dict[str, Any]:
+    """The command's document with `ok` (true when it exited 0) unless it says it itself:
+    every document answers `ok`, a refusal's too."""
+    if doc is None:
+        return {"ok": code == 0}
+    return doc if "ok" in doc else {**doc, "ok": code == 0}
 
 
 def refusal_doc(doc: Any, exc: SyncError, code: int) -> dict[str, Any]:
