@@ -2,7 +2,9 @@
 
 The fixture is the real case's shapes in small (findings §4, §10 recipes 2, 11-13): every
 header cites `c1`, the pin is `c3`, and between them `c2` changes one cited file, renames
-another and deletes a third; one header cites a path upstream never had. Others write the
+another and deletes a third; one header cites a path upstream never had. Past the pin, the
+target changes p1.py and api_server.py (the first of the two paths `src/api.h` pins at one
+SHA). Others write the
 port's `vllm/csrc/`, `vllm/tests/` prefixes, a relative path under a directory named on the
 verb line, a `See` mention of the port's own header, and citations of llama.cpp, LMCache
 and flash-attention (whose `csrc/` is not vLLM's).
@@ -43,7 +45,8 @@ def build_upstream(repo: Path) -> dict[str, str]:
     h.modify("README.md", "pin\n")
     pin = h.commit("[Doc] Pin (#6)")
     h.modify("vllm/p1.py", "# p1 changed after the pin\n")
-    target = h.commit("[Core] Change p1 (#7)")
+    h.modify("vllm/entrypoints/openai/api_server.py", "# the routes changed after the pin\n")
+    target = h.commit("[Core] Change p1 and the routes (#7)")
     marks = h.write(repo)
     git(repo, "update-ref", "refs/remotes/origin/main", marks[target])
     return {k: marks[v] for k, v in (("c0", c0), ("c1", c1), ("p2", p2), ("p3", p3),
@@ -216,6 +219,35 @@ def test_bump_unchanged_to_a_target_past_a_change_skips_that_file(
     assert f"src/k.cu:1: would bump vllm/csrc/k.cu {up['c1'][:10]} → {up['target'][:10]}" \
         in r.out
     assert (root / "src/k.cu").read_text().count(up["c1"][:10]) == 1  # --check wrote nothing
+
+
+API = "vllm/entrypoints/openai/api_server.py"
+
+
+def test_one_sha_pinning_several_paths_is_said_in_its_worst_state(
+        case: tuple[Path, dict[str, str]]) -> None:
+    """walk17 A2: `src/api.h`'s one SHA pins api_server.py (changed up to the target) and,
+    last, completion/api_router.py (unchanged): the change is named by the changed file and
+    says so, in the text and the JSON, rather than showing the last path's state."""
+    root, up = case
+    old, new = up["c1"][:10], up["target"][:10]
+    argv = ("bump-headers", "src/api.h", "--to", up["target"], "--check")
+    r = run(root, *argv)
+    assert r.rc == 0, r.err
+    assert r.out.splitlines()[0] == (
+        f"src/api.h:1: would bump {API} (+1 more cited at this SHA) {old} → {new} (was "
+        f"behind-unchanged; changed since: {API}, 1 of the 2 paths this SHA pins)")
+    doc = json.loads(run(root, *argv, "--json").out)
+    assert doc["files"][0]["changes"] == [{
+        "line": 1, "path": API, "old": old, "new": new, "was": "behind-unchanged",
+        "content": "changed", "paths": [API, "completion/api_router.py"], "changed": [API]}]
+    # To the pin neither file changed: one change, named by the first path, unchanged.
+    pinned = json.loads(run(root, "bump-headers", "src/api.h", "--to", up["pin"], "--check",
+                            "--json").out)["files"][0]["changes"]
+    assert [(c["path"], c["content"], c["changed"]) for c in pinned] == [(API, "unchanged", [])]
+    # --unchanged tests every citation: the file is skipped for the changed one.
+    r = run(root, "bump-headers", "src/api.h", "--unchanged", "--to", up["target"], "--check")
+    assert r.rc == 0 and r.out.startswith(f"skipped: src/api.h:1: {API} changed upstream since")
 
 
 def test_bump_never_rewrites_another_oracles_sha(case: tuple[Path, dict[str, str]]) -> None:

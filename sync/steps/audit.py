@@ -36,8 +36,9 @@ ORDER: tuple[Status, ...] = ("at-pin", "behind-unchanged", "behind-changed", "pa
                              "ahead", "not-upstream", "other-oracle", "original", "no-header")
 CiteKind = Literal["at-pin", "behind-unchanged", "behind-changed", "path-gone", "ahead",
                    "not-upstream", "no-sha", "other-oracle"]
-_RANK: dict[str, int] = {"at-pin": 0, "behind-unchanged": 1, "ahead": 2, "behind-changed": 3,
-                         "path-gone": 4, "not-upstream": 5}
+# How bad a citation's status is: a file's status is its citations' worst.
+RANK: dict[str, int] = {"at-pin": 0, "behind-unchanged": 1, "ahead": 2, "behind-changed": 3,
+                        "path-gone": 4, "not-upstream": 5}
 CONTROL_PATH = "vllm/__upstream_sync_control__.py"
 SHOWN = 3  # commits named per changed citation; the rest are counted
 
@@ -221,9 +222,9 @@ def _worst(cites: tuple[CiteStatus, ...], h: headers.Header) -> Status:
         return "no-header"
     if h.kind == "ORIGINAL":
         return "original"
-    ranked = [c.status for c in cites if c.status in _RANK]
+    ranked = [c.status for c in cites if c.status in RANK]
     if ranked:
-        worst = max(ranked, key=lambda s: _RANK[s])
+        worst = max(ranked, key=lambda s: RANK[s])
         return worst  # type: ignore[return-value]  # every ranked kind is a Status
     if any(c.status == "other-oracle" for c in cites):
         return "other-oracle"
