@@ -260,6 +260,31 @@ def test_bump_never_rewrites_another_oracles_sha(case: tuple[Path, dict[str, str
     assert r.rc == 6 and f"upstream renamed it to vllm/p3_new.py in {up['p3'][:10]}" in r.out
 
 
+def test_a_file_citing_only_other_upstreams_is_not_said_to_be_at_the_target(
+        case: tuple[Path, dict[str, str]]) -> None:
+    """walk17 A5: llama.cpp, LMCache and flash-attention citations are no vLLM SHA a bump
+    moves; such a file says so, and "already at" stays for a file whose vLLM SHA is there."""
+    root, up = case
+    pin = up["pin"][:10]
+    write(root, "src/at.cpp", f"// Ported from: vllm/p1.py @ {pin}\nint p;\n")
+    files = ["src/ggml.cpp", "src/lm.h", "src/fa.cu", "src/at.cpp", "src/mixed.cpp"]
+    r = run(root, "bump-headers", *files, "--to", up["pin"], "--check")
+    assert r.rc == 0, r.err
+    assert r.out.splitlines() == [
+        "src/ggml.cpp: cites no vLLM SHA to move (only llama.cpp)",
+        "src/lm.h: cites no vLLM SHA to move (only LMCache)",
+        "src/fa.cu: cites no vLLM SHA to move (only vllm-project/flash-attention)",
+        f"src/at.cpp: already at {pin}",
+        f"src/mixed.cpp:1: would bump vllm/p1.py {up['c1'][:10]} → {pin} (was behind-unchanged)",
+        f"5 file(s): 1 to bump (would bump), 1 already at {pin}, 3 citing no vLLM SHA to "
+        "move, 0 skipped, 0 refused"]
+    doc = json.loads(run(root, "bump-headers", *files, "--to", up["pin"], "--check",
+                         "--json").out)
+    assert [(f["path"], f["status"]) for f in doc["files"]] == [
+        ("src/ggml.cpp", "other-oracle"), ("src/lm.h", "other-oracle"),
+        ("src/fa.cu", "other-oracle"), ("src/at.cpp", "unchanged"), ("src/mixed.cpp", "bump")]
+
+
 def test_git_processes_stay_constant(case: tuple[Path, dict[str, str]]) -> None:
     root, up = case
 

@@ -41,7 +41,7 @@ from sync.upstream.gitio import short
 MIN_LEN = 8  # a shorter abbreviation is ambiguous in a repository of vLLM's size
 FULL_LEN = 40
 
-PlanStatus = Literal["bump", "unchanged", "refused", "skipped"]
+PlanStatus = Literal["bump", "unchanged", "other-oracle", "refused", "skipped"]
 
 
 class Skipped(UsageError):
@@ -73,14 +73,19 @@ class FilePlan:
     refusal: SyncError | None
     text: str
     new_text: str
+    oracles: tuple[str, ...] = ()  # the upstreams the header's citations cite, in order
 
     @property
     def status(self) -> PlanStatus:
+        """bump; unchanged (every vLLM SHA already at the target); other-oracle (no vLLM SHA
+        to move: only another upstream's citations); skipped; refused."""
         if isinstance(self.refusal, Skipped):
             return "skipped"
         if self.refusal is not None:
             return "refused"
-        return "bump" if self.changes else "unchanged"
+        if self.changes:
+            return "bump"
+        return "unchanged" if CORE in self.oracles else "other-oracle"
 
 
 def new_token(old: str, target: str, unique: int) -> str:
@@ -316,7 +321,8 @@ def _plan_file(d: _Draft, a: _Against, unchanged_only: bool) -> FilePlan:
     new = d.text
     for ch in reversed(ordered):
         new = new[: ch.start] + ch.new + new[ch.end:]
-    return FilePlan(d.file, d.rel, tuple(ordered), None, d.text, new)
+    oracles = tuple(dict.fromkeys(c.oracle for c in d.header.pins))
+    return FilePlan(d.file, d.rel, tuple(ordered), None, d.text, new, oracles)
 
 
 def _one_token(per_path: list[Change]) -> Change:

@@ -92,16 +92,19 @@ def _say(ctx: Context, plans: list[bump.FilePlan], target: str, verb: str) -> No
             ctx.say(f"skipped: {p.refusal}")
         elif p.refusal is not None:
             ctx.say(f"refused: {p.refusal}")
+        elif p.status == "other-oracle":
+            only = ", ".join(p.oracles)
+            ctx.say(f"{p.rel}: cites no vLLM SHA to move" + (f" (only {only})" if only else ""))
         elif not p.changes:
             ctx.say(f"{p.rel}: already at {short(target)}")
         for c in p.changes:
             ctx.say(f"{p.rel}:{c.line}: {verb} {_named(c)} {c.old} → {c.new} (was {c.was}"
                     f"{_changed(c)})")
     counts = {s: sum(1 for p in plans if p.status == s)
-              for s in ("bump", "unchanged", "skipped", "refused")}
+              for s in ("bump", "unchanged", "other-oracle", "skipped", "refused")}
     ctx.say(f"{len(plans)} file(s): {counts['bump']} to bump ({verb}), {counts['unchanged']} "
-            f"already at {short(target)} or citing no vLLM SHA to move, {counts['skipped']} "
-            f"skipped, {counts['refused']} refused")
+            f"already at {short(target)}, {counts['other-oracle']} citing no vLLM SHA to move, "
+            f"{counts['skipped']} skipped, {counts['refused']} refused")
 
 
 SHOWN = 3  # changed paths named on one line; the rest are counted
