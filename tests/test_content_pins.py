@@ -20,6 +20,7 @@ from stepfixture import protocol_text, run, write
 
 from sync import port as port_mod
 from sync.dev.fastimport import History, git
+from sync.records import cycle
 from sync.steps import audit, surface
 from sync.upstream import gitio
 
@@ -248,6 +249,32 @@ def test_one_sha_pinning_several_paths_is_said_in_its_worst_state(
     # --unchanged tests every citation: the file is skipped for the changed one.
     r = run(root, "bump-headers", "src/api.h", "--unchanged", "--to", up["target"], "--check")
     assert r.rc == 0 and r.out.startswith(f"skipped: src/api.h:1: {API} changed upstream since")
+
+
+def test_audits_bump_advice_moves_exactly_its_behind_unchanged_files(
+        case: tuple[Path, dict[str, str]]) -> None:
+    """walk17 A4: with a cycle open past a change to p1.py and api_server.py, bare
+    `--unchanged` (to the target) skips three of the five files audit calls behind-unchanged
+    (identical at the pin); the command audit gives moves all five, to the pin."""
+    root, up = case
+    cycle.save(port_mod.locate(str(root)), up["pin"], up["target"], "origin/main")
+    r = run(root, "audit")
+    assert r.rc == 0, r.err
+    command = f"upstream-sync bump-headers --unchanged --to {up['pin'][:10]}"
+    assert ("- behind-unchanged: 5 file(s) cite a blob identical at the pin — safe to bump "
+            f"to the pin with `{command}`") in r.out.splitlines()
+    bare = run(root, "bump-headers", "--unchanged", "--check", "--json")
+    assert {f["path"] for f in json.loads(bare.out)["files"] if f["status"] == "bump"} == {
+        "src/k.cu", "tests/t.cpp"}
+    behind = {f["path"] for f in json.loads(run(root, "audit", "--json").out)["files"]
+              if f["status"] == "behind-unchanged"}
+    before = {rel: (root / rel).read_bytes() for rel in headers(up["c1"])}
+    done = run(root, *command.split()[1:])
+    assert done.rc == 0, done.err
+    assert {rel for rel in before if (root / rel).read_bytes() != before[rel]} == behind
+    after = json.loads(run(root, "audit", "--json").out)
+    assert after["counts"]["behind-unchanged"] == 0
+    assert "behind-unchanged:" not in run(root, "audit").out
 
 
 def test_bump_never_rewrites_another_oracles_sha(case: tuple[Path, dict[str, str]]) -> None:

@@ -2,8 +2,8 @@
 
 A SHA behind the pin says nothing by itself: what matters is whether the cited file
 changed since. So "behind" splits by content: *behind-unchanged* (the cited file's blob
-is the same at the pin: safe to bump, no warning), *behind-changed* (a warning naming
-the commits since, unless a ledger row names the file or its upstream path) and
+is the same at the pin: safe to bump to the pin, no warning), *behind-changed* (a warning
+naming the commits since, unless a ledger row names the file or its upstream path) and
 *path-gone* (renamed: to what; deleted: in which commit; or never there: a wrong path).
 Citations of another oracle's upstream are attributed to it ("cites llama.cpp at
 237ad9b96"), verified against its checkout when the preferences name one, never called
@@ -76,6 +76,7 @@ class Audit:
     files: tuple[FileStatus, ...]
     control_ok: bool
     ledger_problem: str | None = None  # why ledger notes could not be checked
+    pin: str = ""  # the parity pin the files were audited against
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {s: 0 for s in ORDER}
@@ -109,7 +110,7 @@ def run_audit(port: Port, ref: gitio.Reference, pin: str, upstream_ref: str,
     files = tuple(_file_status(rel, h, facts, noted)
                   for rel, h in sorted(surf.file_headers.items()))
     problem = read.unreadable("ledger notes were not checked")
-    return Audit(files, _control_ok(control, facts), problem)
+    return Audit(files, _control_ok(control, facts), problem, pin)
 
 
 def _facts(port: Port, ref: gitio.Reference, pin: str, upstream_ref: str, surf: Surface,
@@ -273,9 +274,11 @@ def summary_lines(a: Audit) -> Summary:
     if a.ledger_problem is not None:
         lines.append(f"- {a.ledger_problem}")
     if counts["behind-unchanged"]:
+        # To the pin, named: bare `--unchanged` bumps to an open cycle's target, and skips
+        # each of these files whose cited file changed between the pin and the target.
         lines.append(f"- behind-unchanged: {counts['behind-unchanged']} file(s) cite a blob "
-                     "identical at the pin — safe to bump with `upstream-sync bump-headers "
-                     "--unchanged`")
+                     "identical at the pin — safe to bump to the pin with `upstream-sync "
+                     f"bump-headers --unchanged --to {short(a.pin)}`")
     for f in a.files:
         if f.status in _LISTED:
             lines.append(file_line(f))
