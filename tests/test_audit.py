@@ -45,8 +45,8 @@ def test_audit_counts_with_positive_control(world: World) -> None:
         "- Counts: at-pin 3, behind-unchanged 2, behind-changed 1, path-gone 0, ahead 1, "
         "not-upstream 1, other-oracle 0, original 1, no-header 1 (of 10 files; positive "
         "control counted at-pin)",
-        "- behind-unchanged: 2 file(s) cite a blob identical at the pin — safe to bump with "
-        "`upstream-sync bump-headers --unchanged`")
+        "- behind-unchanged: 2 file(s) cite a blob identical at the pin — safe to bump to the "
+        f"pin with `upstream-sync bump-headers --unchanged --to {world.up.pin[:10]}`")
     assert (f"- `src/e.cpp` behind-changed: vllm/b.py changed since {world.up.older[:10]} by "
             f"1 commit: `{world.up.pin[:10]}`; ledger note: MISSING") in summary.lines
 

@@ -87,7 +87,8 @@ def test_check_lists_and_writes_nothing(world: World) -> None:
                                                                ("src/c.cpp", "bump")]
     change = doc["files"][0]["changes"][0]
     assert change == {"line": 1, "path": "vllm/a.py", "old": world.up.older[:10],
-                      "new": world.up.target[:10], "was": "behind-unchanged", "content": "changed"}
+                      "new": world.up.target[:10], "was": "behind-unchanged", "content": "changed",
+                      "paths": ["vllm/a.py"], "changed": ["vllm/a.py"]}
     assert doc["files"][1]["changes"][0]["old"] == world.up.pin[:8]
     assert (world.root / "src/a.cpp").read_bytes() == before
 

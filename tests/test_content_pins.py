@@ -2,7 +2,9 @@
 
 The fixture is the real case's shapes in small (findings §4, §10 recipes 2, 11-13): every
 header cites `c1`, the pin is `c3`, and between them `c2` changes one cited file, renames
-another and deletes a third; one header cites a path upstream never had. Others write the
+another and deletes a third; one header cites a path upstream never had. Past the pin, the
+target changes p1.py and api_server.py (the first of the two paths `src/api.h` pins at one
+SHA). Others write the
 port's `vllm/csrc/`, `vllm/tests/` prefixes, a relative path under a directory named on the
 verb line, a `See` mention of the port's own header, and citations of llama.cpp, LMCache
 and flash-attention (whose `csrc/` is not vLLM's).
@@ -18,6 +20,7 @@ from stepfixture import protocol_text, run, write
 
 from sync import port as port_mod
 from sync.dev.fastimport import History, git
+from sync.records import cycle
 from sync.steps import audit, surface
 from sync.upstream import gitio
 
@@ -43,7 +46,8 @@ def build_upstream(repo: Path) -> dict[str, str]:
     h.modify("README.md", "pin\n")
     pin = h.commit("[Doc] Pin (#6)")
     h.modify("vllm/p1.py", "# p1 changed after the pin\n")
-    target = h.commit("[Core] Change p1 (#7)")
+    h.modify("vllm/entrypoints/openai/api_server.py", "# the routes changed after the pin\n")
+    target = h.commit("[Core] Change p1 and the routes (#7)")
     marks = h.write(repo)
     git(repo, "update-ref", "refs/remotes/origin/main", marks[target])
     return {k: marks[v] for k, v in (("c0", c0), ("c1", c1), ("p2", p2), ("p3", p3),
@@ -218,6 +222,61 @@ def test_bump_unchanged_to_a_target_past_a_change_skips_that_file(
     assert (root / "src/k.cu").read_text().count(up["c1"][:10]) == 1  # --check wrote nothing
 
 
+API = "vllm/entrypoints/openai/api_server.py"
+
+
+def test_one_sha_pinning_several_paths_is_said_in_its_worst_state(
+        case: tuple[Path, dict[str, str]]) -> None:
+    """walk17 A2: `src/api.h`'s one SHA pins api_server.py (changed up to the target) and,
+    last, completion/api_router.py (unchanged): the change is named by the changed file and
+    says so, in the text and the JSON, rather than showing the last path's state."""
+    root, up = case
+    old, new = up["c1"][:10], up["target"][:10]
+    argv = ("bump-headers", "src/api.h", "--to", up["target"], "--check")
+    r = run(root, *argv)
+    assert r.rc == 0, r.err
+    assert r.out.splitlines()[0] == (
+        f"src/api.h:1: would bump {API} (+1 more cited at this SHA) {old} → {new} (was "
+        f"behind-unchanged; changed since: {API}, 1 of the 2 paths this SHA pins)")
+    doc = json.loads(run(root, *argv, "--json").out)
+    assert doc["files"][0]["changes"] == [{
+        "line": 1, "path": API, "old": old, "new": new, "was": "behind-unchanged",
+        "content": "changed", "paths": [API, "completion/api_router.py"], "changed": [API]}]
+    # To the pin neither file changed: one change, named by the first path, unchanged.
+    pinned = json.loads(run(root, "bump-headers", "src/api.h", "--to", up["pin"], "--check",
+                            "--json").out)["files"][0]["changes"]
+    assert [(c["path"], c["content"], c["changed"]) for c in pinned] == [(API, "unchanged", [])]
+    # --unchanged tests every citation: the file is skipped for the changed one.
+    r = run(root, "bump-headers", "src/api.h", "--unchanged", "--to", up["target"], "--check")
+    assert r.rc == 0 and r.out.startswith(f"skipped: src/api.h:1: {API} changed upstream since")
+
+
+def test_audits_bump_advice_moves_exactly_its_behind_unchanged_files(
+        case: tuple[Path, dict[str, str]]) -> None:
+    """walk17 A4: with a cycle open past a change to p1.py and api_server.py, bare
+    `--unchanged` (to the target) skips three of the five files audit calls behind-unchanged
+    (identical at the pin); the command audit gives moves all five, to the pin."""
+    root, up = case
+    cycle.save(port_mod.locate(str(root)), up["pin"], up["target"], "origin/main")
+    r = run(root, "audit")
+    assert r.rc == 0, r.err
+    command = f"upstream-sync bump-headers --unchanged --to {up['pin'][:10]}"
+    assert ("- behind-unchanged: 5 file(s) cite a blob identical at the pin — safe to bump "
+            f"to the pin with `{command}`") in r.out.splitlines()
+    bare = run(root, "bump-headers", "--unchanged", "--check", "--json")
+    assert {f["path"] for f in json.loads(bare.out)["files"] if f["status"] == "bump"} == {
+        "src/k.cu", "tests/t.cpp"}
+    behind = {f["path"] for f in json.loads(run(root, "audit", "--json").out)["files"]
+              if f["status"] == "behind-unchanged"}
+    before = {rel: (root / rel).read_bytes() for rel in headers(up["c1"])}
+    done = run(root, *command.split()[1:])
+    assert done.rc == 0, done.err
+    assert {rel for rel in before if (root / rel).read_bytes() != before[rel]} == behind
+    after = json.loads(run(root, "audit", "--json").out)
+    assert after["counts"]["behind-unchanged"] == 0
+    assert "behind-unchanged:" not in run(root, "audit").out
+
+
 def test_bump_never_rewrites_another_oracles_sha(case: tuple[Path, dict[str, str]]) -> None:
     root, up = case
     r = run(root, "bump-headers", "src/ggml.cpp", "src/fa.cu", "--to", up["pin"])
@@ -226,6 +285,31 @@ def test_bump_never_rewrites_another_oracles_sha(case: tuple[Path, dict[str, str
     assert FA in (root / "src/fa.cu").read_text()
     r = run(root, "bump-headers", "src/p3.cpp", "--to", up["pin"])
     assert r.rc == 6 and f"upstream renamed it to vllm/p3_new.py in {up['p3'][:10]}" in r.out
+
+
+def test_a_file_citing_only_other_upstreams_is_not_said_to_be_at_the_target(
+        case: tuple[Path, dict[str, str]]) -> None:
+    """walk17 A5: llama.cpp, LMCache and flash-attention citations are no vLLM SHA a bump
+    moves; such a file says so, and "already at" stays for a file whose vLLM SHA is there."""
+    root, up = case
+    pin = up["pin"][:10]
+    write(root, "src/at.cpp", f"// Ported from: vllm/p1.py @ {pin}\nint p;\n")
+    files = ["src/ggml.cpp", "src/lm.h", "src/fa.cu", "src/at.cpp", "src/mixed.cpp"]
+    r = run(root, "bump-headers", *files, "--to", up["pin"], "--check")
+    assert r.rc == 0, r.err
+    assert r.out.splitlines() == [
+        "src/ggml.cpp: cites no vLLM SHA to move (only llama.cpp)",
+        "src/lm.h: cites no vLLM SHA to move (only LMCache)",
+        "src/fa.cu: cites no vLLM SHA to move (only vllm-project/flash-attention)",
+        f"src/at.cpp: already at {pin}",
+        f"src/mixed.cpp:1: would bump vllm/p1.py {up['c1'][:10]} → {pin} (was behind-unchanged)",
+        f"5 file(s): 1 to bump (would bump), 1 already at {pin}, 3 citing no vLLM SHA to "
+        "move, 0 skipped, 0 refused"]
+    doc = json.loads(run(root, "bump-headers", *files, "--to", up["pin"], "--check",
+                         "--json").out)
+    assert [(f["path"], f["status"]) for f in doc["files"]] == [
+        ("src/ggml.cpp", "other-oracle"), ("src/lm.h", "other-oracle"),
+        ("src/fa.cu", "other-oracle"), ("src/at.cpp", "unchanged"), ("src/mixed.cpp", "bump")]
 
 
 def test_git_processes_stay_constant(case: tuple[Path, dict[str, str]]) -> None:

@@ -2,8 +2,8 @@
 
 A SHA behind the pin says nothing by itself: what matters is whether the cited file
 changed since. So "behind" splits by content: *behind-unchanged* (the cited file's blob
-is the same at the pin: safe to bump, no warning), *behind-changed* (a warning naming
-the commits since, unless a ledger row names the file or its upstream path) and
+is the same at the pin: safe to bump to the pin, no warning), *behind-changed* (a warning
+naming the commits since, unless a ledger row names the file or its upstream path) and
 *path-gone* (renamed: to what; deleted: in which commit; or never there: a wrong path).
 Citations of another oracle's upstream are attributed to it ("cites llama.cpp at
 237ad9b96"), verified against its checkout when the preferences name one, never called
@@ -36,8 +36,9 @@ ORDER: tuple[Status, ...] = ("at-pin", "behind-unchanged", "behind-changed", "pa
                              "ahead", "not-upstream", "other-oracle", "original", "no-header")
 CiteKind = Literal["at-pin", "behind-unchanged", "behind-changed", "path-gone", "ahead",
                    "not-upstream", "no-sha", "other-oracle"]
-_RANK: dict[str, int] = {"at-pin": 0, "behind-unchanged": 1, "ahead": 2, "behind-changed": 3,
-                         "path-gone": 4, "not-upstream": 5}
+# How bad a citation's status is: a file's status is its citations' worst.
+RANK: dict[str, int] = {"at-pin": 0, "behind-unchanged": 1, "ahead": 2, "behind-changed": 3,
+                        "path-gone": 4, "not-upstream": 5}
 CONTROL_PATH = "vllm/__upstream_sync_control__.py"
 SHOWN = 3  # commits named per changed citation; the rest are counted
 
@@ -75,6 +76,7 @@ class Audit:
     files: tuple[FileStatus, ...]
     control_ok: bool
     ledger_problem: str | None = None  # why ledger notes could not be checked
+    pin: str = ""  # the parity pin the files were audited against
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {s: 0 for s in ORDER}
@@ -108,7 +110,7 @@ def run_audit(port: Port, ref: gitio.Reference, pin: str, upstream_ref: str,
     files = tuple(_file_status(rel, h, facts, noted)
                   for rel, h in sorted(surf.file_headers.items()))
     problem = read.unreadable("ledger notes were not checked")
-    return Audit(files, _control_ok(control, facts), problem)
+    return Audit(files, _control_ok(control, facts), problem, pin)
 
 
 def _facts(port: Port, ref: gitio.Reference, pin: str, upstream_ref: str, surf: Surface,
@@ -221,9 +223,9 @@ def _worst(cites: tuple[CiteStatus, ...], h: headers.Header) -> Status:
         return "no-header"
     if h.kind == "ORIGINAL":
         return "original"
-    ranked = [c.status for c in cites if c.status in _RANK]
+    ranked = [c.status for c in cites if c.status in RANK]
     if ranked:
-        worst = max(ranked, key=lambda s: _RANK[s])
+        worst = max(ranked, key=lambda s: RANK[s])
         return worst  # type: ignore[return-value]  # every ranked kind is a Status
     if any(c.status == "other-oracle" for c in cites):
         return "other-oracle"
@@ -272,9 +274,11 @@ def summary_lines(a: Audit) -> Summary:
     if a.ledger_problem is not None:
         lines.append(f"- {a.ledger_problem}")
     if counts["behind-unchanged"]:
+        # To the pin, named: bare `--unchanged` bumps to an open cycle's target, and skips
+        # each of these files whose cited file changed between the pin and the target.
         lines.append(f"- behind-unchanged: {counts['behind-unchanged']} file(s) cite a blob "
-                     "identical at the pin — safe to bump with `upstream-sync bump-headers "
-                     "--unchanged`")
+                     "identical at the pin — safe to bump to the pin with `upstream-sync "
+                     f"bump-headers --unchanged --to {short(a.pin)}`")
     for f in a.files:
         if f.status in _LISTED:
             lines.append(file_line(f))

@@ -34,13 +34,14 @@ from sync.infra.errors import (
     SyncError,
     UsageError,
 )
+from sync.steps import audit
 from sync.upstream import gitio
 from sync.upstream.gitio import short
 
 MIN_LEN = 8  # a shorter abbreviation is ambiguous in a repository of vLLM's size
 FULL_LEN = 40
 
-PlanStatus = Literal["bump", "unchanged", "refused", "skipped"]
+PlanStatus = Literal["bump", "unchanged", "other-oracle", "refused", "skipped"]
 
 
 class Skipped(UsageError):
@@ -49,14 +50,19 @@ class Skipped(UsageError):
 
 @dataclass(frozen=True)
 class Change:
+    """One SHA token's rewrite. A token may pin several cited paths (`a.py and b.py @ sha`,
+    a route list under one SHA): it is said once, in the worst state of any of them."""
+
     line: int  # 1-based line of the SHA token
-    path: str  # the upstream path the citation names
+    path: str  # the path the change is named by: the first of `changed`, else of `paths`
     old: str
     new: str
     start: int
     end: int
-    was: str  # where the old SHA stood, in audit's words (against the parity pin)
-    content: str = "unchanged"  # what became of the cited file up to the target
+    was: str  # where the old SHA stood, in audit's words (against the parity pin): the worst
+    content: str = "unchanged"  # what became of the cited files up to the target: the worst
+    paths: tuple[str, ...] = ()  # every upstream path the token pins, in header order
+    changed: tuple[str, ...] = ()  # those of `paths` whose file changed up to the target
 
 
 @dataclass(frozen=True)
@@ -67,14 +73,19 @@ class FilePlan:
     refusal: SyncError | None
     text: str
     new_text: str
+    oracles: tuple[str, ...] = ()  # the upstreams the header's citations cite, in order
 
     @property
     def status(self) -> PlanStatus:
+        """bump; unchanged (every vLLM SHA already at the target); other-oracle (no vLLM SHA
+        to move: only another upstream's citations); skipped; refused."""
         if isinstance(self.refusal, Skipped):
             return "skipped"
         if self.refusal is not None:
             return "refused"
-        return "bump" if self.changes else "unchanged"
+        if self.changes:
+            return "bump"
+        return "unchanged" if CORE in self.oracles else "other-oracle"
 
 
 def new_token(old: str, target: str, unique: int) -> str:
@@ -288,7 +299,7 @@ def _words(live: list[_Draft], probe: sha_verify.Probe,
 def _plan_file(d: _Draft, a: _Against, unchanged_only: bool) -> FilePlan:
     if d.refusal is not None:
         return FilePlan(d.file, d.rel, (), d.refusal, d.text, d.text)
-    changes: dict[tuple[int, int], Change] = {}
+    tokens: dict[tuple[int, int], list[Change]] = {}
     for c in d.moving:
         assert c.sha is not None and c.sha_start is not None and c.sha_end is not None
         was = a.probe.status.get(c.sha, "not-upstream")
@@ -302,15 +313,26 @@ def _plan_file(d: _Draft, a: _Against, unchanged_only: bool) -> FilePlan:
                               "port the change, then bump this file by name")
         if refusal is not None:
             return FilePlan(d.file, d.rel, (), refusal, d.text, d.text)
-        changes[(c.sha_start, c.sha_end)] = Change(
+        tokens.setdefault((c.sha_start, c.sha_end), []).append(Change(
             _line_of(d.text, c.sha_start), c.path, c.sha, new_token(c.sha, a.target, a.unique),
             c.sha_start, c.sha_end, a.word(c),
-            got.kind if got is not None else "unchanged")
-    ordered = sorted(changes.values(), key=lambda ch: ch.start)
+            got.kind if got is not None else "unchanged"))
+    ordered = sorted((_one_token(cs) for cs in tokens.values()), key=lambda ch: ch.start)
     new = d.text
     for ch in reversed(ordered):
         new = new[: ch.start] + ch.new + new[ch.end:]
-    return FilePlan(d.file, d.rel, tuple(ordered), None, d.text, new)
+    oracles = tuple(dict.fromkeys(c.oracle for c in d.header.pins))
+    return FilePlan(d.file, d.rel, tuple(ordered), None, d.text, new, oracles)
+
+
+def _one_token(per_path: list[Change]) -> Change:
+    """The change of one SHA token from each path it pins: the worst content (a changed file
+    is never hidden behind an unchanged one cited at the same SHA) and the worst `was`."""
+    paths = tuple(dict.fromkeys(ch.path for ch in per_path))
+    changed = tuple(dict.fromkeys(ch.path for ch in per_path if ch.content != "unchanged"))
+    was = max((ch.was for ch in per_path), key=lambda w: audit.RANK.get(w, len(audit.RANK)))
+    return replace(per_path[0], path=(changed or paths)[0], was=was,
+                   content="changed" if changed else "unchanged", paths=paths, changed=changed)
 
 
 def _refusal(rel: str, c: headers.Citation, was: sha_verify.ShaStatus,

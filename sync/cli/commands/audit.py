@@ -15,10 +15,10 @@ from sync.steps import audit, surface
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p = sub.add_parser("audit", help="step 5: every ported file's per-file pin status",
                        description="Audit per-file pins against the parity pin by content: "
-                       "at-pin, behind-unchanged (safe to bump), behind-changed (a finding "
-                       "without a ledger note), path-gone (a finding), ahead, not-upstream, "
-                       "other-oracle, original, no-header. Mentions and watched paths are "
-                       "listed as references. Counts come with a positive control.")
+                       "at-pin, behind-unchanged (safe to bump to the pin), behind-changed (a "
+                       "finding without a ledger note), path-gone (a finding), ahead, "
+                       "not-upstream, other-oracle, original, no-header. Mentions and watched "
+                       "paths are listed as references. Counts come with a positive control.")
     add_json(p)
     p.set_defaults(func=run)
 

@@ -80,7 +80,8 @@ def _as_json(target: str, check: bool, written: int,
             "path": p.rel, "status": p.status,
             "reason": None if p.refusal is None else str(p.refusal),
             "changes": [{"line": c.line, "path": c.path, "old": c.old, "new": c.new,
-                         "was": c.was, "content": c.content} for c in p.changes],
+                         "was": c.was, "content": c.content, "paths": list(c.paths),
+                         "changed": list(c.changed)} for c in p.changes],
         } for p in plans],
     }
 
@@ -91,17 +92,40 @@ def _say(ctx: Context, plans: list[bump.FilePlan], target: str, verb: str) -> No
             ctx.say(f"skipped: {p.refusal}")
         elif p.refusal is not None:
             ctx.say(f"refused: {p.refusal}")
+        elif p.status == "other-oracle":
+            only = ", ".join(p.oracles)
+            ctx.say(f"{p.rel}: cites no vLLM SHA to move" + (f" (only {only})" if only else ""))
         elif not p.changes:
             ctx.say(f"{p.rel}: already at {short(target)}")
         for c in p.changes:
-            changed = "" if c.content == "unchanged" else "; the upstream file changed since"
-            ctx.say(f"{p.rel}:{c.line}: {verb} {c.path} {c.old} → {c.new} (was {c.was}"
-                    f"{changed})")
+            ctx.say(f"{p.rel}:{c.line}: {verb} {_named(c)} {c.old} → {c.new} (was {c.was}"
+                    f"{_changed(c)})")
     counts = {s: sum(1 for p in plans if p.status == s)
-              for s in ("bump", "unchanged", "skipped", "refused")}
+              for s in ("bump", "unchanged", "other-oracle", "skipped", "refused")}
     ctx.say(f"{len(plans)} file(s): {counts['bump']} to bump ({verb}), {counts['unchanged']} "
-            f"already at {short(target)} or citing no vLLM SHA to move, {counts['skipped']} "
-            f"skipped, {counts['refused']} refused")
+            f"already at {short(target)}, {counts['other-oracle']} citing no vLLM SHA to move, "
+            f"{counts['skipped']} skipped, {counts['refused']} refused")
+
+
+SHOWN = 3  # changed paths named on one line; the rest are counted
+
+
+def _named(c: bump.Change) -> str:
+    """The path a change is named by, and how many more its one SHA token pins."""
+    more = len(c.paths) - 1
+    return c.path + (f" (+{more} more cited at this SHA)" if more > 0 else "")
+
+
+def _changed(c: bump.Change) -> str:
+    """What changed up to the target: of one cited file, or which of those one SHA pins."""
+    if not c.changed:
+        return ""
+    if len(c.paths) <= 1:
+        return "; the upstream file changed since"
+    names = ", ".join(c.changed[:SHOWN])
+    rest = f" and {len(c.changed) - SHOWN} more" if len(c.changed) > SHOWN else ""
+    return (f"; changed since: {names}{rest}, {len(c.changed)} of the {len(c.paths)} paths "
+            "this SHA pins")
 
 
 def _refusal(refusals: list[SyncError], files: int) -> SyncError:
