@@ -192,14 +192,9 @@ def _deferred(units: list[symbols.UnitChange], cite: Cite,
 
 
 def _spans(hunks: tuple[patch.Hunk, ...]) -> list[tuple[int, int]]:
-    """Each hunk's changed lines in the old blob (an insertion: the lines around it)."""
-    out = []
-    for h in hunks:
-        if h.deleted:
-            out.append((h.deleted[0], h.deleted[-1]))
-        elif h.insertion is not None:
-            out.append((h.insertion, h.insertion + 1))
-    return out
+    """Each run of changed lines in the old blob (an insertion: the lines around it), read
+    from the hunks' bodies: their headers include the context lines."""
+    return [s for h in hunks for s in h.old_spans]
 
 
 def _overlaps(spans: Iterable[tuple[int, int]], ranges: Iterable[tuple[int, int]]) -> bool:
