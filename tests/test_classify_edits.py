@@ -170,6 +170,50 @@ def _report(world: World) -> str:
     return md.read_text()
 
 
+# -- definitions removed from a cited file --------------------------------------------------------
+
+
+def test_definitions_removed_from_a_file_cited_whole_are_a_change_to_it(world: World) -> None:
+    v = _verdicts(world, "drop_methods")
+    assert v["src/nvfp4_dequant.cpp"] == (
+        "whole-file", "whole-file citation; removes Fp8MoEMethod.select_gemm_impl, "
+        "MxFp8FusedMoE.select_gemm_impl")
+    # A method removed from a cited class changes that class: the class is not deleted.
+    assert v["src/fp8_moe.cpp"] == (
+        "hit", "Fp8MoEMethod.select_gemm_impl nests in the cited Fp8MoEMethod (removed)")
+    # Only the citation that names the removed method has its cited definition deleted.
+    assert v["src/mx_select.cpp"] == ("deleted", "deletes MxFp8FusedMoE.select_gemm_impl")
+    e = _entry(world, "drop_methods")
+    assert (e["disposition"], e["rule"]) == ("PORT-NOW", "symbol-hit")
+    assert e["reason"] == (
+        f"{QUANT}::Fp8MoEMethod.select_gemm_impl → src/fp8_moe.cpp; {QUANT} (whole-file "
+        "citation; removes Fp8MoEMethod.select_gemm_impl, MxFp8FusedMoE.select_gemm_impl) → "
+        "src/nvfp4_dequant.cpp")
+    assert _moves(world, "drop_methods") == [
+        (f"{QUANT}::MxFp8FusedMoE.select_gemm_impl", ["src/mx_select.cpp"])]
+
+
+def test_a_renamed_function_is_no_deletion(world: World) -> None:
+    v = _verdicts(world, "rename_function")
+    assert v["src/nvfp4_dequant.cpp"] == (
+        "whole-file", "whole-file citation; removes dequant; adds dequantize")
+    assert v["src/fp8_moe.cpp"][0] == v["src/mx_select.cpp"][0] == "miss"
+    e = _entry(world, "rename_function")
+    assert (e["disposition"], e["rule"]) == ("PORT-NOW", "whole-file")
+    assert e["reason"] == (f"{QUANT} (whole-file citation; removes dequant; adds dequantize) → "
+                           "src/nvfp4_dequant.cpp")
+    assert _moves(world, "rename_function") == []
+
+
+def test_a_gutted_file_cited_whole_names_no_statement_as_cited(world: World) -> None:
+    e = _entry(world, "gut_module")
+    assert (e["disposition"], e["rule"]) == ("PORT-NOW", "whole-file")
+    assert "deleted upstream" not in e["reason"]
+    assert _moves(world, "gut_module") == []
+    moves = _report(world).split("## Upstream moves and deletions of cited paths\n", 1)[1]
+    assert "<" not in moves.split("\n## ", 1)[0]
+
+
 # -- changed lines of hunks with context --------------------------------------------------------
 
 
