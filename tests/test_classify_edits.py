@@ -125,6 +125,8 @@ def _port_files(marks: dict[str, str]) -> dict[str, str]:
         "src/mx_select.cpp": f"// Ported from: {QUANT}::MxFp8FusedMoE.select_gemm_impl @ {pin}\n"
                              "int m;\n",
         "src/mistral.cpp": f"// Ported from: {PARSER} @ {pin}\nint r;\n",
+        # Lines 5-6 are the `if TYPE_CHECKING:` block: a statement, named by its head.
+        "src/mistral_types.cpp": f"// Ported from: {PARSER}:5-6 @ {pin}\nint t;\n",
         "src/scalar_type.cpp": f"// Ported from: {KERNEL}:8-12 @ {pin}\nint s;\n",
     }
 
@@ -209,6 +211,9 @@ def test_a_gutted_file_cited_whole_names_no_statement_as_cited(world: World) -> 
     e = _entry(world, "gut_module")
     assert (e["disposition"], e["rule"]) == ("PORT-NOW", "whole-file")
     assert "deleted upstream" not in e["reason"]
+    # The line range's statement is gone, but its internal name is not what the port cites.
+    assert _verdicts(world, "gut_module")["src/mistral_types.cpp"] == (
+        "deleted", "deletes the cited lines")
     assert _moves(world, "gut_module") == []
     moves = _report(world).split("## Upstream moves and deletions of cited paths\n", 1)[1]
     assert "<" not in moves.split("\n## ", 1)[0]
