@@ -6,7 +6,8 @@ pass must tell apart (see `SHAPES`), all in one range, classified by one `sync`.
 from __future__ import annotations
 
 import io
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from sync import cli
@@ -268,15 +269,32 @@ def _port_files(marks: dict[str, str]) -> dict[str, str]:
     }
 
 
+@dataclass(frozen=True)
+class Plan:
+    """An upstream to build: its files at the pin (and, where they differ, at the older
+    commit before it), one commit per shape, and the port files citing it."""
+
+    pin_files: dict[str, str]
+    shapes: tuple[Shape, ...]
+    port_files: Callable[[dict[str, str]], dict[str, str]]
+    older_files: dict[str, str] = field(default_factory=dict)
+
+
 def build(tmp: Path) -> World:
+    return build_plan(tmp, Plan(PIN_FILES, SHAPES, _port_files, {RUNNER: RUNNER_OLDER}))
+
+
+def build_plan(tmp: Path, plan: Plan) -> World:
     h = History()
-    for path, text in sorted(PIN_FILES.items()):
-        h.modify(path, RUNNER_OLDER if path == RUNNER else text)
+    for path, text in sorted(plan.pin_files.items()):
+        h.modify(path, plan.older_files.get(path, text))
     older = h.commit("Initial import (#1)")
-    h.modify(RUNNER, RUNNER_PIN)
+    for path in sorted(plan.older_files):
+        h.modify(path, plan.pin_files[path])
     pin = h.commit("[Core] Warm up the runner (#2)")
     marks_at: dict[str, int] = {"older": older, "pin": pin}
-    for n, shape in enumerate(SHAPES):
+    pin_files = plan.pin_files
+    for n, shape in enumerate(plan.shapes):
         if shape.rename is not None:
             h.rename(*shape.rename)
         for path, content in shape.files.items():
@@ -286,9 +304,9 @@ def build(tmp: Path) -> World:
                 h.modify(path, content)
         marks_at[shape.name] = h.commit(f"{shape.subject} (#{100 + n})")
         for path in shape.files:  # back to the pin's text, so the next shape starts there
-            if path in PIN_FILES and shape.rename is None:
-                h.modify(path, PIN_FILES[path])
-        if any(p in PIN_FILES for p in shape.files) and shape.rename is None:
+            if path in pin_files and shape.rename is None:
+                h.modify(path, pin_files[path])
+        if any(p in pin_files for p in shape.files) and shape.rename is None:
             h.commit(f"Restore after {shape.name} (#{500 + n})")
     repo = tmp / "vllm"
     shas = h.write(repo, checkout="main")
@@ -299,7 +317,7 @@ def build(tmp: Path) -> World:
     files = {
         ".agents/upstream-sync.md": _protocol(marks["pin"]),
         ".agents/developer-preferences.md": example.preferences_text(repo, tmp / "oracles"),
-        **_port_files(marks),
+        **plan.port_files(marks),
     }
     for rel, text in files.items():
         (port / rel).parent.mkdir(parents=True, exist_ok=True)

@@ -32,16 +32,20 @@ def test_changed_lines_are_exactly_the_diffs(old: list[str], new: list[str], n: 
     (cp,) = patch.parse(_listing(old, new, n))
     deleted: list[int] = []
     added: list[int] = []
+    spans: list[tuple[int, int]] = []  # each run of changes, in the old blob
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(a=old, b=new).get_opcodes():
         if tag != "equal":
             deleted += range(i1 + 1, i2 + 1)
             added += range(j1 + 1, j2 + 1)
+            spans.append((i1 + 1, i2) if i2 > i1 else (i1, i1 + 1))
     if old == new:
         assert cp.files == () or not cp.files[0].hunks
         return
     (fp,) = cp.files
     assert [d for h in fp.hunks for d in h.deleted] == deleted
     assert [a for h in fp.hunks for a in h.added] == added
+    # Whatever the context (n), the runs come from the body, not the header.
+    assert [s for h in fp.hunks for s in h.old_spans] == spans
     assert (fp.old_path, fp.new_path, fp.old_blob, fp.new_blob) == (
         "p.py", "p.py", "1111111", "2222222")
 

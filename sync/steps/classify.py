@@ -16,7 +16,10 @@ definitions changed and how; each citation of that path is then judged:
   own DEFERRED / "not ported" paragraphs is "under a deferred feature";
 - a line anchor inside a huge definition hits only when the change reaches the cited
   statements ("same definition, other statements" otherwise);
-- a cited definition that the commit deletes is "cited definitions deleted upstream";
+- a cited definition that the commit deletes is "cited definitions deleted upstream":
+  only a definition a citation names can be (a definition removed from a file cited
+  whole, or from inside a cited class, is a change to what is cited, and a deleted file
+  is the one deletion a whole-file citation has);
 - a commit that only adds (definitions, fields, members, rows) is INVENTORY "adds";
   one that changes definitions no citation names is INVENTORY "not the mirrored
   code"; one whose changes are only comments, docstrings, annotations, logging,
@@ -31,7 +34,8 @@ can scan them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import dataclasses
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -76,6 +80,8 @@ class Verdict:
     units: tuple[str, ...] = ()  # the changed definitions the outcome is about
     why: str = ""
     related: bool = True  # False: what changed is not what this citation names
+    removed: tuple[str, ...] = ()  # of `units`, those the commit removes (whole-file)
+    added: tuple[str, ...] = ()  # definitions added beside a removal (a rename reads as both)
 
 
 @dataclass(frozen=True)
@@ -192,14 +198,9 @@ def _deferred(units: list[symbols.UnitChange], cite: Cite,
 
 
 def _spans(hunks: tuple[patch.Hunk, ...]) -> list[tuple[int, int]]:
-    """Each hunk's changed lines in the old blob (an insertion: the lines around it)."""
-    out = []
-    for h in hunks:
-        if h.deleted:
-            out.append((h.deleted[0], h.deleted[-1]))
-        elif h.insertion is not None:
-            out.append((h.insertion, h.insertion + 1))
-    return out
+    """Each run of changed lines in the old blob (an insertion: the lines around it), read
+    from the hunks' bodies: their headers include the context lines."""
+    return [s for h in hunks for s in h.old_spans]
 
 
 def _overlaps(spans: Iterable[tuple[int, int]], ranges: Iterable[tuple[int, int]]) -> bool:
@@ -232,20 +233,30 @@ def _ranges(ranges: Iterable[tuple[int, int]]) -> str:
 
 
 def _whole_file(fc: ev.FileChange, c: ev.Cited, surf: Surface) -> Verdict:
+    """Only the file itself can be deleted under a whole-file citation: a definition removed
+    from a file that stays (or renamed: removed and added) is a change to the file."""
+    if fc.status == "D":
+        return Verdict(fc.path, c, "deleted", why="deletes the file")
     mods = [u for u in fc.units if u.change == "modified"]
-    names = tuple(u.name for u in mods)
     removed = _outermost([u for u in fc.units if u.change == "removed"])
-    if not mods and removed:
-        gone = "the file" if fc.status == "D" else ", ".join(u.name for u in removed)
-        return Verdict(fc.path, c, "deleted", tuple(u.name for u in removed), f"deletes {gone}")
-    if mods:
-        feature = _deferred(mods, c.cite, surf)
-        if feature is not None:
-            return Verdict(fc.path, c, "deferred", names, f"every changed line of "
-                           f"{', '.join(names)} is under an if naming {feature}")
-        return Verdict(fc.path, c, "whole-file", names, "whole-file citation; changes "
-                       + ", ".join(names))
-    return _lesser(fc, c, list(fc.units))
+    if not mods and not removed:
+        return _lesser(fc, c, list(fc.units))
+    names = tuple(u.name for u in mods + removed)
+    gone = tuple(u.name for u in removed)
+    added = tuple(u.name for u in fc.units if u.change == "added") if gone else ()
+    feature = _deferred(mods + removed, c.cite, surf)
+    if feature is not None:
+        return Verdict(fc.path, c, "deferred", names, f"every changed line of "
+                       f"{', '.join(names)} is under an if naming {feature}")
+    v = Verdict(fc.path, c, "whole-file", names, removed=gone, added=added)
+    return dataclasses.replace(v, why="whole-file citation; " + _what(v, ", ".join))
+
+
+def _what(v: Verdict, show: Callable[[Iterable[str]], str]) -> str:
+    """"changes A; removes B; adds C": what a whole-file verdict's definitions went through."""
+    changed = [n for n in v.units if n not in v.removed]
+    return "; ".join(f"{verb} {show(names)}" for verb, names in (
+        ("changes", changed), ("removes", v.removed), ("adds", v.added)) if names)
 
 
 def _lesser(fc: ev.FileChange, c: ev.Cited, units: list[symbols.UnitChange],
@@ -297,18 +308,21 @@ def _changed_named(fc: ev.FileChange, c: ev.Cited, surf: Surface,
         return Verdict(fc.path, c, "deferred", names,
                        f"every changed line is under an if naming {feature}")
     return Verdict(fc.path, c, "hit", names, ", ".join(
-        f"{u.name} {_relation(u.name, c.names)}" for u in strong))
+        f"{u.name} {_relation(u.name, c.names)}" + (" (removed)" if u.change == "removed" else "")
+        for u in strong))
 
 
 def _anchored(fc: ev.FileChange, c: ev.Cited, surf: Surface) -> Verdict:
     hits = _named(fc, c)
-    strong = [u for u in hits if u.change == "modified"]
+    removed = _outermost([u for u in hits if u.change == "removed"])
+    # A cited definition is deleted only when it is itself removed; one removed from inside
+    # it (a method of a cited class) changes it.
+    gone = [u for u in removed if u.name in c.names]
+    strong = [u for u in hits if u.change == "modified"] + [u for u in removed if u not in gone]
     if strong:
         return _changed_named(fc, c, surf, strong)
-    removed = _outermost([u for u in hits if u.change == "removed"])
-    if removed:
-        return Verdict(fc.path, c, "deleted", tuple(u.name for u in removed),
-                       "deletes " + ", ".join(u.name for u in removed))
+    if gone:
+        return Verdict(fc.path, c, "deleted", tuple(u.name for u in gone), _deletes(c, gone))
     if hits:
         return _lesser(fc, c, hits)
     changed = [u for u in fc.units if u.semantic]
@@ -316,6 +330,15 @@ def _anchored(fc: ev.FileChange, c: ev.Cited, surf: Surface) -> Verdict:
         return Verdict(fc.path, c, "miss", tuple(u.name for u in changed),
                        f"changes {', '.join(u.name for u in changed)}", related=False)
     return _lesser(fc, c, list(fc.units), related=False)
+
+
+def _deletes(c: ev.Cited, gone: list[symbols.UnitChange]) -> str:
+    if c.how == "symbols":
+        return "deletes " + ", ".join(u.name for u in gone)
+    # A line range names the definitions around its lines, statements (`<if ...>`) among
+    # them: internal names, never shown as what the port cites.
+    named = [u.name for u in gone if not symbols.internal(u.name)]
+    return "deletes the cited lines" + (f" ({', '.join(named)})" if named else "")
 
 
 def _outermost(units: list[symbols.UnitChange]) -> list[symbols.UnitChange]:
@@ -348,8 +371,8 @@ def judge(fc: ev.FileChange, c: ev.Cited, surf: Surface) -> Verdict:
         if c.cite.source == "inline" and v.outcome == "whole-file":
             # A path in a comment's body with no citing verb is a mention (DESIGN §3): it never
             # makes a commit PORT-NOW on its own.
-            return Verdict(fc.path, c, "mention", v.units, f"mentioned at {c.cite.where()}; "
-                           f"changes {_few(v.units)}")
+            return dataclasses.replace(v, outcome="mention", why=f"mentioned at "
+                                       f"{c.cite.where()}; {_what(v, _few)}")
         return v
     return _anchored(fc, c, surf)
 
@@ -372,12 +395,12 @@ def _grouped(verdicts: list[Verdict], label: bool) -> str:
     """`path::Unit → files` per changed definition (or `path (why) → files`), merged."""
     groups: dict[str, list[str]] = {}
     for v in verdicts:
-        if v.outcome == "deleted" and (v.cited.how == "whole-file" or not v.units):
+        if v.outcome == "deleted" and (v.cited.how != "symbols" or not v.units):
             keys = [f"{v.path} ({v.why})"]
         elif v.outcome in ("hit", "deleted", "deferred") and v.units:
             keys = [f"{v.path}::{u}" for u in v.units]
         elif v.outcome == "whole-file":
-            keys = [f"{v.path} (whole-file citation; changes {_few(v.units)})"]
+            keys = [f"{v.path} (whole-file citation; {_what(v, _few)})"]
         elif v.outcome == "path-level":
             keys = [f"{v.path} (path level: {v.why})"]
         else:

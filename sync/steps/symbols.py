@@ -170,6 +170,12 @@ def _nested_defs(node: ast.AST, prefix: str) -> Iterator[Unit]:
                 yield from _nested_defs(child, prefix)
 
 
+def internal(name: str) -> bool:
+    """A statement unit named by its head (`<imports>`, `<if TYPE_CHECKING>`): no definition
+    a port can cite by name."""
+    return name.startswith("<")
+
+
 def statement_name(stmt: ast.stmt) -> str:
     """A module-level statement's name: its assignment target, `<imports>`, or its head."""
     if isinstance(stmt, ast.Assign):

@@ -23,7 +23,7 @@ from sync.infra.notes import Notes
 from sync.port import Port
 from sync.records import cycle, decisions, deviations, gates, pins
 from sync.records.mdtext import cell
-from sync.steps import audit, carry, classify, evidence, report, surface
+from sync.steps import audit, carry, classify, evidence, report, surface, symbols
 from sync.steps import target as target_step
 from sync.steps.target import Wanted, freeze
 from sync.upstream import gitio, health, history
@@ -108,13 +108,16 @@ def moves(commits: list[history.Commit], surf: surface.Surface,
 
 
 def _deleted_definitions(entries: list[classify.Entry]) -> tuple[report.Move, ...]:
-    """`path::Sym` of each cited definition a commit deletes (a whole deleted file is above)."""
+    """`path::Sym` of each definition a citation names by `::Sym` and a commit deletes (a whole
+    deleted file is above). A definition removed from a file cited whole, or around the
+    lines a line range cites, was never named by the port: not listed."""
     out: dict[tuple[str, str], set[str]] = {}
     prs: dict[str, int | None] = {}
     for e in entries:
         for v in e.evidence.verdicts if e.evidence is not None else ():
-            if v.outcome == "deleted" and v.cited.cite.path == v.path:
-                for unit in v.units:
+            if (v.outcome == "deleted" and v.cited.how == "symbols"
+                    and v.cited.cite.path == v.path):
+                for unit in (u for u in v.units if not symbols.internal(u)):
                     out.setdefault((e.sha, f"{v.path}::{unit}"), set()).add(v.cited.cite.port_file)
                     prs[e.sha] = e.pr
     deleted_files = {(e.sha, p) for e in entries if e.evidence is not None

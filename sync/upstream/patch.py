@@ -6,7 +6,9 @@ body is read by its counts, so a `diff --git` inside a changed line can never
 start a file. The parser never raises: a line it cannot place is skipped, a
 truncated hunk keeps the lines it has. Per hunk it keeps the exact changed line
 numbers of both sides (deleted lines of the old blob, added lines of the new),
-the insertion points of pure additions, and the raw text (for `queue`).
+where each run of changed lines sits in the old blob, and the raw text (for `queue`).
+The listing has git's default context lines, so a hunk's header is not where its
+changes are: every line number comes from the body.
 """
 
 from __future__ import annotations
@@ -35,13 +37,10 @@ class Hunk:
     deleted: tuple[int, ...]  # line numbers in the old blob that this hunk removes
     added: tuple[int, ...]  # line numbers in the new blob that this hunk adds
     text: bytes  # the hunk as git printed it, header line included
-
-    @property
-    def insertion(self) -> int | None:
-        """For a hunk that only adds: the old line it inserts after (0: at the top)."""
-        if self.deleted or not self.added:
-            return None
-        return self.old_start if self.old_count == 0 else self.old_start - 1
+    # Each run of changed lines between context lines, in the old blob: the first and last
+    # line it deletes, or for a run that only adds, the old lines around the insertion
+    # (n, n + 1: it inserts after old line n; 0 at the top).
+    old_spans: tuple[tuple[int, int], ...] = ()
 
     def old_range(self) -> str:
         return _range(self.old_start, self.old_count)
@@ -209,6 +208,9 @@ class _Body:
     left_new: int
     deleted: list[int] = field(default_factory=list)
     added: list[int] = field(default_factory=list)
+    spans: list[tuple[int, int]] = field(default_factory=list)
+    run: tuple[int, int] | None = None  # open run: old line it starts at, deletions before it
+    empty_old: bool = False  # `-N,0`: git names the line it inserts after, not the next one
 
     def take(self, line: bytes) -> bool:
         """Read one body line; False when it cannot be one (a truncated hunk ends there)."""
@@ -216,17 +218,37 @@ class _Body:
         if kind == b"\\":  # "\ No newline at end of file", on either side
             return True
         if kind == b"-" and self.left_old > 0:
+            self.open_run()
             self.deleted.append(self.old)
             self.old, self.left_old = self.old + 1, self.left_old - 1
         elif kind == b"+" and self.left_new > 0:
+            self.open_run()
             self.added.append(self.new)
             self.new, self.left_new = self.new + 1, self.left_new - 1
         elif kind in (b" ", b"\n", b"") and self.left_old > 0 and self.left_new > 0:
+            self.close()
             self.old, self.new = self.old + 1, self.new + 1
             self.left_old, self.left_new = self.left_old - 1, self.left_new - 1
         else:
             return False
         return True
+
+    def open_run(self) -> None:
+        if self.run is None:
+            self.run = (self.old, len(self.deleted))
+
+    def close(self) -> None:
+        """End the open run of changed lines (at a context line, or the hunk's end)."""
+        if self.run is None:
+            return
+        first, before = self.run
+        self.run = None
+        gone = self.deleted[before:]
+        if gone:
+            self.spans.append((gone[0], gone[-1]))
+            return
+        after = first if self.empty_old else first - 1
+        self.spans.append((after, after + 1))
 
     @property
     def open(self) -> bool:
@@ -240,15 +262,16 @@ def _hunk(lines: list[bytes], i: int) -> tuple[Hunk | None, int]:
         return None, i + 1
     old_start, new_start = _count(m.group(1)), _count(m.group(3))
     old_count, new_count = _count(m.group(2)), _count(m.group(4))
-    body = _Body(old_start, new_start, old_count, new_count)
+    body = _Body(old_start, new_start, old_count, new_count, empty_old=old_count == 0)
     start = i
     i += 1
     while i < len(lines) and body.open and body.take(lines[i]):
         i += 1  # a line that cannot be a body line ends a truncated hunk: what was read stays
     while i < len(lines) and lines[i].startswith(b"\\"):  # "\ No newline at end of file"
         i += 1
+    body.close()
     hunk = Hunk(old_start, old_count, new_start, new_count, tuple(body.deleted),
-                tuple(body.added), b"".join(lines[start:i]))
+                tuple(body.added), b"".join(lines[start:i]), tuple(body.spans))
     return hunk, i
 
 
