@@ -193,12 +193,14 @@ def test_queue_patch_refuses_a_directory_it_cannot_make_or_write(world: World,
     # even root, whom permission bits would not stop). Both one line, exit 2, never exit 1.
     cases = [(tmp_path / "afile" / "sub", "cannot be created")]
     if Path("/proc/self").is_dir():
-        cases += [(Path("/proc/nope"), "cannot be created"), (Path("/proc"), "cannot write")]
+        cases += [(Path("/proc/nope"), "cannot be created"),
+                  (Path("/proc"), "--patch /proc: cannot write 001-")]
     for target, says in cases:
         r = run(world.root, "queue", "--patch", str(target))
         assert r.rc == 2, (target, r.err)
         assert says in r.err and "— give a directory you can write" in r.err, r.err
         assert "internal error" not in r.err and len(r.err.strip().splitlines()) == 1
+        assert ".tmp" not in r.err  # the patch's name, not the atomic write's temporary file
 
 
 def test_queue_needs_an_open_cycle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

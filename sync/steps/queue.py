@@ -532,8 +532,9 @@ def _write_patch(directory: Path, p: _Patch) -> str:
     try:
         return _write_patch_files(directory, p)
     except OSError as e:
-        raise UsageError(f"--patch {directory}: cannot write {e.filename or 'a patch'} "
-                         f"({e.strerror or e})", "give a directory you can write") from None
+        # e.filename is the temporary file of the atomic write: name the patch it was for.
+        raise UsageError(f"--patch {directory}: cannot write {patch_name(p.index, p.entry)} "
+                         f"there ({e.strerror or e})", "give a directory you can write") from None
 
 
 def _write_patch_files(directory: Path, p: _Patch) -> str:
