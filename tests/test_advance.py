@@ -11,6 +11,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import shlex
 import shutil
 import socket
 import subprocess
@@ -548,6 +549,28 @@ def test_each_unmet_precondition_refuses_and_only_stall_records_it(
     assert surfaces(c.port).state == "STALLED"
     assert [f"- unmet: {mdtext.cell(u)}" for u in unmet] == [
         line for line in carry_over(c.port) if line.startswith("- unmet: ")]
+
+
+def test_a_gate_that_has_not_run_names_the_upstream_sync_command_that_runs_it(
+        prepared: Prepared, copy: Callable[[str], Copy]) -> None:
+    # A port has no noxfile of its own: the line names the command the PENDING handoff names
+    # (less --strict), and running exactly that command clears the line.
+    copy("fresh")
+    rc, out, _ = cmd("advance", "--dry-run")
+    assert rc == 6
+    t = prepared.target
+    lines = re.findall(r"^unmet: gate (\S+) has not run at .*$", out, re.MULTILINE)
+    assert sorted(lines) == ["golden", "parity:op"], out
+    runs = {
+        "golden": f"upstream-sync golden --oracle vllm --target {t}",
+        "parity:op": f"upstream-sync parity --suite op --target {t}",
+    }
+    for name, run in runs.items():
+        assert f"unmet: gate {name} has not run at {t[:10]} — run `{run}`" in out.splitlines()
+        assert "nox" not in out
+        ok(*shlex.split(run)[1:])
+    _, out, _ = cmd("advance", "--dry-run")
+    assert "has not run" not in out
 
 
 def test_a_stale_paragraph_is_refused_naming_its_phrases(

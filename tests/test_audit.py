@@ -44,7 +44,7 @@ def test_audit_counts_with_positive_control(world: World) -> None:
     assert summary.lines[:2] == (
         "- Counts: at-pin 3, behind-unchanged 2, behind-changed 1, path-gone 0, ahead 1, "
         "not-upstream 1, other-oracle 0, original 1, no-header 1 (of 10 files; positive "
-        "control counted at-pin)",
+        "control, not counted: at-pin, as it must be)",
         "- behind-unchanged: 2 file(s) cite a blob identical at the pin — safe to bump to the "
         f"pin with `upstream-sync bump-headers --unchanged --to {world.up.pin[:10]}`")
     assert (f"- `src/e.cpp` behind-changed: vllm/b.py changed since {world.up.older[:10]} by "
@@ -109,6 +109,16 @@ def test_broken_probe_fails_the_control(world: World, monkeypatch: pytest.Monkey
     r = run(world.root, "audit")
     assert r.rc == 7 and "positive control failed" in r.err
     assert "POSITIVE CONTROL FAILED" in r.out
+
+
+def test_the_control_is_not_among_the_counts(world: World) -> None:
+    # The control is a separate check: the counts add up to the files, without it.
+    ref = gitio.open_repo(world.up.repo)
+    a = audit.run_audit(world.port, ref, world.up.pin, "origin/main", surface.build(world.port))
+    assert sum(a.counts().values()) == len(a.files) == 10
+    assert all(f.path != audit.CONTROL_PATH for f in a.files)
+    (head,) = (line for line in audit.summary_lines(a).lines if line.startswith("- Counts: "))
+    assert head.endswith("(of 10 files; positive control, not counted: at-pin, as it must be)")
 
 
 def test_wrapped_headers_are_counted(world: World) -> None:

@@ -20,8 +20,8 @@ def test_committed_docs_are_generated() -> None:
 
 def test_each_generated_region_is_placed() -> None:
     assert docs.regions((ROOT / "README.md").read_text()) == ["exit-codes"]
-    assert docs.regions((ROOT / "docs/adopting.md").read_text()) == ["config-keys",
-                                                                    "exit-codes"]
+    assert docs.regions((ROOT / "docs/adopting.md").read_text()) == [
+        "config-keys", "preference-keys", "exit-codes"]
 
 
 def test_a_stale_region_is_found_and_rewritten(tmp_path: Path) -> None:

@@ -107,9 +107,9 @@ def test_annotate_existing_row_inserts_only_the_reference() -> None:
 
 
 @pytest.mark.parametrize(("pr", "tier", "subject", "row"), [
-    (38122, "T2", "[Spec Decode] EAGLE-3 drafts for Qwen3 (#38122)",
+    (38122, "T2", "[Spec Decode] EAGLE-3 speculative decoding for Qwen3 (#38122)",
      "- EAGLE speculative decoding (vllm#32498)"),
-    (38200, "T2", "[LoRA] Support LoRA on fused MoE layers (#38200)",
+    (38200, "T2", "[LoRA] Pin adapters in the LoRA model manager (#38200)",
      "- LoRA adapters and the LoRA model manager (vllm#31625, vllm#33572)"),
     (38200, "T3", "[LoRA] Support LoRA on fused MoE layers (#38200)",
      "- Fused MoE layer and per-device kernel configs (vllm#33845)"),
@@ -124,6 +124,53 @@ def test_annotate_matches_the_tier_row_that_names_the_feature(
     assert a.text == text.replace(row, f"{row} (vllm#{pr})", 1)
 
 
+@pytest.mark.parametrize(("tier", "subject"), [
+    ("T2", "[Spec Decode] EAGLE-3 drafts for Qwen3 (#38122)"),  # "eagle" only
+    ("T2", "[LoRA] Support LoRA on fused MoE layers (#38200)"),  # "lora" only, in T2
+])
+def test_annotate_one_shared_word_is_not_a_row_naming_the_feature(tier: str,
+                                                                  subject: str) -> None:
+    text = read_text(REAL)
+    a = annotate(text, pr=38999, tier=tier, subject=subject, paths=["vllm/not/cited.py"])
+    assert a.where == "section"
+    assert a.text.count("(vllm#38999)") == 1 and "- T2 (vllm#38999) " in a.text
+
+
+ENCODER = (
+    "# Inventory\n"
+    "\n"
+    "## 5. Model architectures\n"
+    "\n"
+    "| Family | Marquee members | Needs | Tier |\n"
+    "|---|---|---|---|\n"
+    "| MLA family | DeepSeek V3/V3.2/V4, Kimi K2.5 | MLA wrapper, latent KV | T2 |\n"
+    "| Multimodal / ASR / encoder-decoder | Qwen3-VL, Whisper, … | vision/audio towers, "
+    "mRoPE full, encoder cache | T3 (deferred; revisit after T1) |\n"
+    "\n"
+    "## 9. Deviations\n"
+)
+
+
+def test_annotate_a_row_sharing_one_word_with_the_subject_is_left_alone() -> None:
+    """The real case: "[FlexAttention] Avoid encoder block-mask compile explosion" shares
+    only "encoder" with the multimodal row, and cites none of its paths."""
+    req = {"pr": 50339, "tier": "T3", "note": "FlexAttention not targeted",
+           "subject": "[FlexAttention] Avoid encoder block-mask compile explosion (#50339)",
+           "paths": ["vllm/config/attention.py",
+                     "vllm/v1/attention/backends/flex_attention.py"]}
+    a = annotate(ENCODER, **req)
+    assert a.where == "section"
+    row = ENCODER.splitlines()[7]
+    assert row in a.text.splitlines() and "vllm#50339" not in a.text.split("## Sync")[0]
+    # With no cycle open there is no section to fall back to: refused, nothing written.
+    with pytest.raises(UsageError, match=r"no inventory row cites vllm/config/attention\.py"):
+        annotate(ENCODER, **req, section_title=None)
+    # A subject naming the row with several words still finds it.
+    b = annotate(ENCODER, pr=50340, tier="T3", paths=["vllm/x.py"],
+                 subject="[Multimodal] Whisper encoder cache for ASR (#50340)")
+    assert b.where == "row" and b.line == 8 and "encoder-decoder (vllm#50340) |" in b.row
+
+
 def test_annotate_a_feature_no_row_names_goes_to_the_section() -> None:
     text = read_text(REAL)
     a = annotate(text, pr=37404, tier="T2", subject="[Model] Add Gemma-4 (#37404)",
@@ -135,7 +182,8 @@ def test_annotate_two_rows_naming_the_feature_equally_need_row() -> None:
     text = INVENTORY.replace("- Models under `vllm/models/`\n",
                              "- Sampler fast path\n- Sampler slow path\n")
     with pytest.raises(UsageError, match=r"2 T2 rows of inv.md name this feature equally"):
-        annotate(text, tier="T2", subject="[Perf] Sampler speedup (#42)", paths=["vllm/x.py"])
+        annotate(text, tier="T2", subject="[Perf] Sampler path speedup (#42)",
+                 paths=["vllm/x.py"])
 
 
 TIER_CELLS = (
@@ -159,11 +207,15 @@ def test_table_rows_outside_tier_headings_carry_their_tier_cell() -> None:
     assert [(r.line, r.tier) for r in inv.rows()] == [(7, "T1"), (8, "T2"), (9, "T2")]
     a = annotate(TIER_CELLS, pr=41000, tier="T2", subject="[Model] DeepSeek V4 (#41000)",
                  paths=["vllm/model_executor/models/deepseek_v4.py"])
+    assert a.where == "section"  # "deepseek" alone is one shared word
+    a = annotate(TIER_CELLS, pr=41000, tier="T2",
+                 subject="[Model] DeepSeek V4 with Kimi-style latent KV (#41000)",
+                 paths=["vllm/model_executor/models/deepseek_v4.py"])
     assert a.where == "row" and a.line == 8
     assert a.row == "| MLA family | DeepSeek V3/V3.2, Kimi K2.5 (vllm#41000) | latent KV | T2 |"
-    b = annotate(TIER_CELLS, pr=41001, tier="T1", subject="[Model] Gemma 4 (#41001)",
-                 paths=["vllm/gemma4.py"])
-    assert b.where == "row" and "Gemma 2/3 (vllm#41001) |" in b.row
+    b = annotate(TIER_CELLS, pr=41001, tier="T1", subject="[Model] Gemma 4 dense decoders "
+                 "(#41001)", paths=["vllm/gemma4.py"])
+    assert b.where == "row" and b.line == 7
 
 
 def test_annotate_table_row_in_the_citing_cell() -> None:

@@ -128,8 +128,8 @@ def test_example_parses_and_names_every_variable() -> None:
     text = prefs.example_text()
     values = prefs.parse(text, path="x.example")
     assert set(values) == set(prefs.KEYS)
-    for var, _ in prefs.KEYS.values():
-        assert f"`{var}`" in text
+    for k in prefs.KEYS.values():
+        assert f"`{k.variable}`" in text
 
 
 # -- the reference checkout ------------------------------------------------------------------
@@ -156,6 +156,38 @@ def refused(p: prefs.Preferences) -> str:
 def test_reference_checkout_unset(tmp: Path) -> None:
     message = refused(prefs.load(tmp / "absent.md", environ={}))
     assert message.startswith("reference_checkout is not set")
+
+
+@pytest.mark.parametrize("key", list(prefs.KEYS))
+def test_an_unset_preference_says_which_line_goes_where(tmp: Path, key: str) -> None:
+    """One pair of parentheses (the meaning), and the exact line, block and file: a file to
+    add it to, an example to copy, or a file to create."""
+    k = prefs.KEYS[key]
+    file = tmp / "developer-preferences.md"
+    head = f"{key} is not set ({k.meaning}) — set {k.variable}, or "
+    line = f"'{key} = {k.form}'"
+
+    def said() -> str:
+        with pytest.raises(EnvironmentUnresolved) as exc:
+            prefs.load(file, environ={}).require(key)
+        message = str(exc.value)
+        assert message.count("(") == message.count(")") == 1 + k.form.count("(")
+        return message
+
+    assert said() == f"{head}create {file} holding a ```sync-preferences block with the line {line}"
+    for example in prefs.example_files(file):
+        example.write_text(prefs.example_text())
+        assert said() == (f"{head}copy {example} to {file} and set {line} in its "
+                          "```sync-preferences block")
+        example.unlink()
+    file.write_text("```sync-preferences\n```\n")
+    assert said() == f"{head}add the line {line} to the ```sync-preferences block of {file}"
+
+
+def test_every_preference_is_declared_readably() -> None:
+    for name, k in prefs.KEYS.items():
+        assert "(" not in k.meaning and ")" not in k.meaning, name
+        assert k.meaning == " ".join(k.meaning.split()) and k.form and k.sample
 
 
 def test_reference_checkout_missing(tmp: Path) -> None:

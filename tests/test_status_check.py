@@ -259,3 +259,18 @@ def test_check_reports_a_broken_carry_over_record(copy: Path) -> None:
     (copy / ".agents/sync/carry-over.toml").write_text('schema = 1\n[carried."zz"]\n')
     lines = _check_lines(copy)
     assert len(lines) == 1 and lines[0].startswith(".agents/sync/carry-over.toml"), lines
+
+
+def test_status_with_no_reference_checkout_says_which_line_goes_where(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fx = build(tmp_path)
+    prefs_file = fx.port / ".agents/developer-preferences.md"
+    prefs_file.write_text("```sync-preferences\n```\n", encoding="utf-8")
+    monkeypatch.delenv("VLLM_SOURCE", raising=False)
+    r = run(fx.port, "status")
+    (line,) = (x for x in r.out.splitlines() if x.startswith("reference checkout: "))
+    # One pair of parentheses: the status line does not wrap the refusal in another.
+    assert line == (
+        "reference checkout: unresolved: reference_checkout is not set (a full clone of "
+        "upstream vLLM, never a shallow one) — set VLLM_SOURCE, or add the line "
+        f"'reference_checkout = <path>' to the ```sync-preferences block of {prefs_file}")

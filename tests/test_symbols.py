@@ -267,7 +267,7 @@ def test_explain_by_pr_and_json(world: World) -> None:
     assert doc["entry"]["rule"] == "not-mirrored"
     assert [c["outcome"] for c in doc["entry"]["evidence"]["citations"]] == ["miss"] * 4
     rc, _out, err = run(world.port, "explain", "#9999")
-    assert rc == 2 and "no commit in the open cycle matches #9999" in err
+    assert rc == 2 and "PR #9999 is not in the cycle's range — pick an entry from" in err
 
 
 def test_git_processes_per_sync_do_not_depend_on_the_range(

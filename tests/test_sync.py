@@ -308,11 +308,24 @@ def test_decide_a_bare_pr_number_suggests_the_pr(fx: Fixture) -> None:
 def test_decide_refuses_garbage_keys_and_empty_reasons(fx: Fixture) -> None:
     synced(fx)
     bad = run(fx.port, "decide", "--", "--help", "IGNORE", "x")
-    assert bad.rc == 2 and "neither a SHA nor #N" in bad.err
+    assert bad.rc == 2 and "neither a SHA prefix nor #N" in bad.err
     empty = run(fx.port, "decide", fx.marks["docs"][:10], "IGNORE", " ")
     assert empty.rc == 2 and "the reason is empty" in empty.err
     wrong = run(fx.port, "decide", fx.marks["docs"][:10], "MAYBE", "x")
     assert wrong.rc == 2 and "invalid choice" in wrong.err
+
+
+@pytest.mark.parametrize("key", ["#abc", "nope", "0d7", "#999", "deadbeef"])
+def test_explain_and_decide_refuse_a_key_alike(fx: Fixture, key: str) -> None:
+    synced(fx)
+    explained = run(fx.port, "explain", key)
+    decided_ = run(fx.port, "decide", key, "IGNORE", "x")
+    assert explained.rc == decided_.rc == 2
+    # decide also reaches the commits carried over into the cycle, and its refusal says so.
+    said = decided_.err.replace(" (nor carried over into it)", "")
+    assert explained.err == said and len(said.strip().splitlines()) == 1
+    if key == "0d7":
+        assert "too short for a SHA prefix (3 hex digit(s), at least 4 needed)" in said
 
 
 def test_decisions_outlive_a_retarget(fx: Fixture) -> None:

@@ -186,6 +186,23 @@ def test_queue_refuses_without_or_with_a_stale_report(world: World, tmp_path: Pa
     assert r.rc == 2 and "is not a directory" in r.err
 
 
+def test_queue_patch_refuses_a_directory_it_cannot_make_or_write(world: World,
+                                                                  tmp_path: Path) -> None:
+    (tmp_path / "afile").write_text("x")
+    # Below a regular file: mkdir fails. /proc: a directory no one can create files in (not
+    # even root, whom permission bits would not stop). Both one line, exit 2, never exit 1.
+    cases = [(tmp_path / "afile" / "sub", "cannot be created")]
+    if Path("/proc/self").is_dir():
+        cases += [(Path("/proc/nope"), "cannot be created"),
+                  (Path("/proc"), "--patch /proc: cannot write 001-")]
+    for target, says in cases:
+        r = run(world.root, "queue", "--patch", str(target))
+        assert r.rc == 2, (target, r.err)
+        assert says in r.err and "— give a directory you can write" in r.err, r.err
+        assert "internal error" not in r.err and len(r.err.strip().splitlines()) == 1
+        assert ".tmp" not in r.err  # the patch's name, not the atomic write's temporary file
+
+
 def test_queue_needs_an_open_cycle(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     w = make_world(tmp_path, monkeypatch)
     r = run(w.root, "queue")

@@ -1,9 +1,11 @@
-"""The generated parts of the docs: the configuration keys and the exit codes.
+"""The generated parts of the docs: the configuration keys, the preferences and the exit
+codes.
 
 Each sits between `<!-- generated: NAME -->` and `<!-- /generated -->` and is rendered
-from its one declaration (`records/config.py` for the keys, `infra/errors.py` for the
-codes). `python -m sync.dev.docs` rewrites them; `--check` lists stale files and fails
-(the test suite runs it), so an edit to a key or an error class must regenerate the docs.
+from its one declaration (`records/config.py` for the keys, `records/prefs.py` for the
+preferences, `infra/errors.py` for the codes). `python -m sync.dev.docs` rewrites them;
+`--check` lists stale files and fails (the test suite runs it), so an edit to a key, a
+preference or an error class must regenerate the docs.
 """
 
 from __future__ import annotations
@@ -16,9 +18,12 @@ from pathlib import Path
 
 from sync.infra.atomic import read_text, write_text
 from sync.infra.errors import exit_table
+from sync.records import prefs
 from sync.records.config import keys_table
 
-GENERATED: dict[str, Callable[[], str]] = {"config-keys": keys_table, "exit-codes": exit_table}
+GENERATED: dict[str, Callable[[], str]] = {"config-keys": keys_table,
+                                           "preference-keys": prefs.keys_table,
+                                           "exit-codes": exit_table}
 FILES = ("README.md", "docs/adopting.md")
 _REGION = re.compile(r"(<!-- generated: ([a-z-]+) -->\n)(.*?)(<!-- /generated -->)", re.S)
 

@@ -315,14 +315,22 @@ def _words(text: str) -> set[str]:
             if len(w) >= 3 and not w.isdigit() and w not in _GENERIC}
 
 
+# Distinctive words a row must share with the subject to be taken for the feature without
+# a cited path: one shared word ("encoder") names unrelated rows as often as the right one,
+# and a wrong row is a silent edit where the cycle's section would only be a new bullet.
+MIN_SHARED_WORDS = 2
+
+
 def _row_naming(inv: Inventory, rows: Sequence[Item], req: Request) -> Item | None:
-    """The one row of the asked tier that names the feature: it shares the most distinctive
-    words with the upstream subject (`EAGLE-3 drafts` → `EAGLE speculative decoding`), a
-    word counting less the more rows of the tier use it."""
+    """The one row of the asked tier that names the feature: it shares at least
+    `MIN_SHARED_WORDS` distinctive words with the upstream subject (`Fused MoE layers` →
+    `Fused MoE layer and per-device kernel configs`), and the most of them, a word counting
+    less the more rows of the tier use it. None when no row shares that many."""
     if not req.subject:
         return None
     wanted = _words(_PR_SUFFIX.sub("", req.subject))
-    tier = [(r, _words(PR_REF.sub("", r.text)) & wanted) for r in rows if r.tier == req.tier]
+    tier = [(r, shared) for r in rows if r.tier == req.tier
+            if len(shared := _words(PR_REF.sub("", r.text)) & wanted) >= MIN_SHARED_WORDS]
     used: dict[str, int] = {}
     for _, words in tier:
         for w in words:

@@ -18,18 +18,68 @@ from sync.records import blocks
 from sync.upstream import gitio
 
 INFO = "sync-preferences"
-# key -> (environment variable, meaning)
-KEYS: dict[str, tuple[str, str]] = {
-    "reference_checkout": ("VLLM_SOURCE", "full (never shallow) clone of the upstream vLLM"),
-    "fetch_remote": ("SYNC_FETCH_REMOTE", "remote to fetch in the reference checkout"),
-    "branch": ("SYNC_BRANCH", "upstream branch the target is taken from"),
-    "gate_hosts": ("SYNC_GATE_HOSTS", "comma-separated host names eligible to run gates"),
-    "oracle_home": ("SYNC_ORACLE_HOME", "directory holding oracle virtualenvs (outside checkouts)"),
-    "omni_source": ("VLLM_OMNI_SOURCE", "clone of vllm-omni, for the omni oracle"),
-    "oracle_checkouts": ("SYNC_ORACLE_CHECKOUTS", "comma-separated <oracle id>=<path> clones of "
-                         "other oracles' upstreams (llama.cpp=~/src/llama.cpp), to verify the "
-                         "SHAs the port cites them at"),
+
+
+@dataclass(frozen=True)
+class Key:
+    """One preference, declared once: the refusal of a missing value, the docs table and
+    the example `init` writes are all rendered from it."""
+
+    variable: str  # the environment variable that overrides the file
+    meaning: str  # a noun phrase without parentheses: a refusal puts it in parentheses
+    form: str  # the shape of a value, as a refusal shows the line to add
+    sample: str  # the value in the example `init` writes
+    default: str | None = None  # None: a command that needs the value refuses without it
+
+
+KEYS: dict[str, Key] = {
+    "reference_checkout": Key("VLLM_SOURCE", "a full clone of upstream vLLM, never a shallow "
+                              "one", "<path>", "~/src/vllm"),
+    "fetch_remote": Key("SYNC_FETCH_REMOTE", "the remote fetched in the reference checkout",
+                        "<remote>", "origin", default="origin"),
+    "branch": Key("SYNC_BRANCH", "the upstream branch the target is taken from", "<branch>",
+                  "main", default="main"),
+    "gate_hosts": Key("SYNC_GATE_HOSTS", "the host names eligible to run gates, "
+                      "comma-separated", "<host>,<host>", "dgx"),
+    "oracle_home": Key("SYNC_ORACLE_HOME", "the directory holding the oracle virtualenvs, "
+                       "outside every checkout", "<directory>", "~/venvs"),
+    "omni_source": Key("VLLM_OMNI_SOURCE", "a clone of vllm-omni, for the omni oracle",
+                       "<path>", "~/src/vllm-omni"),
+    "oracle_checkouts": Key("SYNC_ORACLE_CHECKOUTS", "clones of other oracles' upstreams, to "
+                            "verify the SHAs the port cites them at", "<oracle id>=<path>,...",
+                            "llama.cpp=~/src/llama.cpp"),
 }
+
+
+def keys_table() -> str:
+    """The preferences as the markdown table of docs/adopting.md §4."""
+    lines = ["| key | environment variable | value | meaning |", "|---|---|---|---|"]
+    for name, k in KEYS.items():
+        default = f"; default `{k.default}`" if k.default is not None else ""
+        lines.append(f"| `{name}` | `{k.variable}` | `{k.form}` | {k.meaning}{default} |")
+    return "\n".join(lines) + "\n"
+
+
+def example_files(file: Path) -> tuple[Path, Path]:
+    """Where a port keeps the example of `file`: `init` writes `<file>.example`; a port may
+    have its own `<stem>.example.md`."""
+    return file.with_name(file.name + ".example"), file.with_name(f"{file.stem}.example.md")
+
+
+def missing(key: str, file: Path) -> EnvironmentUnresolved:
+    """The refusal of a needed preference that is unset: what it is, and exactly which line
+    goes where (the file may not exist yet)."""
+    k = KEYS[key]
+    line = f"'{key} = {k.form}'"
+    if file.exists():
+        where = f"add the line {line} to the ```{INFO} block of {file}"
+    else:
+        example = next((e for e in example_files(file) if e.exists()), None)
+        where = (f"copy {example} to {file} and set {line} in its ```{INFO} block"
+                 if example is not None else
+                 f"create {file} holding a ```{INFO} block with the line {line}")
+    return EnvironmentUnresolved(f"{key} is not set ({k.meaning})",
+                                 f"set {k.variable}, or {where}")
 
 
 @dataclass(frozen=True)
@@ -47,11 +97,7 @@ class Preferences:
     def require(self, key: str) -> str:
         value = self.get(key)
         if not value:
-            var = KEYS[key][0]
-            raise EnvironmentUnresolved(
-                f"{key} is not set ({KEYS[key][1]})",
-                f"set {var} or add '{key} = ...' to {self.file}",
-            )
+            raise missing(key, self.file)
         return value
 
     def path(self, key: str) -> Path:
@@ -59,11 +105,11 @@ class Preferences:
 
     @property
     def remote(self) -> str:
-        return self.get("fetch_remote") or "origin"
+        return self.get("fetch_remote") or str(KEYS["fetch_remote"].default)
 
     @property
     def branch(self) -> str:
-        return self.get("branch") or "main"
+        return self.get("branch") or str(KEYS["branch"].default)
 
     @property
     def gate_hosts(self) -> tuple[str, ...]:
@@ -82,7 +128,7 @@ class Preferences:
 
     def reference(self) -> gitio.Reference:
         """The reference checkout, refused when unset, missing, not git, or shallow."""
-        var = KEYS["reference_checkout"][0]
+        var = KEYS["reference_checkout"].variable
         path = self.path("reference_checkout")
         ref = gitio.open_repo(path, variable=var, allow_shallow=True)
         if gitio.is_shallow(ref):
@@ -126,7 +172,8 @@ def load(file: Path, environ: dict[str, str] | None = None,
     for key, var in variables:
         if key in KEYS and env.get(var):
             values[key], sources[key] = env[var], f"env {var}"
-    for key, (var, _) in KEYS.items():
+    for key, declared in KEYS.items():
+        var = declared.variable
         if env.get(var):
             values[key], sources[key] = env[var], f"env {var}"
     return Preferences(tuple(sorted(values.items())), tuple(sorted(sources.items())), file)
@@ -137,13 +184,10 @@ def example_text() -> str:
         "# Developer preferences (machine-specific; copy to developer-preferences.md, untracked)",
         "",
         "Environment variables override each key: " + ", ".join(
-            f"`{var}` for `{k}`" for k, (var, _) in KEYS.items()) + ".",
+            f"`{k.variable}` for `{name}`" for name, k in KEYS.items()) + ".",
         "",
         f"```{INFO}",
     ]
-    samples = {"reference_checkout": "~/src/vllm", "fetch_remote": "origin", "branch": "main",
-               "gate_hosts": "dgx", "oracle_home": "~/venvs", "omni_source": "~/src/vllm-omni",
-               "oracle_checkouts": "llama.cpp=~/src/llama.cpp"}
-    lines += [f"{k} = {samples[k]}" for k in KEYS]
+    lines += [f"{name} = {k.sample}" for name, k in KEYS.items()]
     lines += ["```", ""]
     return "\n".join(lines)

@@ -268,7 +268,7 @@ _LISTED: tuple[Status, ...] = ("behind-changed", "path-gone", "ahead", "not-upst
 def summary_lines(a: Audit) -> Summary:
     counts = a.counts()
     head = (", ".join(f"{s} {counts[s]}" for s in ORDER) + f" (of {len(a.files)} files; "
-            + ("positive control counted at-pin" if a.control_ok else
+            + ("positive control, not counted: at-pin, as it must be" if a.control_ok else
                "POSITIVE CONTROL FAILED: counts are not trustworthy") + ")")
     lines = [f"- Counts: {head}"]
     if a.ledger_problem is not None:

@@ -209,7 +209,7 @@ def _audit(port: Port, pin: pins.Pin, notes: list[str]) -> list[Finding]:
     out = []
     if not result.control_ok:
         out.append(Finding("per-file pin audit: the positive control failed (a header citing the "
-                           "pin was not counted at-pin) — the header probe is broken"))
+                           "pin did not come out at-pin) — the header probe is broken"))
     if result.ledger_problem is not None:
         notes.append(result.ledger_problem)
     severity = port.config.behind_without_note

@@ -252,14 +252,14 @@ def conventions(root: Path) -> Conventions:
         for a, b in _ENV_NAME.findall(_text(root / rel)):
             names.append(a or b)
     names = list(dict.fromkeys(names))
-    ours = {var for var, _ in _pref_vars().values()}
+    ours = _pref_vars()
     mapped = {_SYNONYMS[n]: n for n in names if n in _SYNONYMS and n not in ours}
     unmapped = tuple(n for n in names if n not in _SYNONYMS and n not in ours)
     return Conventions(example, env_files, tuple(names), mapped, unmapped)
 
 
-def _pref_vars() -> dict[str, tuple[str, str]]:
+def _pref_vars() -> set[str]:
     from sync.records import prefs
 
-    return prefs.KEYS
+    return {k.variable for k in prefs.KEYS.values()}
 

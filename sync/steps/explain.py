@@ -10,21 +10,16 @@ the commit.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
-from sync.infra.errors import UsageError
 from sync.infra.notes import Notes
 from sync.port import Port
 from sync.records.decisions import Decision
-from sync.steps import classify, evidence, report, surface, symbols
+from sync.steps import classify, evidence, pick, report, surface, symbols
 from sync.steps.classify import Entry, Verdict
 from sync.upstream import gitio, history, patch
 from sync.upstream.gitio import short
-
-_PR = re.compile(r"#?([0-9]{1,12})")
-_SHA = re.compile(r"[0-9a-f]{4,40}")
 
 
 @dataclass(frozen=True)
@@ -42,23 +37,9 @@ class Derivation:
 
 
 def find(commits: list[history.Commit], which: str) -> tuple[int, history.Commit]:
-    """The commit `which` names: `#N` (its PR) or a SHA prefix; refused unless exactly one."""
-    text = which.strip().lower()
-    pr = _PR.fullmatch(text)
-    if text.startswith("#") and pr is not None:
-        hits = [(i, c) for i, c in enumerate(commits) if c.pr == int(pr.group(1))]
-    elif _SHA.fullmatch(text):
-        hits = [(i, c) for i, c in enumerate(commits) if c.sha.startswith(text)]
-    else:
-        raise UsageError(f"{which!r} is neither a SHA nor #PR", "give a SHA prefix or #N")
-    if not hits:
-        raise UsageError(f"no commit in the open cycle matches {which}",
-                         "run 'upstream-sync queue' or read the report for the cycle's commits")
-    if len(hits) > 1:
-        shown = ", ".join(short(c.sha) for _i, c in hits[:5])
-        raise UsageError(f"{which} matches {len(hits)} commits ({shown})",
-                         "give a longer SHA prefix")
-    return hits[0][0] + 1, hits[0][1]
+    """The commit `which` names (`#N`, its PR, or a SHA prefix) and its 1-based position."""
+    i = pick.index(commits, which)
+    return i + 1, commits[i]
 
 
 def derive(port: Port, which: str, notes: Notes | None = None) -> Derivation:

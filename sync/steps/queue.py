@@ -529,6 +529,15 @@ class _Patch:
 
 def _write_patch(directory: Path, p: _Patch) -> str:
     """The item's own diff, definitions marked (and with --drift a second file: the drift)."""
+    try:
+        return _write_patch_files(directory, p)
+    except OSError as e:
+        # e.filename is the temporary file of the atomic write: name the patch it was for.
+        raise UsageError(f"--patch {directory}: cannot write {patch_name(p.index, p.entry)} "
+                         f"there ({e.strerror or e})", "give a directory you can write") from None
+
+
+def _write_patch_files(directory: Path, p: _Patch) -> str:
     e = p.entry
     pr = f"vllm#{e.pr} " if e.pr is not None else ""
     title = f"# {p.index}. {e.sha} {pr}{' '.join(e.subject.split())}"

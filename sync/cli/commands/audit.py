@@ -52,7 +52,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         _print(result, severity, ctx)
     if not result.control_ok:
         raise CheckFailed("the per-file pin audit's positive control failed (a header citing the "
-                          "pin was not counted at-pin): the counts are not trustworthy",
+                          "pin did not come out at-pin): the counts are not trustworthy",
                           "report this; the header probe is broken")
     if severity == "error" and result.findings:
         raise CheckFailed(f"{len(result.findings)} file(s) behind a changed upstream file "

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import argparse
 import getpass
-import re
 from datetime import UTC, datetime
 
 from sync.cli.context import Context, add_json
 from sync.infra.errors import UsageError
 from sync.port import Port
 from sync.records import decisions
+from sync.steps import pick
 from sync.steps.syncrun import CycleRequest, run_cycle
 from sync.upstream import history
 from sync.upstream.gitio import short
@@ -39,32 +39,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def _find(commits: list[history.Commit], key: str) -> history.Commit:
     """The one commit `key` names: `#N` a PR, else a SHA prefix (a bare number that is no
     SHA prefix but a PR of the range is refused with `#N` suggested)."""
-    if key.startswith("#"):
-        if not re.fullmatch(r"#\d+", key):
-            raise UsageError(f"{key!r} is neither a SHA nor #N", "give a SHA prefix or #PR")
-        return _one([c for c in commits if c.pr == int(key[1:])], f"PR {key}")
-    by_pr = [c for c in commits if key.isdigit() and c.pr == int(key)]
-    if not re.fullmatch(r"[0-9a-fA-F]{4,40}", key) and not by_pr:
-        raise UsageError(f"{key!r} is neither a SHA nor #N", "give a SHA prefix or #PR")
-    hits = [c for c in commits if len(key) >= 4 and c.sha.startswith(key.lower())]
-    if by_pr and not hits:
-        raise UsageError(f"{key} is not a SHA prefix of a commit in the cycle's range, but "
-                         f"#{key} is a PR of it (`{short(by_pr[0].sha)}`)",
-                         f"give #{key} for the PR")
-    if by_pr and hits:
-        raise UsageError(f"{key} is both a SHA prefix ({short(hits[0].sha)}) and PR #{key} "
-                         f"({short(by_pr[0].sha)})", f"give #{key} or more of the SHA")
-    return _one(hits, f"commit {key}")
-
-
-def _one(hits: list[history.Commit], what: str) -> history.Commit:
-    if len(hits) == 1:
-        return hits[0]
-    if len(hits) > 1:
-        raise UsageError(f"{what} matches {len(hits)} commits in the range: "
-                         + ", ".join(short(c.sha) for c in hits), "give the SHA instead")
-    raise UsageError(f"{what} is not in the cycle's range (nor carried over into it)",
-                     "run 'upstream-sync sync' and pick an entry from the report")
+    return commits[pick.index(commits, key, carried=True)]
 
 
 def decidable(port: Port) -> list[history.Commit]:

@@ -162,7 +162,7 @@ def _prefs(root: Path, found: _Found) -> list[str]:
         write_text(example, prefs.example_text())
         found.written.append(str(example))
         return [f"wrote {example} (copy it to developer-preferences.md and fill it in)"]
-    ours = {var: key for key, (var, _) in prefs.KEYS.items()}
+    ours = {k.variable: key for key, k in prefs.KEYS.items()}
     said = [f"{n} (read as {ours[n]})" for n in c.names if n in ours]
     said += [f"{var} (mapped to {key})" for key, var in sorted(c.mapped.items())]
     said += [f"{n} (no preference holds it)" for n in c.unmapped]

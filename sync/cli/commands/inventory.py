@@ -26,8 +26,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     isub = p.add_subparsers(dest="inventory_command", metavar="ACTION", required=True)
     a = isub.add_parser("annotate", help="record (vllm#N) and a tier for an INVENTORY item",
                         description="Record '(vllm#N)' on the inventory row citing the same "
-                        "upstream path, or else as a bullet in this cycle's INVENTORY section "
-                        "(inserted before §9).")
+                        "upstream path (else the row of the tier sharing the most, and at "
+                        "least two, distinctive words with the commit's subject), or else as "
+                        "a bullet in this cycle's INVENTORY section (inserted before §9).")
     a.add_argument("--pr", type=int, required=True, metavar="N", help="upstream PR number")
     a.add_argument("--tier", required=True, type=str.upper, choices=inventory.TIERS)
     a.add_argument("--path", action="append", default=[], metavar="P",

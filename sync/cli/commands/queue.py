@@ -32,11 +32,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     ref, upstream = port.reference(), port.upstream_ref
     if gitio.resolve(ref, upstream) is None:
         upstream = port.open_cycle().target
-    patch_dir: Path | None = args.patch
-    if patch_dir is not None:
-        patch_dir = patch_dir.expanduser().resolve()
-        if patch_dir.exists() and not patch_dir.is_dir():
-            raise UsageError(f"--patch {patch_dir} is not a directory", "give a directory")
+    patch_dir = None if args.patch is None else _patch_dir(args.patch)
     q = workqueue.build(port, ref, upstream, patch_dir=patch_dir, drift=args.drift)
     for n in q.notes:
         ctx.note(f"note: {n}")
@@ -46,3 +42,17 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         for line in workqueue.render(q):
             ctx.say(line)
     return 0
+
+
+def _patch_dir(raw: Path) -> Path:
+    """--patch DIR, made if missing; a path that is no directory, or one that cannot be made,
+    is refused before any work (a write that fails later is refused by the step)."""
+    patch_dir = raw.expanduser().resolve()
+    if patch_dir.exists() and not patch_dir.is_dir():
+        raise UsageError(f"--patch {patch_dir} is not a directory", "give a directory")
+    try:
+        patch_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"--patch {patch_dir} cannot be created ({e.strerror or e})",
+                         "give a directory you can write") from None
+    return patch_dir

@@ -58,7 +58,7 @@ def _reference_lines(doc: dict[str, Any]) -> list[str]:
     lines = []
     r = doc["reference"]
     if r and r.get("error"):
-        lines.append(f"reference checkout: unresolved ({r['error']})")
+        lines.append(f"reference checkout: unresolved: {r['error']}")
     elif r:
         state = r.get("state") or ("dirty" if r.get("dirty") else "")
         lines.append(f"reference checkout: {r['path']} at {short(str(r['head']))}"

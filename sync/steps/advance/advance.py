@@ -28,8 +28,8 @@ from sync.records import config, cycle, events, gates, oraclefile, paragraph, pi
 from sync.records.mdtext import code
 from sync.steps import carry, report, syncrun
 from sync.steps import target as target_mod
+from sync.steps.verify import golden, oracle, parity
 from sync.steps.verify import identity as oracle_verify
-from sync.steps.verify import oracle
 from sync.steps.verify.probe import Probe
 from sync.upstream import gitio
 from sync.upstream.gitio import short
@@ -141,20 +141,28 @@ def _gates_unmet(port: Port, target: str) -> list[str]:
     recorded = {g.name: g for g in port.gates(target)}
     required = _required_gates(port)
     out = [line for name in required
-           if (line := _required_gate_unmet(name, recorded, target)) is not None]
+           if (line := _required_gate_unmet(name, recorded, target,
+                                            _gate_command(port, name, target))) is not None]
     out += [f"gate {g.name} is {g.status}" for g in recorded.values()
             if g.status != "PASS" and not any(g.name.startswith(n) for n in required)]
     return out
 
 
+def _gate_command(port: Port, name: str, target: str) -> str:
+    """The command that runs a required gate at the target: the one its PENDING handoff
+    names, less `--strict` (off a gate host it records PENDING with that handoff)."""
+    if name.startswith("parity:"):
+        return parity.command(name.removeprefix("parity:"), target, strict=False)
+    return golden.command(port.config.golden_oracle, target, None, strict=False)
+
+
 def _required_gate_unmet(name: str, recorded: dict[str, gates.GateResult],
-                         target: str) -> str | None:
+                         target: str, run: str) -> str | None:
     # A sharded gate is recorded per shard (`golden[1/2]`): any shard stands for it.
     g = recorded.get(name) or next((r for r in recorded.values()
                                     if r.name.startswith(name + "[")), None)
     if g is None:
-        return (f"gate {name} has not run at {short(target)} — run 'nox -s "
-                f"{name.split(':')[0]}'")
+        return f"gate {name} has not run at {short(target)} — run {code(run)}"
     if g.status != "PASS":
         return f"gate {g.name} is {g.status}" + (
             f" — run {code(g.handoff)} on a gate host" if g.handoff else "")

@@ -66,8 +66,8 @@ def under(path: Path, root: Path) -> bool:
 
 def source_path(prefs: Preferences, cfg: OracleConfig) -> Path | None:
     """The configured source checkout of `cfg` (None when unset): prefs key or variable."""
-    for key, (var, _) in PREF_KEYS.items():
-        if var == cfg.source_variable:
+    for key, k in PREF_KEYS.items():
+        if k.variable == cfg.source_variable:
             value = prefs.get(key)
             return Path(value).expanduser() if value else None
     value = os.environ.get(cfg.source_variable)
