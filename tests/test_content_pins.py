@@ -376,3 +376,20 @@ def test_watched_paths_changed_in_the_range_are_listed() -> None:
     assert syncrun.watched_lines(commits, surf) == (
         f"- watched `vllm/p1.py` changed in `{'a' * 10}`; the original file(s) src/orig.cpp "
         "mirror its semantics",)
+
+
+def test_bumping_every_file_refuses_one_whose_cited_file_changed(
+        case: tuple[Path, dict[str, str]]) -> None:
+    """walk17 A3: a header says its file is ported up to its SHA. Unnamed (every ported
+    file), a file whose cited upstream file changed is refused, nothing written; named, it
+    is the maintainer's word that the change is ported, and it is bumped."""
+    root, up = case
+    before = {rel: (root / rel).read_bytes() for rel in headers(up["c1"])}
+    r = run(root, "bump-headers", "--to", up["target"])
+    assert r.rc == 6
+    assert (f"refused: src/p1.cpp:1: vllm/p1.py changed upstream since {up['c1'][:10]}: a "
+            "bump would say the change is ported") in r.out
+    assert {rel: (root / rel).read_bytes() for rel in before} == before
+    named = run(root, "bump-headers", "src/p1.cpp", "--to", up["target"])
+    assert named.rc == 0, named.err
+    assert up["target"][:10] in (root / "src/p1.cpp").read_text()

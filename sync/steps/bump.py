@@ -220,6 +220,10 @@ class How:
 
     read: HeaderReader = _plain
     unchanged_only: bool = False  # bump only headers whose cited files are unchanged
+    # The files were named: each is ported up to the target. Unnamed (every ported file), a
+    # file whose cited upstream file changed is refused: bumping it would claim the change
+    # was ported (the protocol bumps the headers of what was ported, by name).
+    named: bool = True
 
 
 @dataclass(frozen=True)
@@ -232,6 +236,7 @@ class Request:
     pin: str | None = None  # the parity pin: each change says where its SHA stood against it
     read: HeaderReader = _plain
     unchanged_only: bool = False
+    named: bool = True
 
 
 def plan(ref: gitio.Reference, target: str, upstream_ref: str,
@@ -245,10 +250,10 @@ def plan(ref: gitio.Reference, target: str, upstream_ref: str,
     cited files' content, one for the abbreviation length.
     """
     h = how or How()
-    req = Request(target, upstream_ref, files, pin, h.read, h.unchanged_only)
+    req = Request(target, upstream_ref, files, pin, h.read, h.unchanged_only, h.named)
     drafts = [_read(f, rel, req.read) for f, rel in req.files]
     against = _against(ref, req, [d for d in drafts if d.refusal is None])
-    plans = [_plan_file(d, against, req.unchanged_only) for d in drafts]
+    plans = [_plan_file(d, against, req) for d in drafts]
     if req.unchanged_only:  # a file that is not of the safe kind is left alone, not refused
         plans = [p if p.refusal is None or isinstance(p.refusal, Skipped) else
                  replace(p, refusal=Skipped(p.refusal.message, p.refusal.fix)) for p in plans]
@@ -296,7 +301,7 @@ def _words(live: list[_Draft], probe: sha_verify.Probe,
     return out
 
 
-def _plan_file(d: _Draft, a: _Against, unchanged_only: bool) -> FilePlan:
+def _plan_file(d: _Draft, a: _Against, req: Request) -> FilePlan:
     if d.refusal is not None:
         return FilePlan(d.file, d.rel, (), d.refusal, d.text, d.text)
     tokens: dict[tuple[int, int], list[Change]] = {}
@@ -306,11 +311,7 @@ def _plan_file(d: _Draft, a: _Against, unchanged_only: bool) -> FilePlan:
         if was == "at-pin":
             continue
         got = a.of(c)
-        refusal = _refusal(d.rel, c, was, got, a.target)
-        if refusal is None and unchanged_only and (got is None or got.kind != "unchanged"):
-            refusal = Skipped(f"{d.rel}:{c.line}: {c.upstream_path} changed upstream since "
-                              f"{c.sha}: not bumped with --unchanged",
-                              "port the change, then bump this file by name")
+        refusal = _refusal(d.rel, c, was, got, a.target) or _unported(d.rel, c, got, req)
         if refusal is not None:
             return FilePlan(d.file, d.rel, (), refusal, d.text, d.text)
         tokens.setdefault((c.sha_start, c.sha_end), []).append(Change(
@@ -323,6 +324,23 @@ def _plan_file(d: _Draft, a: _Against, unchanged_only: bool) -> FilePlan:
         new = new[: ch.start] + ch.new + new[ch.end:]
     oracles = tuple(dict.fromkeys(c.oracle for c in d.header.pins))
     return FilePlan(d.file, d.rel, tuple(ordered), None, d.text, new, oracles)
+
+
+def _unported(rel: str, c: headers.Citation, got: sha_verify.Content | None,
+              req: Request) -> SyncError | None:
+    """A file whose cited upstream file changed, bumped without being named as ported:
+    skipped under --unchanged, refused when every ported file is bumped."""
+    if req.unchanged_only and (got is None or got.kind != "unchanged"):
+        return Skipped(f"{rel}:{c.line}: {c.upstream_path} changed upstream since "
+                       f"{c.sha}: not bumped with --unchanged",
+                       "port the change, then bump this file by name")
+    if not req.named and got is not None and got.kind == "changed":
+        return BlockedCycle(
+            f"{rel}:{c.line}: {c.upstream_path} changed upstream since {c.sha}: a bump "
+            "would say the change is ported",
+            f"port it, then bump the file by name ('upstream-sync bump-headers {rel}'); "
+            "'--unchanged' bumps only the files whose cited upstream files did not change")
+    return None
 
 
 def _one_token(per_path: list[Change]) -> Change:

@@ -28,9 +28,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        "other byte is kept. Refuses ambiguous headers, citations ahead of the "
                        "target, SHAs that are no upstream commit and paths the target no "
                        "longer has; a refusal writes nothing. Another oracle's citations are "
-                       "never rewritten. Without FILE: every ported file of the surface.")
+                       "never rewritten. Naming a FILE says its upstream changes are "
+                       "ported; without FILE, every ported file of the surface, and a file "
+                       "whose cited upstream file changed is refused.")
     p.add_argument("files", nargs="*", metavar="FILE",
-                   help="ported files to bump (default: every file with a ported-from header)")
+                   help="ported files to bump (default: every file with a ported-from header, "
+                   "refusing those whose cited upstream file changed)")
     p.add_argument("--to", metavar="SHA", help="upstream commit to bump to (default: the cycle "
                    "target; with --unchanged and no open cycle, the parity pin)")
     p.add_argument("--unchanged", action="store_true",
@@ -164,7 +167,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     gitio.check_rev(rev)
     target = bump.resolve_target(ref, rev, upstream, c.target if c else None)
     pin = port.pin_record().pin.commit
-    how = bump.How(surface.header_reader(port, found), args.unchanged)
+    how = bump.How(surface.header_reader(port, found), args.unchanged, named=bool(args.files))
     plans, written = _plans(port, lambda: bump.plan(ref, target, upstream, files, pin, how=how),
                             args.check)
     refusals = [p.refusal for p in plans if p.status == "refused" and p.refusal is not None]
