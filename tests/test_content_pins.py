@@ -393,3 +393,23 @@ def test_bumping_every_file_refuses_one_whose_cited_file_changed(
     named = run(root, "bump-headers", "src/p1.cpp", "--to", up["target"])
     assert named.rc == 0, named.err
     assert up["target"][:10] in (root / "src/p1.cpp").read_text()
+
+
+def test_a_vllm_citation_with_no_sha_pins_nothing_and_says_so(
+        case: tuple[Path, dict[str, str]]) -> None:
+    """walk17 A10: a ported file citing vLLM with no SHA was counted no-header, silently; it
+    is no-sha, listed, a check warning, and bump-headers refuses it for the same reason."""
+    root, up = case
+    write(root, "src/bare.cpp", "// Ported from: vllm/p1.py (the sampler)\nint bare;\n")
+    doc = json.loads(run(root, "audit", "--json").out)
+    (bare,) = [f for f in doc["files"] if f["path"] == "src/bare.cpp"]
+    assert (bare["status"], bare["finding"]) == ("no-sha", False)
+    assert doc["counts"]["no-sha"] == 1
+    said = run(root, "audit").out
+    assert "- `src/bare.cpp` no-sha: vllm/p1.py is cited with no SHA" in said.splitlines()
+    check = run(root, "check")
+    assert ("warning: src/bare.cpp:1: the header cites vllm/p1.py with no SHA, so it pins "
+            "nothing — add '@ <sha>' (the upstream commit the file was ported from) to the "
+            "citation") in check.out + check.err
+    bump = run(root, "bump-headers", "src/bare.cpp", "--to", up["pin"])
+    assert bump.rc != 0 and "has no SHA to rewrite" in bump.out + bump.err

@@ -31,14 +31,17 @@ from sync.upstream import gitio
 from sync.upstream.gitio import short
 
 Status = Literal["at-pin", "behind-unchanged", "behind-changed", "path-gone", "ahead",
-                 "not-upstream", "other-oracle", "original", "no-header"]
+                 "not-upstream", "no-sha", "other-oracle", "original", "no-header"]
 ORDER: tuple[Status, ...] = ("at-pin", "behind-unchanged", "behind-changed", "path-gone",
-                             "ahead", "not-upstream", "other-oracle", "original", "no-header")
+                             "ahead", "not-upstream", "no-sha", "other-oracle", "original",
+                             "no-header")
 CiteKind = Literal["at-pin", "behind-unchanged", "behind-changed", "path-gone", "ahead",
                    "not-upstream", "no-sha", "other-oracle"]
-# How bad a citation's status is: a file's status is its citations' worst.
-RANK: dict[str, int] = {"at-pin": 0, "behind-unchanged": 1, "ahead": 2, "behind-changed": 3,
-                        "path-gone": 4, "not-upstream": 5}
+# How bad a citation's status is: a file's status is its citations' worst. A vLLM citation
+# with no SHA pins nothing (the protocol: every ported file's header records the commit it
+# matches); a bump cannot move it, so the file is not "safe to bump" either.
+RANK: dict[str, int] = {"at-pin": 0, "behind-unchanged": 1, "no-sha": 2, "ahead": 3,
+                        "behind-changed": 4, "path-gone": 5, "not-upstream": 6}
 CONTROL_PATH = "vllm/__upstream_sync_control__.py"
 SHOWN = 3  # commits named per changed citation; the rest are counted
 
@@ -162,7 +165,7 @@ def _cite_status(c: headers.Citation, facts: _Facts) -> CiteStatus:
     if c.oracle != facts.core:
         return CiteStatus(c, "other-oracle", _other_detail(c, facts))
     if not c.sha:
-        return CiteStatus(c, "no-sha", "no SHA given")
+        return CiteStatus(c, "no-sha", f"{_p(c.path)} is cited with no SHA")
     sha_status = facts.probe.status.get(c.sha, "not-upstream")
     if sha_status == "not-upstream":
         return CiteStatus(c, "not-upstream", f"{c.sha} is not a commit of the reference "
@@ -226,7 +229,7 @@ def _worst(cites: tuple[CiteStatus, ...], h: headers.Header) -> Status:
     ranked = [c.status for c in cites if c.status in RANK]
     if ranked:
         worst = max(ranked, key=lambda s: RANK[s])
-        return worst  # type: ignore[return-value]  # every ranked kind is a Status
+        return worst
     if any(c.status == "other-oracle" for c in cites):
         return "other-oracle"
     return "no-header"
@@ -262,7 +265,7 @@ class Summary:
 
 
 _LISTED: tuple[Status, ...] = ("behind-changed", "path-gone", "ahead", "not-upstream",
-                               "other-oracle")
+                               "no-sha", "other-oracle")
 
 
 def summary_lines(a: Audit) -> Summary:
@@ -295,6 +298,15 @@ def file_line(f: FileStatus) -> str:
         note = ("; ledger note: unknown (ledger unreadable)" if f.noted is None else
                 "; ledger note: yes" if f.noted else "; ledger note: MISSING")
     return f"- {code(f.path)} {f.status}: {said}{note}"
+
+
+def no_sha_text(f: FileStatus) -> str:
+    """A ported file whose header cites vLLM with no SHA, and what to do, as one sentence."""
+    bare = [c for c in f.cites if c.status == "no-sha"]
+    line = bare[0].citation.line if bare else 1
+    paths = ", ".join(dict.fromkeys(c.citation.path for c in bare))
+    return (f"{f.path}:{line}: the header cites {paths} with no SHA, so it pins nothing — add "
+            "'@ <sha>' (the upstream commit the file was ported from) to the citation")
 
 
 def finding_text(f: FileStatus) -> str:

@@ -17,8 +17,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        description="Audit per-file pins against the parity pin by content: "
                        "at-pin, behind-unchanged (safe to bump to the pin), behind-changed (a "
                        "finding without a ledger note), path-gone (a finding), ahead, "
-                       "not-upstream, other-oracle, original, no-header. Mentions and watched "
-                       "paths are listed as references. Counts come with a positive control.")
+                       "not-upstream, no-sha (a vLLM citation that pins no commit), "
+                       "other-oracle, original, no-header. Mentions and watched paths are "
+                       "listed as references. Counts come with a positive control.")
     add_json(p)
     p.set_defaults(func=run)
 
