@@ -156,7 +156,8 @@ def test_check_paragraph_sha_mismatch(copy: Path) -> None:
     n = _line_of(path, "current parity pin b39632a50")
     assert _check_lines(copy) == [
         f"{PROTOCOL}:{n}: PARITY PIN line names b39632a50, which is not a prefix of "
-        f"vllm_commit {COMMIT}"]
+        f"vllm_commit {COMMIT} — name the pin block's commit there ({COMMIT[:9]}), as an "
+        "advance writes it"]
 
 
 def test_check_reports_every_corruption_at_once(copy: Path) -> None:
@@ -205,7 +206,8 @@ def test_check_reads_the_markdown_parity_pin_line(copy: Path, line: str) -> None
     n = _line_of(path, "e24d1b24a")
     assert _check_lines(copy) == [
         f"{PROTOCOL}:{n}: PARITY PIN line names e24d1b24a, which is not a prefix of "
-        f"vllm_commit {COMMIT}"]
+        f"vllm_commit {COMMIT} — name the pin block's commit there ({COMMIT[:9]}), as an "
+        "advance writes it"]
 
 
 def test_check_hint_for_a_missing_parity_pin_line_is_a_whole_sentence(copy: Path) -> None:

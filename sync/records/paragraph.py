@@ -130,7 +130,8 @@ def agrees(para: Paragraph, pin: Pin, *, path: str | None = None) -> list[str]:
     where = f"{path}:{para.line}" if path is not None else f"line {para.line}"
     if not pin.commit.startswith(para.sha):
         return [f"{where}: PARITY PIN line names {para.sha}, which is not a prefix of "
-                f"vllm_commit {pin.commit}"]
+                f"vllm_commit {pin.commit} — name the pin block's commit there "
+                f"({pin.commit[:len(para.sha)]}), as an advance writes it"]
     return []
 
 
