@@ -104,6 +104,8 @@ def test_a_lost_index_reads_as_staged_deletions(fx: Fixture) -> None:
     assert f"git -C {fx.reference} reset" in r.out
     s = run(fx.port, "sync")
     assert s.rc == 0, s.err
+    assert ("warning: the reference checkout is dirty: the index is missing (every file reads "
+            "as a staged deletion)") in s.err and "advance refuses until it is clean" in s.err
     report = next((fx.port / ".agents/sync").glob("*.md")).read_text(encoding="utf-8")
     assert ("- Reference checkout: at `" + fx.pin[:10] + "`, dirty: the index is missing "
             "(every file reads as a staged deletion), full clone") in report

@@ -30,6 +30,10 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     for w in result.warnings:
         ctx.note(f"warning: {w}")
     m = result.model
+    if m.reference_dirty:
+        # The report records it; say it where the maintainer looks now (advance refuses it).
+        ctx.note(f"warning: the reference checkout is {m.reference_state or 'dirty'}; the "
+                 "report records it, and advance refuses until it is clean")
     if result.nothing:
         if ctx.json:
             ctx.emit_json({"pin": m.pin, "target": m.target, "report": None,
