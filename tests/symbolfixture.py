@@ -5,10 +5,15 @@ pass must tell apart (see `SHAPES`), all in one range, classified by one `sync`.
 
 from __future__ import annotations
 
+import contextlib
 import io
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from sync import cli
 from sync.dev import example
@@ -336,3 +341,22 @@ def run(port: Path, *argv: str) -> tuple[int, str, str]:
     out, err = io.StringIO(), io.StringIO()
     rc = cli.main(["--port", str(port), *argv], out=out, err=err)
     return rc, out.getvalue(), err.getvalue()
+
+
+@contextlib.contextmanager
+def synced(make: Callable[[], World]) -> Iterator[World]:
+    """A world `make` builds under hermetic git settings, synced once (a module fixture)."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
+        mp.setenv("GIT_CONFIG_NOSYSTEM", "1")
+        w = make()
+        rc, _out, err = run(w.port, "sync")
+        assert rc == 0, err
+        yield w
+
+
+def report_doc(world: World) -> dict[str, Any]:
+    """The world's sync report, as its JSON companion has it."""
+    (path,) = (world.port / ".agents/sync").glob("*.json")
+    doc: dict[str, Any] = json.loads(path.read_text())
+    return doc

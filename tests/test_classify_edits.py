@@ -5,13 +5,12 @@ non-Python file."""
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from symbolfixture import Plan, Shape, World, build_plan, run
+from symbolfixture import Plan, Shape, World, build_plan, report_doc, synced
 
 from sync.dev.fastimport import History
 from sync.upstream import gitio, history
@@ -136,20 +135,13 @@ PIN_FILES = {QUANT: MODELOPT, PARSER: MISTRAL, KERNEL: SCALAR, "README.md": "fak
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
-        mp.setenv("GIT_CONFIG_NOSYSTEM", "1")
-        w = build_plan(tmp_path_factory.mktemp("edits"), Plan(
-            PIN_FILES, SHAPES, _port_files, {"README.md": "older\n"}))
-        rc, _out, err = run(w.port, "sync")
-        assert rc == 0, err
+    with synced(lambda: build_plan(tmp_path_factory.mktemp("edits"), Plan(
+            PIN_FILES, SHAPES, _port_files, {"README.md": "older\n"}))) as w:
         yield w
 
 
 def _doc(world: World) -> dict[str, Any]:
-    (path,) = (world.port / ".agents/sync").glob("*.json")
-    doc: dict[str, Any] = json.loads(path.read_text())
-    return doc
+    return report_doc(world)
 
 
 def _entry(world: World, name: str) -> dict[str, Any]:

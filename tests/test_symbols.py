@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from symbolfixture import CFG, CU, KVU, REG, RUNNER, SCHED, World, build, run
+from symbolfixture import CFG, CU, KVU, REG, RUNNER, SCHED, World, build, report_doc, run, synced
 
 from sync.headers.citations import Citation, Header
 from sync.port import locate
@@ -24,19 +24,12 @@ from sync.upstream import gitio
 
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
-        mp.setenv("GIT_CONFIG_NOSYSTEM", "1")
-        w = build(tmp_path_factory.mktemp("symbols"))
-        rc, _out, err = run(w.port, "sync")
-        assert rc == 0, err
+    with synced(lambda: build(tmp_path_factory.mktemp("symbols"))) as w:
         yield w
 
 
 def _doc(world: World) -> dict[str, Any]:
-    (path,) = (world.port / ".agents/sync").glob("*.json")
-    doc: dict[str, Any] = json.loads(path.read_text())
-    return doc
+    return report_doc(world)
 
 
 def entry(world: World, name: str) -> dict[str, Any]:
