@@ -67,13 +67,13 @@ def test_bump_is_byte_exact_except_sha_tokens(world: World) -> None:
     crlf = (world.root / "src/crlf.cpp").read_bytes()
     assert crlf.count(b"\r\n") == 4 and crlf.count(b"\n") == 4
     assert (f"src/multi.cpp:3: bumped vllm/c.py {world.up.older[:7]} → {target[:8]} "
-            "(was behind-unchanged; the upstream file changed since)") in r.out
+            "(against the pin: behind-unchanged; changed upstream up to the target)") in r.out
     # A second run has nothing left to do.
     again = run(world.root, "bump-headers", *(str(world.root / rel) for rel in cases))
     assert again.rc == 0
     *files, total = again.out.splitlines()
     assert all(line.endswith(f"already at {target[:10]}") for line in files)
-    assert total.startswith(f"{len(cases)} file(s): 0 to bump")
+    assert total.startswith(f"{len(cases)} file(s): 0 bumped")
 
 
 def test_check_lists_and_writes_nothing(world: World) -> None:
@@ -150,7 +150,7 @@ def test_a_release_tag_off_the_upstream_line_is_a_valid_target(world: World) -> 
     r = run(world.root, "bump-headers", "src/a.cpp", "--to", "v0.1.0", "--check")
     assert r.rc == 0, r.err
     assert (f"would bump vllm/a.py {up.older[:10]} → {up.release[:10]} "
-            "(was behind-unchanged)") in r.out
+            "(against the pin: behind-unchanged)") in r.out
     world.freeze(up.release, "v0.1.0")
     r = run(world.root, "bump-headers", "src/a.cpp", "src/c.cpp")
     assert r.rc == 0, r.err
@@ -258,4 +258,5 @@ def test_bump_says_where_each_sha_stood_in_audits_words(world: World) -> None:
     assert {c["was"] for c in changes} == {"behind-unchanged", "behind-changed", "at-pin"}
     assert all(c["was"] == words[(c["old"], c["path"])] for c in changes)
     text = run(world.root, "bump-headers", "--check", "src/b.cpp").out
-    assert text.splitlines()[0].endswith("(was at-pin; the upstream file changed since)")
+    assert text.splitlines()[0].endswith(
+        "(against the pin: at-pin; changed upstream up to the target)")

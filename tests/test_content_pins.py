@@ -206,9 +206,9 @@ def test_bump_unchanged_moves_every_safe_header_at_once(
     assert "skipped: src/p2.cpp:1: vllm/p2.py changed upstream since" in r.out
     assert "skipped: src/p3.cpp:1: the target" in r.out and "renamed it to vllm/p3_new.py" in r.out
     ported = len(headers(up["c1"])) - 1  # every file but the original one
-    assert r.out.splitlines()[-1].startswith(f"{ported} file(s): 5 to bump")
+    assert r.out.splitlines()[-1].startswith(f"{ported} file(s): 5 bumped")
     again = run(root, "bump-headers", "--unchanged")
-    assert again.rc == 0 and "0 to bump" in again.out.splitlines()[-1]
+    assert again.rc == 0 and "0 bumped" in again.out.splitlines()[-1]
 
 
 def test_bump_unchanged_to_a_target_past_a_change_skips_that_file(
@@ -236,8 +236,9 @@ def test_one_sha_pinning_several_paths_is_said_in_its_worst_state(
     r = run(root, *argv)
     assert r.rc == 0, r.err
     assert r.out.splitlines()[0] == (
-        f"src/api.h:1: would bump {API} (+1 more cited at this SHA) {old} → {new} (was "
-        f"behind-unchanged; changed since: {API}, 1 of the 2 paths this SHA pins)")
+        f"src/api.h:1: would bump {API} (+1 more cited at this SHA) {old} → {new} (against "
+        f"the pin: behind-unchanged; changed up to the target: {API}, 1 of the 2 paths this SHA "
+        "pins)")
     doc = json.loads(run(root, *argv, "--json").out)
     assert doc["files"][0]["changes"] == [{
         "line": 1, "path": API, "old": old, "new": new, "was": "behind-unchanged",
@@ -302,8 +303,9 @@ def test_a_file_citing_only_other_upstreams_is_not_said_to_be_at_the_target(
         "src/lm.h: cites no vLLM SHA to move (only LMCache)",
         "src/fa.cu: cites no vLLM SHA to move (only vllm-project/flash-attention)",
         f"src/at.cpp: already at {pin}",
-        f"src/mixed.cpp:1: would bump vllm/p1.py {up['c1'][:10]} → {pin} (was behind-unchanged)",
-        f"5 file(s): 1 to bump (would bump), 1 already at {pin}, 3 citing no vLLM SHA to "
+        f"src/mixed.cpp:1: would bump vllm/p1.py {up['c1'][:10]} → {pin} (against the pin: "
+        "behind-unchanged)",
+        f"5 file(s): 1 to bump, 1 already at {pin}, 3 citing no vLLM SHA to "
         "move, 0 skipped, 0 refused"]
     doc = json.loads(run(root, "bump-headers", *files, "--to", up["pin"], "--check",
                          "--json").out)

@@ -101,11 +101,13 @@ def _say(ctx: Context, plans: list[bump.FilePlan], target: str, verb: str) -> No
         elif not p.changes:
             ctx.say(f"{p.rel}: already at {short(target)}")
         for c in p.changes:
-            ctx.say(f"{p.rel}:{c.line}: {verb} {_named(c)} {c.old} → {c.new} (was {c.was}"
-                    f"{_changed(c)})")
+            # `was` is the audit's word, against the pin; what changed is up to the target.
+            ctx.say(f"{p.rel}:{c.line}: {verb} {_named(c)} {c.old} → {c.new} (against the pin: "
+                    f"{c.was}{_changed(c)})")
     counts = {s: sum(1 for p in plans if p.status == s)
               for s in ("bump", "unchanged", "other-oracle", "skipped", "refused")}
-    ctx.say(f"{len(plans)} file(s): {counts['bump']} to bump ({verb}), {counts['unchanged']} "
+    done = "bumped" if verb == "bumped" else "to bump"
+    ctx.say(f"{len(plans)} file(s): {counts['bump']} {done}, {counts['unchanged']} "
             f"already at {short(target)}, {counts['other-oracle']} citing no vLLM SHA to move, "
             f"{counts['skipped']} skipped, {counts['refused']} refused")
 
@@ -124,11 +126,11 @@ def _changed(c: bump.Change) -> str:
     if not c.changed:
         return ""
     if len(c.paths) <= 1:
-        return "; the upstream file changed since"
+        return "; changed upstream up to the target"
     names = ", ".join(c.changed[:SHOWN])
     rest = f" and {len(c.changed) - SHOWN} more" if len(c.changed) > SHOWN else ""
-    return (f"; changed since: {names}{rest}, {len(c.changed)} of the {len(c.paths)} paths "
-            "this SHA pins")
+    return (f"; changed up to the target: {names}{rest}, {len(c.changed)} of the "
+            f"{len(c.paths)} paths this SHA pins")
 
 
 def _refusal(refusals: list[SyncError], files: int) -> SyncError:
