@@ -137,6 +137,17 @@ def test_queue_patch_files(world: World, tmp_path: Path) -> None:
     assert r.rc == 0, r.err
     drift = (out / f"001-{up.a_again[:10]}-vllm12-drift.patch").read_text()
     assert drift.count("diff --git a/vllm/a.py b/vllm/a.py") == 3
+    # Without --drift, and with an earlier queue's patch, DIR holds this queue's patches
+    # only; files of other names are the maintainer's and stay.
+    stale = out / f"003-{'0' * 10}-vllm99.patch"
+    stale.write_text("# an earlier queue's item\n")
+    (out / "notes.patch").write_text("mine\n")
+    (out / "001-mine.patch").write_text("mine\n")
+    r = run(world.root, "queue", "--patch", str(out))
+    assert r.rc == 0, r.err
+    assert sorted(p.name for p in out.iterdir()) == sorted([*names, "notes.patch",
+                                                            "001-mine.patch"])
+    assert "removed 3 patch file(s) an earlier run left in" in r.out + r.err
 
 
 def test_queue_marks_ledgered_items(world: World) -> None:

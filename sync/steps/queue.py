@@ -271,6 +271,9 @@ def build(port: Port, ref: gitio.Reference, upstream_ref: str, *,
                                                      c.target))
         items.append(Item(index, p.entry, p.pins, tuple(diffs), carry.ported(p.entry, led),
                           written, mine, listed.since.get(p.entry.sha)))
+    if patch_dir is not None:
+        notes += _prune_patches(patch_dir, {Path(it.patch).name for it in items if it.patch},
+                                drift)
     return Queue(pin, c.target, port.rel(jpath.with_suffix(".md")), str(ref.path), tuple(items),
                  tuple(dict.fromkeys(notes)))
 
@@ -525,6 +528,32 @@ class _Patch:
     drift: list[Diff]
     sections: dict[str, dict[str, bytes]]
     target: str
+
+
+# A name `patch_name` gives (NNN-<sha>[-vllm<PR>][-drift].patch): the files this tool wrote.
+_OURS = re.compile(rf"\d{{3,}}-[0-9a-f]{{{gitio.SHA_LEN}}}(?:-vllm\d+)?(?P<drift>-drift)?\.patch")
+
+
+def _prune_patches(directory: Path, written: set[str], drift: bool) -> list[str]:
+    """Remove the patches an earlier run wrote that this one did not (a queue that shrank, a
+    run without --drift), so DIR holds this queue; no other file is touched."""
+    gone = []
+    for path in sorted(directory.iterdir()):
+        m = _OURS.fullmatch(path.name)
+        if m is None or not path.is_file() or path.is_symlink():
+            continue
+        mine = path.name.replace("-drift.patch", ".patch") if m["drift"] else path.name
+        if mine in written and (drift or not m["drift"]):
+            continue
+        try:
+            path.unlink()
+        except OSError:
+            continue  # left as it was: a stale patch is no error of this run
+        gone.append(path.name)
+    if not gone:
+        return []
+    return [f"removed {len(gone)} patch file(s) an earlier run left in {directory}: "
+            + ", ".join(gone[:3]) + (f" and {len(gone) - 3} more" if len(gone) > 3 else "")]
 
 
 def _write_patch(directory: Path, p: _Patch) -> str:

@@ -19,7 +19,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        "marked (* for one a port file cites).")
     p.add_argument("--patch", metavar="DIR", type=Path,
                    help="also write each item's own diff to DIR/NNN-<sha>-vllm<PR>.patch, each "
-                   "hunk header naming the definitions it changes")
+                   "hunk header naming the definitions it changes; patches of that name an "
+                   "earlier run left there are removed, other files kept")
     p.add_argument("--drift", action="store_true",
                    help="also the cumulative diff since each file's pin (git diff "
                    "<file-pin>..TARGET -- <path>; with --patch, NNN-...-drift.patch)")
