@@ -151,9 +151,15 @@ def test_queue_patch_files(world: World, tmp_path: Path) -> None:
 
 
 def test_queue_marks_ledgered_items(world: World) -> None:
+    (report,) = (world.root / ".agents/sync").glob("*.md")
+    assert "- PORT-NOW open: " in report.read_text() and "vllm#12 (no ledger row yet)" in \
+        report.read_text()
     r = run(world.root, "ledger", "add", "--commit", "abc1234", "--what", "port a", "--pr", "12",
             "--status", "ok")
     assert r.rc == 0, r.err
+    # The report's carry-over reads the ledger: the row closes the item there at once.
+    assert f"(report {world.root.name}" not in r.out and "(report .agents/sync/" in r.out
+    assert "vllm#12 (no ledger row yet)" not in report.read_text()
     doc = json.loads(run(world.root, "queue", "--json").out)
     assert [i["ledgered"] for i in doc["items"]] == [True, False]
 

@@ -84,3 +84,17 @@ def add_gate_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target", metavar="SHA", default=None,
                    help="refuse unless this checkout's gate target is SHA (handoffs pass it)")
     add_json(p)
+
+
+def refreshed(port: Port, ctx: Context) -> str | None:
+    """The open cycle's report rewritten after a record it reads changed (its path), or
+    None; a refresh that cannot run is said, never an error of the write before it."""
+    from sync.infra.errors import SyncError
+    from sync.steps import syncrun
+
+    try:
+        path = syncrun.refresh(port, ctx)
+    except SyncError as exc:
+        ctx.note(f"note: the report was not rewritten ({exc}) — run 'upstream-sync sync'")
+        return None
+    return None if path is None else port.rel(path)

@@ -127,6 +127,16 @@ def _deleted_definitions(entries: list[classify.Entry]) -> tuple[report.Move, ..
                  if (sha, path.split("::", 1)[0]) not in deleted_files)
 
 
+def refresh(port: Port, notes: Notes | None = None) -> Path | None:
+    """Rewrite the open cycle's report after a record it reads changed (a ledger row, an
+    inventory annotation), as `decide` does; None when no cycle is open or its report was
+    never written (the next `sync` writes it)."""
+    c = port.cycle()
+    if c is None or not report_path(port, c).exists():
+        return None
+    return run_cycle(port, notes).path
+
+
 def run_cycle(port: Port, notes: Notes | None = None,
               request: CycleRequest | None = None) -> Result:
     """Enumerate, classify and (unless `request.write_report` is False) write the report.

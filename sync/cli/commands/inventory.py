@@ -7,7 +7,7 @@ import os
 import re
 from pathlib import Path
 
-from sync.cli.context import Context, add_json
+from sync.cli.context import Context, add_json, refreshed
 from sync.infra.atomic import read_record, write_text
 from sync.infra.errors import MalformedRecord, UsageError
 from sync.port import Port
@@ -82,15 +82,17 @@ def _section(port: Port, c: cycle.Cycle | None, file: Path) -> tuple[str | None,
 
 
 def _say(ctx: Context, args: argparse.Namespace, rel: str, title: str | None,
-         result: inventory.Annotation) -> None:
+         result: inventory.Annotation, report: str | None) -> None:
     if ctx.json:
         ctx.emit_json({"inventory": rel, "pr": args.pr, "tier": args.tier,
-                       "where": result.where, "line": result.line, "row": result.row})
+                       "where": result.where, "line": result.line, "row": result.row,
+                       "report": report})
     elif result.where == "already":
         ctx.say(f"{rel}:{result.line}: vllm#{args.pr} is already recorded: {result.row.strip()}")
     else:
         where = "on the existing row" if result.where == "row" else f"in section '{title}'"
-        ctx.say(f"{rel}:{result.line}: recorded vllm#{args.pr} {where}: {result.row.strip()}")
+        ctx.say(f"{rel}:{result.line}: recorded vllm#{args.pr} {where}: {result.row.strip()}"
+                + (f" (report {report})" if report else ""))
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
@@ -116,8 +118,10 @@ def _annotate(args: argparse.Namespace, ctx: Context, port: Port) -> int:
     result = inventory.annotate(inv, inventory.Request(
         pr=args.pr, tier=args.tier, paths=paths, subject=entry.subject if entry else None,
         note=args.note, section_title=title, intro=intro, row_line=args.row))
+    report = None
     if result.where != "already":
         write_text(file, result.text)
         port.forget("inventory")
-    _say(ctx, args, rel, title, result)
+        report = refreshed(port, ctx)  # its carry-over reads the inventory: as decide does
+    _say(ctx, args, rel, title, result, report)
     return 0

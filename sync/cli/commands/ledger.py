@@ -6,7 +6,7 @@ import argparse
 import re
 from datetime import UTC, datetime
 
-from sync.cli.context import Context, add_json
+from sync.cli.context import Context, add_json, refreshed
 from sync.infra.errors import UsageError
 from sync.port import Port
 from sync.records import ledger
@@ -114,6 +114,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
                    if re.search(rf"vllm#{n}\b", r.text)}
         row = ledger.append(path, cells, rel=rel)
         port.forget("ledger")
+        report = refreshed(port, ctx)  # its carry-over reads the ledger: as decide does
     bad = ledger.malformed_findings(table, rel=rel)
     if bad:
         ctx.note(f"note: {len(bad)} earlier ledger row(s) are malformed (first: "
@@ -122,7 +123,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         ctx.note(f"note: earlier ledger rows already name these PRs (lines "
                  f"{', '.join(str(x) for x in sorted(earlier))}); rows are never edited")
     if ctx.json:
-        ctx.emit_json({"ledger": rel, "row": row, "cells": list(cells)})
+        ctx.emit_json({"ledger": rel, "row": row, "cells": list(cells), "report": report})
     else:
-        ctx.say(f"{rel}: appended {row}")
+        ctx.say(f"{rel}: appended {row}" + (f" (report {report})" if report else ""))
     return 0
