@@ -596,6 +596,25 @@ def test_a_stale_paragraph_is_refused_naming_its_phrases(
     assert files(c.port) == before
 
 
+def test_a_paragraph_naming_another_pin_is_unmet_before_any_oracle(
+        prepared: Prepared, copy: Callable[[str], Copy]) -> None:
+    # walk17 B2: the paragraph's own pin is checked up front, as `check` does: a dry run
+    # with no oracle at the target lists it beside the oracle line, not after it.
+    c = copy("fresh")
+    protocol = c.port / PROTOCOL
+    text = protocol.read_text()
+    para = paragraph.find(text, path=PROTOCOL)
+    lines = text.splitlines(keepends=True)
+    lines[para.line - 1] = lines[para.line - 1].replace(para.sha, "e24d1b24", 1)
+    protocol.write_text("".join(lines))
+    rc, out, _ = cmd("advance", "--dry-run", "--json")
+    assert rc == 6
+    unmet = json.loads(out)["unmet"]
+    assert any(line.startswith(f"{PROTOCOL}:{para.line}: PARITY PIN line names e24d1b24, which "
+                               "is not a prefix of vllm_commit") for line in unmet), unmet
+    assert any("oracle" in line for line in unmet), unmet
+
+
 def test_port_now_items_need_a_ledger_row_or_a_carry_over_decision(
         prepared: Prepared, copy: Callable[[str], Copy]) -> None:
     c = copy("fresh")

@@ -78,7 +78,7 @@ def preconditions(port: Port, ctx: Notes | None, *, release_label: str | None = 
         return unmet, Measured(c)
     result = syncrun.run_cycle(port, ctx, syncrun.CycleRequest(write_report=False))
     unmet = (_unclassified(result) + _unported(port, result) + _gates_declared(port)
-             + _gates_unmet(port, c.target))
+             + _gates_unmet(port, c.target) + _paragraph_stale(port))
     oracle_unmet, verification = _oracle_unmet(port, c.target)
     unmet += oracle_unmet + _reference_unmet(port, c.target)
     measured = Measured(c, result, verification)
@@ -295,6 +295,17 @@ def _rewrite(port: Port, m: Measured, new: pins.Pin, given: str | None) -> parag
         drift=_golden_drift(port, m.cycle.target), target=m.cycle.target,
         prs=frozenset(e.pr for e in entries if e.pr is not None))
     return paragraph.rewrite(text, para, measured)
+
+
+def _paragraph_stale(port: Port) -> list[str]:
+    """The PARITY PIN paragraph must copy the pin it moves from (the advance rewrites it from
+    there): checked before the oracle, as `check` does, so a dry run lists it at once."""
+    rel = port.rel(port.protocol)
+    try:
+        para = paragraph.find(port.text(port.protocol) or "", path=rel)
+    except SyncError as exc:
+        return [f"the PARITY PIN paragraph: {exc}"]
+    return paragraph.agrees(para, port.pin_record().pin, path=rel)
 
 
 def _paragraph_unmet(port: Port, rw: paragraph.Rewrite) -> list[str]:
