@@ -415,3 +415,17 @@ def test_a_vllm_citation_with_no_sha_pins_nothing_and_says_so(
             "citation") in check.out + check.err
     bump = run(root, "bump-headers", "src/bare.cpp", "--to", up["pin"])
     assert bump.rc != 0 and "has no SHA to rewrite" in bump.out + bump.err
+
+
+def test_a_path_no_tree_has_names_its_namesakes(case: tuple[Path, dict[str, str]]) -> None:
+    """walk17 B16: a cited path in a wrong directory is path-gone, and says which files of
+    its name the pin (or the target, for a bump) has, the likely meant one among them."""
+    root, up = case
+    write(root, "src/sub.cpp", f"// Ported from: vllm/sub/p1.py @ {up['c1'][:10]}\nint s;\n")
+    said = run(root, "audit").out
+    assert (f"- `src/sub.cpp` path-gone: vllm/sub/p1.py is not in upstream at {up['c1'][:10]} "
+            "nor at the pin: a wrong or relative path (the pin has vllm/p1.py)") in said
+    bump = run(root, "bump-headers", "src/sub.cpp", "--to", up["target"], "--check")
+    assert "does not resolve; the target has vllm/p1.py)" in bump.out
+    # A name no file of the pin has gets no hint.
+    assert "(the pin has" not in run(root, "audit").out.split("src/p5.cpp", 1)[1].split("\n")[0]

@@ -114,6 +114,8 @@ class Content:
     since: tuple[str, ...] = ()  # full SHAs, oldest first
     new_path: str | None = None
     gone_in: str | None = None
+    # missing: the files of that name `against` has (a hint for a mistyped directory)
+    namesakes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -135,6 +137,12 @@ class Tree:
         self._by_name: dict[str, list[str]] = {}
         for p in paths:
             self._by_name.setdefault(p.rsplit("/", 1)[-1], []).append(p)
+
+    def namesakes(self, path: str, most: int = 3) -> tuple[str, ...]:
+        """The files named as `path` is (its last component), when there are at most `most`:
+        more is no hint."""
+        found = self._by_name.get(path.rstrip("/").rsplit("/", 1)[-1], [])
+        return tuple(sorted(found)) if 0 < len(found) <= most else ()
 
     def has(self, path: str) -> bool:
         if path.endswith("/"):
@@ -178,6 +186,7 @@ def content(ref: gitio.Reference, against: str, cited: list[Cited]) -> dict[Cite
     ids = _blob_ids(ref, against, [(c.commit, c.path) for c in wanted])
     paths = {c: c.path for c in wanted}
     lost = [c for c in wanted if ids[(c.commit, c.path)] == (None, None)]
+    tree = None
     if lost:
         tree = Tree(gitio.tree_paths(ref, against))
         moved = {c: tree.resolve(c.path, c.near) for c in lost}
@@ -191,8 +200,10 @@ def content(ref: gitio.Reference, against: str, cited: list[Cited]) -> dict[Cite
     out: dict[Cited, Content] = {}
     for c in wanted:
         kind, path = kinds[c], paths[c]
-        if kind in ("unchanged", "missing"):
-            out[c] = Content("unchanged" if kind == "unchanged" else "missing", path)
+        if kind == "unchanged":
+            out[c] = Content("unchanged", path)
+        elif kind == "missing":
+            out[c] = Content("missing", path, namesakes=tree.namesakes(path) if tree else ())
         else:
             out[c] = history_of.explain(c.commit, path, changed=kind == "changed")
     return out

@@ -202,8 +202,10 @@ def gone_detail(sha: str, got: verify.Content, against: str = "the pin") -> str:
     if got.kind == "deleted":
         where = f" in `{short(got.gone_in)}`" if got.gone_in else ""
         return f"{_p(got.path)} was deleted{where}"
+    hint = (f" ({against} has {', '.join(_p(n) for n in got.namesakes)})"
+            if got.namesakes else "")
     return (f"{_p(got.path)} is not in upstream at {sha} nor at {against}: a wrong or "
-            "relative path")
+            f"relative path{hint}")
 
 
 def _p(path: str) -> str:

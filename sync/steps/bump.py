@@ -380,8 +380,9 @@ def audit_gone(c: headers.Citation, got: sha_verify.Content, target: str) -> str
         return f"upstream renamed it to {got.new_path} in {short(got.gone_in or '')}"
     if got.kind == "deleted":
         return ("upstream deleted it" + (f" in {short(got.gone_in)}" if got.gone_in else ""))
+    hint = f"; the target has {', '.join(got.namesakes)}" if got.namesakes else ""
     return (f"it is not in upstream at {c.sha} either (a wrong or relative path the tree "
-            "does not resolve)")
+            f"does not resolve{hint})")
 
 
 def _line_of(text: str, offset: int) -> int:
