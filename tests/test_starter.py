@@ -26,7 +26,8 @@ def _rule(subject: str, *paths: str) -> str | None:
 
 
 def test_the_starter_rules_load_and_each_says_why() -> None:
-    assert [r.id for r in RULES] == ["ci-docs-tests", "repository-plumbing",
+    assert [r.id for r in RULES] == ["vendored-dependency-pins", "ci-docs-tests",
+                                     "repository-plumbing",
                                      "platforms-not-targeted", "platform-files",
                                      "not-ported-frontends"]
     assert all(r.reason and r.disposition in ("IGNORE", "INVENTORY") for r in RULES)
@@ -59,6 +60,12 @@ def test_rules_never_name_a_commit() -> None:
     ("Enable gfx1250 ROCm architecture (#8)",
      ("vllm/model_executor/layers/utils.py", "vllm/platforms/rocm.py"), None),
     ("[Rust Frontend] Add a router (#9)", ("rust/src/main.rs",), "not-ported-frontends IGNORE"),
+    # A [Build] commit that moves a vendored dependency's pin is noted (a real range's
+    # flash-attention bump), not ignored as CI.
+    ("[Build] Update pin to build ABI stable FA2 (#11)",
+     ("cmake/external_projects/vllm_flash_attn.cmake",), "vendored-dependency-pins INVENTORY"),
+    ("[Build] Fix CUDA release wheel builds (#12)", ("docker/Dockerfile", "setup.py"),
+     "ci-docs-tests IGNORE"),
     # [Bugfix] is the tag of the one commit of a real range a maintainer would port.
     ("[Bugfix] Universally align block table width (#10)", ("vllm/v1/worker/block_table.py",),
      None),

@@ -16,14 +16,22 @@ RULES = '''
 # classifies the commit and its reason goes into the report. Tags match case-insensitively.
 # A rule names tags and paths, never SHAs or PR numbers: a one-off is `upstream-sync decide`.
 
-# CI, docs and tests that edit no runtime code. A [CI] commit that changes vllm/ or csrc/
-# (5 of 20 in one real range did) falls through to the symbol pass.
+# The pins of the dependencies upstream vendors into its build (flash-attention, FlashMLA,
+# CUTLASS...): a port that vendors one too follows the pin, so it is noted, never ignored.
+[[rules]]
+id = "vendored-dependency-pins"
+paths_any = ["cmake/external_projects/**"]
+disposition = "INVENTORY"
+reason = "moves the pin of a dependency upstream vendors into its build: check the port's copy"
+
+# CI, build, docs and tests that edit no runtime code. A [CI] commit that changes vllm/ or
+# csrc/ (5 of 20 in one real range did) falls through to the symbol pass.
 [[rules]]
 id = "ci-docs-tests"
 tags = ["CI", "CI/Build", "Build", "Doc", "Docs", "Test", "Tests", "UT", "MyPy", "Misc/CI"]
 paths_none = ["vllm/**", "csrc/**"]
 disposition = "IGNORE"
-reason = "CI, docs or tests only: no upstream runtime code changes"
+reason = "CI, build, docs or tests only: no upstream runtime code changes"
 
 # Repository plumbing whatever the tag.
 [[rules]]
