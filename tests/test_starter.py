@@ -66,6 +66,10 @@ def test_rules_never_name_a_commit() -> None:
      ("cmake/external_projects/vllm_flash_attn.cmake",), "vendored-dependency-pins INVENTORY"),
     ("[Build] Fix CUDA release wheel builds (#12)", ("docker/Dockerfile", "setup.py"),
      "ci-docs-tests IGNORE"),
+    # ...but one that edits runtime code as well reaches the symbol pass.
+    ("[Attention] Enable masked MHA for sparse MLA prefills (#13)",
+     ("cmake/external_projects/flashmla.cmake", "vllm/v1/attention/backends/mla/common.py"),
+     None),
     # [Bugfix] is the tag of the one commit of a real range a maintainer would port.
     ("[Bugfix] Universally align block table width (#10)", ("vllm/v1/worker/block_table.py",),
      None),

@@ -18,9 +18,11 @@ RULES = '''
 
 # The pins of the dependencies upstream vendors into its build (flash-attention, FlashMLA,
 # CUTLASS...): a port that vendors one too follows the pin, so it is noted, never ignored.
+# One that edits runtime code too reaches the symbol pass (a rule never hides ported code).
 [[rules]]
 id = "vendored-dependency-pins"
 paths_any = ["cmake/external_projects/**"]
+paths_none = ["vllm/**", "csrc/**"]
 disposition = "INVENTORY"
 reason = "moves the pin of a dependency upstream vendors into its build: check the port's copy"
 
