@@ -301,11 +301,12 @@ def _paragraph_stale(port: Port) -> list[str]:
     """The PARITY PIN paragraph must copy the pin it moves from (the advance rewrites it from
     there): checked before the oracle, as `check` does, so a dry run lists it at once."""
     rel = port.rel(port.protocol)
+    record = port.pin_record()  # the protocol file as the read model holds it: read once
     try:
-        para = paragraph.find(port.text(port.protocol) or "", path=rel)
+        para = paragraph.find(record.text, path=rel)
     except SyncError as exc:
         return [f"the PARITY PIN paragraph: {exc}"]
-    return paragraph.agrees(para, port.pin_record().pin, path=rel)
+    return paragraph.agrees(para, record.pin, path=rel)
 
 
 def _paragraph_unmet(port: Port, rw: paragraph.Rewrite) -> list[str]:
