@@ -573,14 +573,22 @@ def test_a_gate_that_has_not_run_names_the_upstream_sync_command_that_runs_it(
     assert "has not run" not in out
 
 
+def _edit_paragraph(c: Copy, edit: Callable[[str, paragraph.Paragraph], str]) -> None:
+    """Rewrite the copy's protocol file as `edit` makes it from its text and paragraph."""
+    protocol = c.port / PROTOCOL
+    text = protocol.read_text()
+    protocol.write_text(edit(text, paragraph.find(text, path=PROTOCOL)))
+
+
 def test_a_stale_paragraph_is_refused_naming_its_phrases(
         prepared: Prepared, copy: Callable[[str], Copy]) -> None:
     c = copy("ready")
-    protocol = c.port / PROTOCOL
-    text = protocol.read_text()
-    para = paragraph.find(text, path=PROTOCOL)
-    end = paragraph.extent(text, para)
-    protocol.write_text(text[:end] + STALE + " Torch 9.9.9 is in vllm#123." + text[end:])
+
+    def stale(text: str, para: paragraph.Paragraph) -> str:
+        end = paragraph.extent(text, para)
+        return text[:end] + STALE + " Torch 9.9.9 is in vllm#123." + text[end:]
+
+    _edit_paragraph(c, stale)
     before = files(c.port)
     rc, out, _ = cmd("advance", "--json")
     assert rc == 6
@@ -601,18 +609,22 @@ def test_a_paragraph_naming_another_pin_is_unmet_before_any_oracle(
     # walk17 B2: the paragraph's own pin is checked up front, as `check` does: a dry run
     # with no oracle at the target lists it beside the oracle line, not after it.
     c = copy("fresh")
-    protocol = c.port / PROTOCOL
-    text = protocol.read_text()
-    para = paragraph.find(text, path=PROTOCOL)
-    lines = text.splitlines(keepends=True)
-    lines[para.line - 1] = lines[para.line - 1].replace(para.sha, "e24d1b24", 1)
-    protocol.write_text("".join(lines))
+    line = 0
+
+    def other_pin(text: str, para: paragraph.Paragraph) -> str:
+        nonlocal line
+        line = para.line
+        lines = text.splitlines(keepends=True)
+        lines[line - 1] = lines[line - 1].replace(para.sha, "e24d1b24", 1)
+        return "".join(lines)
+
+    _edit_paragraph(c, other_pin)
     rc, out, _ = cmd("advance", "--dry-run", "--json")
     assert rc == 6
     unmet = json.loads(out)["unmet"]
-    assert any(line.startswith(f"{PROTOCOL}:{para.line}: PARITY PIN line names e24d1b24, which "
-                               "is not a prefix of vllm_commit") for line in unmet), unmet
-    assert any("oracle" in line for line in unmet), unmet
+    assert any(u.startswith(f"{PROTOCOL}:{line}: PARITY PIN line names e24d1b24, which "
+                            "is not a prefix of vllm_commit") for u in unmet), unmet
+    assert any("oracle" in u for u in unmet), unmet
 
 
 def test_port_now_items_need_a_ledger_row_or_a_carry_over_decision(
