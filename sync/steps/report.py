@@ -274,7 +274,18 @@ def _read_state(r: _Reading, raw: str) -> None:
 def _summary(m: Model) -> list[str]:
     counts = m.counts()
     return ["## Summary", "", "| disposition | commits |", "|---|---|",
-            *(f"| {d} | {counts[d]} |" for d in SECTIONS), f"| total | {len(m.entries)} |", ""]
+            *(f"| {d} | {counts[d]} |" for d in SECTIONS), f"| total | {len(m.entries)} |", "",
+            *_apart(m)]
+
+
+def _apart(m: Model) -> list[str]:
+    """Where the entries the disposition sections do not hold are: the section sizes then
+    add up to the table."""
+    apart = [e.disposition for e in m.entries if e.not_ported_code]
+    if not apart:
+        return []
+    by = ", ".join(f"{d} {apart.count(d)}" for d in SECTIONS if d in apart)
+    return [f"{len(apart)} of them ({by}) are listed under \"{NOT_PORTED}\".", ""]
 
 
 def _entries(m: Model) -> list[str]:
