@@ -74,6 +74,10 @@ def test_unknown_option_and_missing_argument() -> None:
     assert code == 2
     assert one_error_line(err).startswith("upstream-sync: error: the following arguments are "
                                           "required")
+    # An unknown option of a command points at that command's help, as a missing value does.
+    code, _, err = call(["sync", "--jsno"])
+    assert code == 2 and one_error_line(err).endswith(
+        "unrecognized arguments: --jsno — see 'upstream-sync sync --help'")
 
 
 def test_no_command_prints_help() -> None:

@@ -30,6 +30,9 @@ COMMAND_MODULES = tuple(f"sync.cli.commands.{name}" for name in COMMANDS)
 
 
 class _Parser(argparse.ArgumentParser):
+    chosen: str | None = None  # the top parser's command word: its unknown options are that
+    # command's (argparse reports them from the top, after every parser has parsed)
+
     def error(self, message: str) -> Any:  # argparse's own exit would bypass our boundary
         for action in self._actions:
             # A missing sub-action ("ledger" alone) says which actions there are.
@@ -39,7 +42,10 @@ class _Parser(argparse.ArgumentParser):
                 listed = names[0] if len(names) == 1 else (
                     ", ".join(names[:-1]) + " or " + names[-1])
                 message = f"{self.prog.split()[-1]} needs an action: {listed}"
-        raise UsageError(message, f"see '{self.prog} --help'")
+        prog = self.prog
+        if self.chosen and message.startswith("unrecognized arguments"):
+            prog = f"{prog} {self.chosen}"
+        raise UsageError(message, f"see '{prog} --help'")
 
 
 def command_name(module: str) -> str:
@@ -68,6 +74,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
         description="Automate the upstream sync cycle of a hand port "
         "(fetch, enumerate, classify, report, port, re-verify, advance).",
     )
+    parser.chosen = chosen
     parser.add_argument("--port", help="the port's root (default: $SYNC_PORT, then the "
                         "current directory; inside this repository, the bundled example)")
     parser.add_argument("--debug", action="store_true", help="show tracebacks on errors")
