@@ -604,6 +604,15 @@ def test_a_stale_paragraph_is_refused_naming_its_phrases(
     assert files(c.port) == before
 
 
+def test_advance_omni_names_a_missing_oracle_file_first(
+        prepared: Prepared, copy: Callable[[str], Copy]) -> None:
+    # walk17 B13: with no oracle file for the id, that is the problem, not the isolation proof.
+    copy("fresh")
+    rc, _, err = cmd("advance-omni", "a" * 40, "--oracle", "other-omni")
+    assert rc == 2
+    assert "no oracle file declares id 'other-omni'" in err and "isolation" not in err
+
+
 def test_a_paragraph_naming_another_pin_is_unmet_before_any_oracle(
         prepared: Prepared, copy: Callable[[str], Copy]) -> None:
     # walk17 B2: the paragraph's own pin is checked up front, as `check` does: a dry run

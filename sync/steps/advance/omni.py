@@ -54,6 +54,7 @@ class OmniAdvance:
 
 def measure(port: Port, oracle_id: str, commit_spec: str) -> Measured:
     """Refuse without a proof of isolation; otherwise verify the omni oracle at the commit."""
+    oracle.oracle_file(port, oracle_id)  # no oracle file, no pin to move: said first
     prefs = port.preferences()
     commit = oracle.resolve_commit(port, prefs, oracle_id, commit_spec)
     proof = isolation.require(port, oracle_id, commit)
