@@ -110,6 +110,18 @@ def test_init_writes_a_loadable_config(tmp: Path) -> None:
         "/.agents/developer-preferences.md\n/.agents/sync/.lock\n/.agents/sync/.txn-*\n")
 
 
+def test_mirrored_adds_csrc_when_the_headers_cite_kernels(tmp: Path) -> None:
+    # walk17 B6: a port whose headers cite vLLM's kernels mirrors csrc/ too (a csrc-only
+    # commit is then INVENTORY, not "touches no mirrored path").
+    root = make_port(tmp)
+    (root / "kernels/cache.cu").write_text(
+        "// Ported from: csrc/cache_kernels.cu @ abcdef12\n__global__ void k();\n")
+    code, out, err = init(str(root))
+    assert code == 0, err
+    assert "  mirrored = ['csrc/', 'vllm/'] (the headers cite those trees)" in out.splitlines()
+    assert config.load(root).mirrored == ("csrc/", "vllm/")
+
+
 def test_gitignore_is_appended_once_keeping_crlf(tmp: Path) -> None:
     root = make_port(tmp)
     (root / ".gitignore").write_bytes(b"build/\r\n*.o")

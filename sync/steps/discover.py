@@ -71,8 +71,9 @@ def discover(root: Path) -> dict[str, Any]:
     if len(dirs) == 1:
         paths["oracles"] = f"{dirs[0]}/*.md"
     registry = _registry(root, found["oracles"])
-    roots, projects = _port_roots(root, registry)
+    roots, projects, sources = _port_roots(root, registry)
     return {"paths": paths, "found": found, "port_roots": roots,
+            "mirrored": [f"{top}/" for top in MIRRORABLE if top == "vllm" or top in sources],
             "cited_projects": dict(projects.most_common()),
             "registered": sorted(p for p in projects if registry.registered(p))}
 
@@ -115,20 +116,30 @@ def _has_ledger_header(text: str) -> bool:
                for line in text.splitlines())
 
 
-def _port_roots(root: Path, ups: oracles.Upstreams) -> tuple[list[str], Counter[str]]:
-    """The top-level directories holding files with a ported-from header, and the oracles
-    other than vLLM their citation statements name (with citation counts)."""
+# vLLM's source trees a port can mirror: `vllm/` always, `csrc/` (the kernels) when the
+# port's headers cite it. Tests, docs and tooling are not mirrored by default.
+MIRRORABLE = ("csrc", "vllm")
+
+
+def _port_roots(root: Path, ups: oracles.Upstreams
+                ) -> tuple[list[str], Counter[str], set[str]]:
+    """The top-level directories holding files with a ported-from header, the oracles other
+    than vLLM their citation statements name (with citation counts), and the top-level
+    upstream directories their vLLM citations cite."""
     roots: dict[str, int] = {}
     projects: Counter[str] = Counter()
+    sources: set[str] = set()
     for path in _files(root, _SOURCE_EXT):
         rel = path.relative_to(root).as_posix()
-        header = headers.parse_header(_text(path)[:16384], rel)
-        if header.kind == "PORTED":
+        raw = headers.parse_header(_text(path)[:16384], rel)
+        header = oracles.attribute(raw, ups, rel)
+        if raw.kind == "PORTED":
             top = path.relative_to(root).parts[0]
             roots[top] = roots.get(top, 0) + 1
-        projects.update(c.oracle for c in oracles.attribute(header, ups, rel).citations
-                        if c.oracle != ups.core)
-    return sorted(roots), projects
+            sources.update(c.upstream_path.split("/", 1)[0] for c in header.citations
+                           if c.oracle == ups.core)
+        projects.update(c.oracle for c in header.citations if c.oracle != ups.core)
+    return sorted(roots), projects, sources
 
 
 # -- what init reads beyond the record paths ------------------------------------------------------

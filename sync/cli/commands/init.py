@@ -66,7 +66,8 @@ def _config(found: _Found) -> dict[str, Any]:
     """The configuration to write, from what discovery found: the one place it is built."""
     doc: dict[str, Any] = {"schema": config.SCHEMA, "paths": found.records["paths"]}
     if found.records["port_roots"]:
-        doc["surface"] = {"port_roots": found.records["port_roots"], "mirrored": ["vllm/"]}
+        doc["surface"] = {"port_roots": found.records["port_roots"],
+                          "mirrored": found.records["mirrored"]}
     if found.build is not None:
         doc["oracles"] = {"vllm": {"build_mode": found.build[0]}}
     if found.gates.scripts:
@@ -110,6 +111,8 @@ def _records_lines(found: _Found) -> list[str]:
         lines.append("  oracles: no oracle registry found — create .agents/oracles/vllm.md "
                      "(one ```oracle-pin block) when the port records its oracles")
     lines.append(f"  port_roots = {found.records['port_roots']}")
+    if found.records["mirrored"] != ["vllm/"]:
+        lines.append(f"  mirrored = {found.records['mirrored']} (the headers cite those trees)")
     if found.build is not None:
         lines.append(f"  [oracles.vllm] build_mode = \"{found.build[0]}\" (the pin block's "
                      f"distribution version {found.build[1]})")
