@@ -28,6 +28,7 @@ class Measured:
     """The omni oracle at the commit: its isolation proof and its verification."""
 
     oracle: str
+    file: oraclefile.OracleFile  # its oracle file, as measured under the advance's lock
     commit: str
     proof: isolation.Proof
     verification: oracle_verify.Verification
@@ -54,11 +55,11 @@ class OmniAdvance:
 
 def measure(port: Port, oracle_id: str, commit_spec: str) -> Measured:
     """Refuse without a proof of isolation; otherwise verify the omni oracle at the commit."""
-    oracle.oracle_file(port, oracle_id)  # no oracle file, no pin to move: said first
+    of = oracle.oracle_file(port, oracle_id)  # no oracle file, no pin to move: said first
     prefs = port.preferences()
     commit = oracle.resolve_commit(port, prefs, oracle_id, commit_spec)
     proof = isolation.require(port, oracle_id, commit)
-    return Measured(oracle_id, commit, proof,
+    return Measured(oracle_id, of, commit, proof,
                     oracle_verify.verify(port, prefs, oracle_id, commit, candidate=True))
 
 
@@ -67,7 +68,7 @@ def plan(port: Port, m: Measured) -> OmniAdvance:
     runtime = m.verification.probe.runtime_version
     if runtime is None:
         raise BlockedCycle("the omni oracle reports no version", "rebuild it")
-    of = oracle.oracle_file(port, m.oracle)
+    of = m.file
     core_pin = port.pin_record().pin.commit
     today = datetime.now(UTC).strftime("%Y-%m-%d")
     label = runtime.partition("+")[0]
