@@ -27,6 +27,14 @@ ORACLE = (
 )
 
 
+def write_files(root: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return root
+
+
 def make_port(root: Path) -> Path:
     files = {
         "docs/sync-protocol.md": "# Sync protocol\n\nPARITY PIN: see the block.\n\n" + PIN_BLOCK,
@@ -44,11 +52,7 @@ def make_port(root: Path) -> Path:
         "third_party/lib.cpp": "// Ported from: vllm/y.py @ abcdef12\n",
         ".hidden/skip.cpp": "// Ported from: vllm/z.py @ abcdef12\n",
     }
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
+    return write_files(root, files)
 
 
 def init(*argv: str) -> tuple[int, str, str]:
@@ -258,11 +262,7 @@ def make_real_shaped(root: Path) -> Path:
             "- `GATE_HOST`: the GPU host\n"),
         ".gitignore": "build/\n",
     }
-    for rel, text in files.items():
-        path = root / rel
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    return root
+    return write_files(root, files)
 
 
 def test_init_reads_what_a_real_port_states(tmp: Path) -> None:

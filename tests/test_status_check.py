@@ -150,14 +150,17 @@ def test_check_released_wheel_runtime(copy: Path) -> None:
                            "with vllm_commit_id")
 
 
+def _paragraph_finding(line: int, sha: str) -> str:
+    return (f"{PROTOCOL}:{line}: PARITY PIN line names {sha}, which is not a prefix of "
+            f"vllm_commit {COMMIT} — name the pin block's commit there ({COMMIT[:9]}), as an "
+            "advance writes it")
+
+
 def test_check_paragraph_sha_mismatch(copy: Path) -> None:
     path = _corrupt(copy, PROTOCOL, "current parity pin 147b89ac9",
                     "current parity pin b39632a50")
     n = _line_of(path, "current parity pin b39632a50")
-    assert _check_lines(copy) == [
-        f"{PROTOCOL}:{n}: PARITY PIN line names b39632a50, which is not a prefix of "
-        f"vllm_commit {COMMIT} — name the pin block's commit there ({COMMIT[:9]}), as an "
-        "advance writes it"]
+    assert _check_lines(copy) == [_paragraph_finding(n, "b39632a50")]
 
 
 def test_check_reports_every_corruption_at_once(copy: Path) -> None:
@@ -204,10 +207,7 @@ def test_check_reads_the_markdown_parity_pin_line(copy: Path, line: str) -> None
     assert r.rc == 0, r.out + r.err
     path.write_text(text.replace(old, line.replace("147b89ac9", "e24d1b24a")), encoding="utf-8")
     n = _line_of(path, "e24d1b24a")
-    assert _check_lines(copy) == [
-        f"{PROTOCOL}:{n}: PARITY PIN line names e24d1b24a, which is not a prefix of "
-        f"vllm_commit {COMMIT} — name the pin block's commit there ({COMMIT[:9]}), as an "
-        "advance writes it"]
+    assert _check_lines(copy) == [_paragraph_finding(n, "e24d1b24a")]
 
 
 def test_check_hint_for_a_missing_parity_pin_line_is_a_whole_sentence(copy: Path) -> None:
