@@ -72,6 +72,9 @@ class FileChange:
     cited: tuple[Cited, ...]
     old_lines: int = 0  # lengths of the two blobs (0: absent or not read)
     new_lines: int = 0
+    # Under a whole-file citation: the file's definitions after the commit (before it, for a
+    # deletion), which the report's coarse citations match against the citing port files.
+    definitions: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -278,9 +281,12 @@ def _file(path: str, fp: patch.FilePatch, cites: tuple[Cite, ...], blobs: _Blobs
         added = [n for h in fp.hunks for n in h.added]
         units = tuple(symbols.changes(old, new, deleted, added, ctx))
     reader = _Reader(blobs, path, fp.old_blob, old, fallback)
+    latest = new or old
+    defs = tuple(u.name for u in latest.units if u.kind != "statement") if (
+        latest is not None and any(c.whole_file for c in cites)) else ()
     return FileChange(path, fp.status, fp.old_path, fp.new_path, fp.hunks, units, fallback,
                       tuple(reader.cited(c) for c in cites),
-                      len(blobs.lines(fp.old_blob)), len(blobs.lines(fp.new_blob)))
+                      len(blobs.lines(fp.old_blob)), len(blobs.lines(fp.new_blob)), defs)
 
 
 # -- citations, read at their SHA ---------------------------------------------------------------

@@ -24,6 +24,7 @@ from sync.records.mdtext import escape as escape
 from sync.records.mdtext import short_subject as short_subject
 from sync.records.mdtext import unescape as unescape
 from sync.steps.classify import Entry, Evidence
+from sync.steps.coarse import Coarse
 from sync.steps.evidence import FileChange
 from sync.upstream.gitio import SHA_LEN as SHA_LEN  # entry lines are keyed by it
 from sync.upstream.gitio import short
@@ -75,6 +76,7 @@ class Model:
     reverts: tuple[tuple[str, str], ...] = ()
     duplicates: tuple[tuple[str, ...], ...] = ()
     moves: tuple[Move, ...] = ()
+    coarse: tuple[Coarse, ...] = ()
     deviations: tuple[str, ...] = ()
     file_pins: tuple[str, ...] = ()
     file_pin_counts: tuple[tuple[str, int], ...] = ()
@@ -350,6 +352,34 @@ def _moves_doc(m: Model) -> dict[str, Any]:
                       for mv in m.moves]}
 
 
+COARSE = "Coarse citations (large files cited whole)"
+NAMED_SHOWN = 6  # definitions a coarse citation's line names before "+N more"
+
+
+def _coarse(m: Model) -> tuple[str, ...]:
+    if not m.coarse:
+        return ()
+    lead = ("Each made a commit PORT-NOW because it changed some definition of a file cited "
+            "whole. Cite what the port file mirrors (`path::Symbol`, `path (A, B)`) and only "
+            "changes to that will be.")
+    return (lead, "", *(_coarse_line(c) for c in m.coarse))
+
+
+def _coarse_line(c: Coarse) -> str:
+    commits = ", ".join(f"`{short(s)}`" for s in c.commits[:3]) + (
+        f" +{len(c.commits) - 3}" if len(c.commits) > 3 else "")
+    head = (f"- {code(c.path)} ({c.lines} lines, {c.definitions} definitions) cited whole by "
+            f"{escape(c.port_file, reason=True)}: PORT-NOW {commits}")
+    if not c.named:
+        return head + "; the port file names none of its definitions"
+    shown = ", ".join(escape(n, reason=True) for n in c.named[:NAMED_SHOWN])
+    if len(c.named) > NAMED_SHOWN:
+        return head + f"; the port file names {shown} +{len(c.named) - NAMED_SHOWN} more"
+    anchor = (f"{c.path}::{c.named[0]}" if len(c.named) == 1
+              else f"{c.path} ({', '.join(c.named)})")
+    return head + f"; the port file names {shown}: cite {code(anchor)} if that is what it mirrors"
+
+
 CarryKind = Literal["PORT-NOW open", "PORT-NOW carried over", "INVENTORY unannotated",
                     "UNCLASSIFIED", "gate", "unmet", "carried in"]
 
@@ -402,6 +432,7 @@ LAYOUT: tuple[Section, ...] = (
             lambda m: {"reverts": [{"sha": a, "reverts": b} for a, b in m.reverts],
                        "duplicates": [list(g) for g in m.duplicates]}),
     _titled("Upstream moves and deletions of cited paths", _moves, _moves_doc),
+    _titled(COARSE, _coarse, lambda m: {"coarse_citations": [c.doc() for c in m.coarse]}),
     _titled("Deviations touched", lambda m: m.deviations,
             lambda m: {"deviations": list(m.deviations)}),
     _titled("Per-file pin status", lambda m: m.file_pins,

@@ -23,7 +23,7 @@ from sync.infra.notes import Notes
 from sync.port import Port
 from sync.records import cycle, decisions, deviations, gates, pins
 from sync.records.mdtext import cell
-from sync.steps import audit, carry, classify, evidence, report, surface, symbols
+from sync.steps import audit, carry, classify, coarse, evidence, report, surface, symbols
 from sync.steps import target as target_step
 from sync.steps.target import Wanted, freeze
 from sync.upstream import gitio, health, history
@@ -309,6 +309,7 @@ def _assemble(port: Port, frame: _Frame, rng: _Range, earlier: _Earlier,
         reverts=tuple(sorted(history.find_reverts(rng.commits).items())),
         duplicates=tuple(history.find_duplicates(frame.ref, rng.commits)),
         moves=moves(rng.commits, rng.surf, entries),
+        coarse=coarse.find(entries, lambda rel: _port_text(port, rel)),
         deviations=tuple(touched),
         file_pins=pins_summary.lines + watched_lines(rng.commits, rng.surf),
         file_pin_counts=pins_summary.counts,
@@ -322,6 +323,14 @@ def _assemble(port: Port, frame: _Frame, rng: _Range, earlier: _Earlier,
         target_from=target_step.provenance(frame.ref, c, port.upstream_ref).describe(),
         others=other_reports(port, frame.path, c.target),
     )
+
+
+def _port_text(port: Port, rel: str) -> str | None:
+    """A port file's text, for the names a coarse citation's port file holds."""
+    try:
+        return (port.root / rel).read_bytes().decode("utf-8", "replace")
+    except OSError:
+        return None
 
 
 def watched_lines(commits: list[history.Commit], surf: surface.Surface) -> tuple[str, ...]:
