@@ -125,3 +125,16 @@ def test_named_is_an_ordered_subset_on_any_text(defs: list[str], text: str) -> N
     got = coarse.named(defs, text)
     assert list(got) == [d for d in defs if d in got]
     assert all(not d.rsplit(".", 1)[-1].startswith("__") or not d.endswith("__") for d in got)
+
+
+def test_explain_says_a_large_whole_file_citation_is_coarse(world: World) -> None:
+    from symbolfixture import run
+
+    rc, out, err = run(world.port, "explain", world.sha("gemm")[:10])
+    assert rc == 0, err
+    size = len(_ops().splitlines())
+    assert out.count(f"        coarse: a {size}-line file cited whole; cite what the port file "
+                     "mirrors (the report's Coarse citations name the candidates)\n") == 2
+    rc, out, err = run(world.port, "explain", world.sha("bad_words")[:10])
+    assert rc == 0, err
+    assert "coarse:" not in out  # a small file cited whole is not coarse

@@ -16,7 +16,7 @@ from typing import Any
 from sync.infra.notes import Notes
 from sync.port import Port
 from sync.records.decisions import Decision
-from sync.steps import classify, evidence, pick, report, surface, symbols
+from sync.steps import classify, coarse, evidence, pick, report, surface, symbols
 from sync.steps.classify import Entry, Verdict
 from sync.upstream import gitio, history, patch
 from sync.upstream.gitio import short
@@ -111,7 +111,12 @@ def _file_lines(fc: evidence.FileChange, verdicts: list[Verdict]) -> list[str]:
         out.append("    definitions changed:")
         out += [f"      {_unit_line(u)}" for u in fc.units]
     out.append("    citations compared:")
-    out += [line for v in verdicts for line in _verdict_lines(v)]
+    size = fc.new_lines or fc.old_lines
+    for v in verdicts:
+        out += _verdict_lines(v)
+        if v.outcome == "whole-file" and size >= coarse.COARSE_LINES:
+            out.append(f"        coarse: a {size}-line file cited whole; cite what the port "
+                       "file mirrors (the report's Coarse citations name the candidates)")
     return out
 
 
