@@ -11,7 +11,7 @@ or writes them in CamelCase), the anchors that would make the citation precise.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from sync.steps.classify import Entry
@@ -42,25 +42,34 @@ def find(entries: Iterable[Entry], read: Callable[[str], str | None]) -> tuple[C
     port file's text (None when it cannot be read)."""
     shas: dict[tuple[str, str], list[str]] = {}
     size: dict[str, tuple[int, tuple[str, ...]]] = {}
-    for e in entries:
-        if e.disposition != "PORT-NOW" or not e.auto or e.evidence is None:
-            continue
-        files = {fc.path: fc for fc in e.evidence.files}
-        for v in e.evidence.verdicts:
-            fc = files.get(v.path)
-            lines = (fc.new_lines or fc.old_lines) if fc is not None else 0
-            if v.outcome != "whole-file" or fc is None or lines < COARSE_LINES:
-                continue
-            got = shas.setdefault((v.path, v.cited.cite.port_file), [])
-            if e.sha not in got:
-                got.append(e.sha)
-            size[v.path] = (lines, fc.definitions)  # the newest commit's, in range order
+    for sha, path, port_file, lines, definitions in _whole_file_hits(entries):
+        got = shas.setdefault((path, port_file), [])
+        if sha not in got:
+            got.append(sha)
+        size[path] = (lines, definitions)  # the newest commit's: entries are in range order
     out = []
     for (path, port_file), commits in sorted(shas.items()):
         lines, definitions = size[path]
         out.append(Coarse(path, lines, port_file, tuple(commits), len(definitions),
                           named(definitions, read(port_file) or "")))
     return tuple(out)
+
+
+def _whole_file_hits(entries: Iterable[Entry]) -> Iterator[
+        tuple[str, str, str, int, tuple[str, ...]]]:
+    """(sha, upstream path, port file, the file's lines, its definitions) per whole-file
+    verdict of a coarse length that made an entry PORT-NOW."""
+    for e in entries:
+        if e.disposition != "PORT-NOW" or not e.auto or e.evidence is None:
+            continue
+        files = {fc.path: fc for fc in e.evidence.files}
+        for v in e.evidence.verdicts:
+            fc = files.get(v.path)
+            if v.outcome != "whole-file" or fc is None:
+                continue
+            lines = fc.new_lines or fc.old_lines
+            if lines >= COARSE_LINES:
+                yield e.sha, v.path, v.cited.cite.port_file, lines, fc.definitions
 
 
 def _key(name: str) -> str:

@@ -100,24 +100,31 @@ def _file_lines(fc: evidence.FileChange, verdicts: list[Verdict]) -> list[str]:
     out = [f"  {fc.path}{moved} ({fc.status})"]
     if fc.fallback:
         out.append(f"    path level: {fc.fallback}")
-    for h in fc.hunks:
-        units = _hunk_units(h, fc)
-        changed = [f"{side} {_lines(lines)}" for side, lines in (("old", h.deleted),
-                                                                 ("new", h.added)) if lines]
-        out.append(f"    hunk @@ -{h.old_start},{h.old_count} +{h.new_start},{h.new_count} @@ "
-                   f"changes {', '.join(changed) or 'nothing'}"
-                   + (f" → {', '.join(units)}" if units else ""))
+    out += [_hunk_line(h, fc) for h in fc.hunks]
     if fc.units:
         out.append("    definitions changed:")
         out += [f"      {_unit_line(u)}" for u in fc.units]
     out.append("    citations compared:")
-    size = fc.new_lines or fc.old_lines
     for v in verdicts:
-        out += _verdict_lines(v)
-        if v.outcome == "whole-file" and size >= coarse.COARSE_LINES:
-            out.append(f"        coarse: a {size}-line file cited whole; cite what the port "
-                       "file mirrors (the report's Coarse citations name the candidates)")
+        out += _verdict_lines(v) + _coarse_line(fc, v)
     return out
+
+
+def _hunk_line(h: patch.Hunk, fc: evidence.FileChange) -> str:
+    units = _hunk_units(h, fc)
+    changed = [f"{side} {_lines(lines)}" for side, lines in (("old", h.deleted),
+                                                             ("new", h.added)) if lines]
+    return (f"    hunk @@ -{h.old_start},{h.old_count} +{h.new_start},{h.new_count} @@ "
+            f"changes {', '.join(changed) or 'nothing'}"
+            + (f" → {', '.join(units)}" if units else ""))
+
+
+def _coarse_line(fc: evidence.FileChange, v: Verdict) -> list[str]:
+    size = fc.new_lines or fc.old_lines
+    if v.outcome != "whole-file" or size < coarse.COARSE_LINES:
+        return []
+    return [f"        coarse: a {size}-line file cited whole; cite what the port file mirrors "
+            "(the report's Coarse citations name the candidates)"]
 
 
 def _rule_lines(rules: tuple[tuple[str, str | None], ...]) -> list[str]:
