@@ -417,6 +417,28 @@ def test_a_vllm_citation_with_no_sha_pins_nothing_and_says_so(
     assert bump.rc != 0 and "has no SHA to rewrite" in bump.out + bump.err
 
 
+def test_a_bare_citation_of_a_path_vllm_lacks_says_what_it_is_instead(
+        case: tuple[Path, dict[str, str]]) -> None:
+    """A path cited with no SHA that the pin does not have: under a folder vLLM has not
+    (ATen's `aten/`: another project's), check says how to attribute it, not only to add a
+    SHA; under one it has (moved since), it names the pin's files of that name."""
+    root, _up = case
+    write(root, "src/norm.cpp", "// Ported FROM: ATen `native_layer_norm`\n//   "
+          "(aten/src/ATen/native/layer_norm.cpp), what vllm/sub/p1.py calls\nint n;\n")
+    said = run(root, "audit").out
+    assert ("- `src/norm.cpp` no-sha: aten/src/ATen/native/layer_norm.cpp is cited with no "
+            "SHA and is not in upstream at the pin; vllm/sub/p1.py is cited with no SHA and is "
+            "not in upstream at the pin") in said.splitlines()
+    check = run(root, "check")
+    assert ("warning: src/norm.cpp:2: the header cites aten/src/ATen/native/layer_norm.cpp, "
+            "vllm/sub/p1.py with no SHA, so it pins nothing — add '@ <sha>' (the upstream "
+            "commit the file was ported from) to the citation; vLLM has no aten/ at the pin: "
+            "if aten/src/ATen/native/layer_norm.cpp is another project's, attribute it with "
+            '[oracles.<id>] paths = ["aten/"] in the configuration instead; vllm/sub/p1.py is '
+            "not in upstream at the pin either (the pin has vllm/p1.py)"
+            ) in check.out + check.err
+
+
 def test_a_path_no_tree_has_names_its_namesakes(case: tuple[Path, dict[str, str]]) -> None:
     """walk17 B16: a cited path in a wrong directory is path-gone, and says which files of
     its name the pin (or the target, for a bump) has, the likely meant one among them."""

@@ -116,6 +116,8 @@ class Content:
     gone_in: str | None = None
     # missing: the files of that name `against` has (a hint for a mistyped directory)
     namesakes: tuple[str, ...] = ()
+    # missing: `against` has no top folder of that name either (`aten/`: another project's)
+    outside: bool = False
 
 
 @dataclass(frozen=True)
@@ -203,10 +205,18 @@ def content(ref: gitio.Reference, against: str, cited: list[Cited]) -> dict[Cite
         if kind == "unchanged":
             out[c] = Content("unchanged", path)
         elif kind == "missing":
-            out[c] = Content("missing", path, namesakes=tree.namesakes(path) if tree else ())
+            out[c] = _missing(path, tree)
         else:
             out[c] = history_of.explain(c.commit, path, changed=kind == "changed")
     return out
+
+
+def _missing(path: str, tree: Tree | None) -> Content:
+    if tree is None:
+        return Content("missing", path)
+    head, sep, _rest = path.partition("/")
+    return Content("missing", path, namesakes=tree.namesakes(path),
+                   outside=bool(sep) and not tree.has(head + sep))
 
 
 def _kind(pair: tuple[str | None, str | None]) -> str:

@@ -128,8 +128,16 @@ def _facts(port: Port, ref: gitio.Reference, pin: str, upstream_ref: str, surf: 
               for h in surf.file_headers.values() if h.kind == "PORTED"
               for c in h.citations if c.oracle == ups.core and c.sha
               and probe.status.get(c.sha) in ("at-pin", "behind")]
+    # A path cited with no SHA is looked up at the pin, in the same batch: one vLLM does not
+    # have is likely another project's (ATen's `aten/...`), which a SHA would not fix.
+    wanted += [_at_pin(c, probe.pin, rewrite) for h in surf.file_headers.values()
+               if h.kind == "PORTED" for c in h.citations if c.oracle == ups.core and not c.sha]
     content = verify.content(ref, probe.pin, wanted) if wanted else {}
     return _Facts(ups.core, probe, content, _others(port, cites, ups.core), rewrite)
+
+
+def _at_pin(c: headers.Citation, pin: str, rewrite: dict[str, str]) -> verify.Cited:
+    return verify.Cited(pin, c.upstream_path, rewrite.get(c.near or ""))
 
 
 def _others(port: Port, cites: list[headers.Citation], core: str) -> dict[str, dict[str, bool]]:
@@ -165,6 +173,10 @@ def _cite_status(c: headers.Citation, facts: _Facts) -> CiteStatus:
     if c.oracle != facts.core:
         return CiteStatus(c, "other-oracle", _other_detail(c, facts))
     if not c.sha:
+        got = facts.content.get(_at_pin(c, facts.probe.pin, facts.rewrite))
+        if got is not None and got.kind == "missing":
+            return CiteStatus(c, "no-sha", f"{_p(c.path)} is cited with no SHA and is not in "
+                              "upstream at the pin", got)
         return CiteStatus(c, "no-sha", f"{_p(c.path)} is cited with no SHA")
     sha_status = facts.probe.status.get(c.sha, "not-upstream")
     if sha_status == "not-upstream":
@@ -307,8 +319,22 @@ def no_sha_text(f: FileStatus) -> str:
     bare = [c for c in f.cites if c.status == "no-sha"]
     line = bare[0].citation.line if bare else 1
     paths = ", ".join(dict.fromkeys(c.citation.path for c in bare))
-    return (f"{f.path}:{line}: the header cites {paths} with no SHA, so it pins nothing — add "
+    text = (f"{f.path}:{line}: the header cites {paths} with no SHA, so it pins nothing — add "
             "'@ <sha>' (the upstream commit the file was ported from) to the citation")
+    return text + "".join(_not_at_pin(c.content) for c in bare if c.content is not None)
+
+
+def _not_at_pin(got: verify.Content) -> str:
+    """What a bare citation's path is at the pin, when the pin does not have it."""
+    if got.kind != "missing":
+        return ""
+    if got.outside:
+        root = got.path.split("/", 1)[0] + "/"
+        return (f"; vLLM has no {root} at the pin: if {_p(got.path)} is another project's, "
+                f'attribute it with [oracles.<id>] paths = ["{root}"] in the configuration '
+                "instead")
+    hint = f" (the pin has {', '.join(got.namesakes)})" if got.namesakes else ""
+    return f"; {_p(got.path)} is not in upstream at the pin either{hint}"
 
 
 def finding_text(f: FileStatus) -> str:
