@@ -73,7 +73,7 @@ def test_a_large_file_cited_whole_is_listed_with_the_names_its_port_files_hold(
         "PORT-NOW")
     gemm, restored = gemm_e["sha"][:10], restore_e["sha"][:10]
     lines = _section(world)
-    assert lines[0].startswith("Each made a commit PORT-NOW because it changed some definition")
+    assert lines[0].startswith("A file cited whole makes a change to any of its definitions")
     size = len(_ops().splitlines())
     assert lines[2:] == [
         f"- `{OPS}` ({size} lines, 125 definitions) cited whole by src/ops.cpp: PORT-NOW "
@@ -87,9 +87,10 @@ def test_a_large_file_cited_whole_is_listed_with_the_names_its_port_files_hold(
     assert all(SMALL not in line for line in lines)
     assert doc["coarse_citations"] == [
         {"path": OPS, "lines": size, "port_file": "src/ops.cpp",
-         "commits": [gemm_e["sha"], restore_e["sha"]], "definitions": 125, "named": []},
+         "commits": [gemm_e["sha"], restore_e["sha"]], "decided": {}, "definitions": 125,
+         "named": []},
         {"path": OPS, "lines": size, "port_file": "src/penalties_test.cpp",
-         "commits": [gemm_e["sha"], restore_e["sha"]], "definitions": 125,
+         "commits": [gemm_e["sha"], restore_e["sha"]], "decided": {}, "definitions": 125,
          "named": ["apply_repetition_penalties", "Sampler.top_k_only"]},
     ]
 
@@ -114,6 +115,13 @@ def test_named_wants_two_words_and_skips_dunders() -> None:
         "TopKSampler",)
     assert coarse.named(("TopKSampler", "TopKSampler.top_k_only"),
                         "TopKSampler; TopKOnly") == ("TopKSampler.top_k_only",)
+    # ... and to its constructor, which a C++ port writes under the class's name.
+    assert coarse.named(("InputProcessor", "InputProcessor.__init__", "InputProcessor.process"
+                         "_inputs"), "InputProcessor::InputProcessor() {} ProcessInputs()") == (
+        "InputProcessor.__init__", "InputProcessor.process_inputs")
+    # A module-level assignment is named as a definition is.
+    assert coarse.named(("_MODELS", "BUILTIN_TAG_MODELS"), "BUILTIN_TAG_MODELS, _MODELS") == (
+        "BUILTIN_TAG_MODELS",)
 
 
 _NAME = st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,12}(\.[A-Za-z_][A-Za-z0-9_]{0,12})?",
@@ -138,3 +146,26 @@ def test_explain_says_a_large_whole_file_citation_is_coarse(world: World) -> Non
     rc, out, err = run(world.port, "explain", world.sha("bad_words")[:10])
     assert rc == 0, err
     assert "coarse:" not in out  # a small file cited whole is not coarse
+
+
+def test_a_decided_commit_stays_listed_with_what_was_decided(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """walk-s3 D14: deciding a false PORT-NOW is when the advice matters most; the line keeps
+    the commit and says what was decided, and the length is the file's at the target."""
+    from symbolfixture import run
+
+    plan = Plan({OPS: _ops(), "README.md": "fake vllm\n"}, (
+        Shape("gemm", "[ROCm] Tune the unquantized gemm",
+              {OPS: _ops("    return torch.mm(a, b)")}),), _port_files)
+    with synced(lambda: build_plan(tmp_path_factory.mktemp("decided"), plan)) as w:
+        gemm = w.sha("gemm")
+        rc, _out, err = run(w.port, "decide", gemm[:10], "IGNORE", "ROCm only")
+        assert rc == 0, err
+        rc, _out, err = run(w.port, "sync")
+        assert rc == 0, err
+        lines = _section(w)[2:]
+        assert len(lines) == 2 and all(
+            f"PORT-NOW `{gemm[:10]}` (decided IGNORE), `" in line for line in lines), lines
+        assert all(f"({len(_ops().splitlines())} lines," in line for line in lines)
+        docs = report_doc(w)["coarse_citations"]
+        assert [d["decided"] for d in docs] == [{gemm: "IGNORE"}] * 2

@@ -25,51 +25,61 @@ _WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 @dataclass(frozen=True)
 class Coarse:
     path: str  # the upstream file
-    lines: int  # its length after the newest commit that changed it
+    lines: int  # its length at the target (after the range's last commit that changed it)
     port_file: str
     commits: tuple[str, ...]  # the PORT-NOW commits this citation made, in range order
     definitions: int  # how many definitions the file has
     named: tuple[str, ...]  # of them, those the port file's text names, in file order
+    decided: tuple[tuple[str, str], ...] = ()  # (commit, disposition) a maintainer decided
 
     def doc(self) -> dict[str, object]:
         return {"path": self.path, "lines": self.lines, "port_file": self.port_file,
-                "commits": list(self.commits), "definitions": self.definitions,
-                "named": list(self.named)}
+                "commits": list(self.commits), "decided": dict(self.decided),
+                "definitions": self.definitions, "named": list(self.named)}
 
 
 def find(entries: Iterable[Entry], read: Callable[[str], str | None]) -> tuple[Coarse, ...]:
-    """The coarse citations behind the PORT-NOW entries the pass classified; `read` gives a
-    port file's text (None when it cannot be read)."""
+    """The coarse citations behind the entries the pass made PORT-NOW, and behind those a
+    maintainer decided (what was decided is shown); `read` gives a port file's text (None
+    when it cannot be read). Entries come in range order."""
+    entries = list(entries)
+    latest = _latest(entries)
     shas: dict[tuple[str, str], list[str]] = {}
-    size: dict[str, tuple[int, tuple[str, ...]]] = {}
-    for sha, path, port_file, lines, definitions in _whole_file_hits(entries):
-        got = shas.setdefault((path, port_file), [])
-        if sha not in got:
-            got.append(sha)
-        size[path] = (lines, definitions)  # the newest commit's: entries are in range order
+    for e in entries:
+        for path, port_file in _whole_file_hits(e, latest):
+            got = shas.setdefault((path, port_file), [])
+            if e.sha not in got:
+                got.append(e.sha)
+    decided = {e.sha: e.disposition for e in entries if not e.auto}
     out = []
     for (path, port_file), commits in sorted(shas.items()):
-        lines, definitions = size[path]
+        lines, definitions = latest[path]
         out.append(Coarse(path, lines, port_file, tuple(commits), len(definitions),
-                          named(definitions, read(port_file) or "")))
+                          named(definitions, read(port_file) or ""),
+                          tuple((c, decided[c]) for c in commits if c in decided)))
     return tuple(out)
 
 
-def _whole_file_hits(entries: Iterable[Entry]) -> Iterator[
-        tuple[str, str, str, int, tuple[str, ...]]]:
-    """(sha, upstream path, port file, the file's lines, its definitions) per whole-file
-    verdict of a coarse length that made an entry PORT-NOW."""
+def _latest(entries: list[Entry]) -> dict[str, tuple[int, tuple[str, ...]]]:
+    """Per upstream file cited whole: its length and definitions after the last commit of
+    the range that changed it (whatever that commit's disposition): the file at the target."""
+    out: dict[str, tuple[int, tuple[str, ...]]] = {}
     for e in entries:
-        if e.disposition != "PORT-NOW" or not e.auto or e.evidence is None:
-            continue
-        files = {fc.path: fc for fc in e.evidence.files}
-        for v in e.evidence.verdicts:
-            fc = files.get(v.path)
-            if v.outcome != "whole-file" or fc is None:
-                continue
-            lines = fc.new_lines or fc.old_lines
-            if lines >= COARSE_LINES:
-                yield e.sha, v.path, v.cited.cite.port_file, lines, fc.definitions
+        for fc in e.evidence.files if e.evidence is not None else ():
+            if fc.definitions or fc.status == "D":
+                out[fc.path] = (fc.new_lines or fc.old_lines, fc.definitions)
+    return out
+
+
+def _whole_file_hits(e: Entry, latest: dict[str, tuple[int, tuple[str, ...]]]
+                     ) -> Iterator[tuple[str, str]]:
+    """(upstream path, port file) per whole-file verdict of a coarse file that made the
+    entry PORT-NOW (or that a maintainer then decided); a rule's demotion is not one."""
+    if e.evidence is None or (e.auto and e.disposition != "PORT-NOW"):
+        return
+    for v in e.evidence.verdicts:
+        if v.outcome == "whole-file" and latest.get(v.path, (0, ()))[0] >= COARSE_LINES:
+            yield v.path, v.cited.cite.port_file
 
 
 def _key(name: str) -> str:
@@ -78,15 +88,21 @@ def _key(name: str) -> str:
 
 def named(definitions: Iterable[str], text: str) -> tuple[str, ...]:
     """The definitions (`Class.method` by its last part) whose name of two words or more
-    `text` holds as an identifier, in any case and with or without underscores; a class
-    whose members are among them is left out (citing the members is the precise anchor, and
-    a change to the class's own statements still reaches them)."""
+    `text` holds as an identifier, in any case and with or without underscores, in file
+    order. A class whose members are among them gives way to them (citing the members is
+    the precise anchor, and a change to the class's own statements still reaches them), and
+    to its constructor, which a C++ port defines under the class's name."""
     words = {_key(w) for w in _IDENT.findall(text)}
-    out = []
-    for name in definitions:
-        last = name.rsplit(".", 1)[-1]
-        if last.startswith("__") and last.endswith("__"):
-            continue  # `__init__`: a constructor is named by its class
-        if len(_WORDS.findall(last)) >= 2 and _key(last) in words:
-            out.append(name)
-    return tuple(n for n in out if not any(m.startswith(n + ".") for m in out))
+    defs = list(definitions)
+    out = [name for name in defs if _names(name.rsplit(".", 1)[-1], words)]
+    kept = {n for n in out if not any(m.startswith(n + ".") for m in out)}
+    kept |= {n + ".__init__" for n in out if n not in kept}
+    return tuple(n for n in defs if n in kept)
+
+
+def _names(last: str, words: set[str]) -> bool:
+    """Whether a definition's own name is among `words`: of two words or more, and not a
+    dunder (`__init__` is named by its class)."""
+    if last.startswith("__") and last.endswith("__"):
+        return False
+    return len(_WORDS.findall(last)) >= 2 and _key(last) in words

@@ -282,11 +282,17 @@ def _file(path: str, fp: patch.FilePatch, cites: tuple[Cite, ...], blobs: _Blobs
         units = tuple(symbols.changes(old, new, deleted, added, ctx))
     reader = _Reader(blobs, path, fp.old_blob, old, fallback)
     latest = new or old
-    defs = tuple(u.name for u in latest.units if u.kind != "statement") if (
+    defs = tuple(u.name for u in latest.units if _citable(u)) if (
         latest is not None and any(c.whole_file for c in cites)) else ()
     return FileChange(path, fp.status, fp.old_path, fp.new_path, fp.hunks, units, fallback,
                       tuple(reader.cited(c) for c in cites),
                       len(blobs.lines(fp.old_blob)), len(blobs.lines(fp.new_blob)), defs)
+
+
+def _citable(u: symbols.Unit) -> bool:
+    """A definition a citation can name: a function, a class, or a module-level statement
+    named by its one assignment target (`_MODELS`)."""
+    return u.kind != "statement" or not (symbols.internal(u.name) or ", " in u.name)
 
 
 # -- citations, read at their SHA ---------------------------------------------------------------

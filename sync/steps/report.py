@@ -359,14 +359,17 @@ NAMED_SHOWN = 6  # definitions a coarse citation's line names before "+N more"
 def _coarse(m: Model) -> tuple[str, ...]:
     if not m.coarse:
         return ()
-    lead = ("Each made a commit PORT-NOW because it changed some definition of a file cited "
-            "whole. Cite what the port file mirrors (`path::Symbol`, `path (A, B)`) and only "
-            "changes to that will be.")
+    lead = ("A file cited whole makes a change to any of its definitions PORT-NOW; these "
+            "large ones did this cycle (a commit since decided says what was decided). Cite "
+            "what the port file mirrors (`path::Symbol`, `path (A, B)`), and only changes to "
+            "that will be.")
     return (lead, "", *(_coarse_line(c) for c in m.coarse))
 
 
 def _coarse_line(c: Coarse) -> str:
-    commits = ", ".join(f"`{short(s)}`" for s in c.commits[:3]) + (
+    decided = dict(c.decided)
+    commits = ", ".join(f"`{short(s)}`" + (f" (decided {decided[s]})" if s in decided else "")
+                        for s in c.commits[:3]) + (
         f" +{len(c.commits) - 3}" if len(c.commits) > 3 else "")
     head = (f"- {code(c.path)} ({c.lines} lines, {c.definitions} definitions) cited whole by "
             f"{escape(c.port_file, reason=True)}: PORT-NOW {commits}")
