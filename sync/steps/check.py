@@ -54,6 +54,14 @@ def _loads(load: Callable[[], object]) -> list[Finding]:
     return []
 
 
+SKIPPED = ("per-file pin audit skipped", "no oracle registry")  # notes that skip a check
+
+
+def skipped(notes: list[str]) -> list[str]:
+    """Of `findings`' notes, those that say a check did not run (an all-clear names them)."""
+    return [n for n in notes if n.startswith(SKIPPED)]
+
+
 def findings(port: Port, *, with_audit: bool = True) -> tuple[list[Finding], list[str]]:
     """All violations plus notes (what was skipped and why)."""
     notes: list[str] = []
@@ -136,7 +144,25 @@ def _records(port: Port) -> list[Finding]:
     out += _loads(lambda: carryover.load(port.carry_over_path, rel=port.rel(port.carry_over_path)))
     out += _loads(lambda: cycle.load(port))
     out += _loads(lambda: inventory.load(port))  # it must read as text, like every record
+    out += _loads(lambda: _report_json(port))
     return out
+
+
+def _report_json(port: Port) -> None:
+    """The open cycle's report JSON, when written, is what `sync` writes (status, queue and
+    advance read it)."""
+    from sync.steps import status
+
+    try:
+        c = port.cycle()
+    except SyncError:
+        return  # the cycle's own finding says why
+    if c is None:
+        return
+    path = (port.sync_dir / cycle.report_name(c)).with_suffix(".json")
+    text = port.text(path)
+    if text is not None:
+        status.report_doc(text, port.rel(path))
 
 
 def _temp_files(port: Port) -> list[Finding]:

@@ -98,7 +98,7 @@ def _oracles(port: Port, pin: pins.Pin) -> list[dict[str, Any]]:
 _REPORT_KEYS = {"state": str, "counts": dict, "carry_over": list}
 
 
-def _report_doc(text: str, rel: str) -> dict[str, Any]:
+def report_doc(text: str, rel: str) -> dict[str, Any]:
     """The report's JSON companion, refused typed when it is not what `sync` writes."""
     fix = "run 'upstream-sync sync' to rewrite it"
     try:
@@ -146,7 +146,7 @@ def _cycle(port: Port) -> dict[str, Any] | None:
         return None
     rpath = (port.sync_dir / cycle.report_name(c)).with_suffix(".json")
     text = port.text(rpath)
-    rep = _report_doc(text, port.rel(rpath)) if text is not None else None
+    rep = report_doc(text, port.rel(rpath)) if text is not None else None
     return {
         "target": c.target, "target_ref": c.target_ref, "frozen_at": c.frozen_at,
         "report": port.rel(rpath.with_suffix(".md")) if rep else None,
