@@ -13,6 +13,7 @@ and flash-attention (whose `csrc/` is not vLLM's).
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -391,6 +392,11 @@ def test_bumping_every_file_refuses_one_whose_cited_file_changed(
     assert r.rc == 6
     assert (f"refused: src/p1.cpp:1: vllm/p1.py changed upstream since {up['c1'][:10]}: a "
             "bump would say the change is ported") in r.out
+    # The safe part of "every file" is one option away, and the error says so (walk-s3 U1).
+    m = re.search(r"file\(s\): (\d+) to bump", r.out)
+    assert m is not None and int(m[1]) > 1
+    assert (f"or bump the {m[1]} safe ones alone with 'upstream-sync bump-headers --unchanged'"
+            ) in r.err
     assert {rel: (root / rel).read_bytes() for rel in before} == before
     named = run(root, "bump-headers", "src/p1.cpp", "--to", up["target"])
     assert named.rc == 0, named.err

@@ -133,14 +133,19 @@ def _changed(c: bump.Change) -> str:
             f"{len(c.paths)} paths this SHA pins")
 
 
-def _refusal(refusals: list[SyncError], files: int) -> SyncError:
+def _refusal(refusals: list[SyncError], plans: list[bump.FilePlan],
+             args: argparse.Namespace) -> SyncError:
     """The one error line: how many were refused (each reason was said once, above)."""
     first = refusals[0]
     why = "the reason above" if len(refusals) == 1 else "reasons above"
-    return type(first)(f"{len(refusals)} of {files} file(s) cannot be bumped safely ({why}); "
-                       "nothing was written",
-                       first.fix if len(refusals) == 1 else
-                       "fix those headers by hand or leave the files out")
+    fix = first.fix if len(refusals) == 1 else "fix those headers by hand or leave the files out"
+    safe = sum(p.status == "bump" for p in plans)
+    if not (args.files or args.unchanged) and safe and fix:
+        # Every ported file at once: the safe part of it is one option away.
+        fix += (f", or bump the {safe} safe one{'s' if safe > 1 else ''} alone with "
+                "'upstream-sync bump-headers --unchanged'")
+    return type(first)(f"{len(refusals)} of {len(plans)} file(s) cannot be bumped safely "
+                       f"({why}); nothing was written", fix)
 
 
 def _all_ported(port: Port, found: dict[str, Header]) -> list[tuple[Path, str]]:
@@ -178,5 +183,5 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     else:
         _say(ctx, plans, target, "would bump" if args.check or refusals else "bumped")
     if refusals:
-        raise _refusal(refusals, len(plans))
+        raise _refusal(refusals, plans, args)
     return 0
