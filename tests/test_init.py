@@ -73,6 +73,8 @@ def test_init_writes_a_loadable_config(tmp: Path) -> None:
         "  inventory = docs/porting-inventory.md",
         "  oracles = docs/oracles/*.md",
         "  port_roots = ['engine', 'kernels']",
+        "  [check] feature_globs = ['engine/**', 'kernels/**', 'tests/**'] (what check-commit "
+        "counts as feature work)",
         "  [oracles.vllm] build_mode = \"precompiled\" (the pin block's distribution version "
         "0.23.1rc1.dev1511+g555967922.precompiled)",
         "  warning: no gates configured — an advance refuses until [golden] scripts or "
@@ -99,10 +101,17 @@ def test_init_writes_a_loadable_config(tmp: Path) -> None:
         "mirrored = [\n"
         '    "vllm/",\n'
         "]\n\n"
+        "[check]\n"
+        "feature_globs = [\n"
+        '    "engine/**",\n'
+        '    "kernels/**",\n'
+        '    "tests/**",\n'
+        "]\n\n"
         "[oracles.vllm]\n"
         'build_mode = "precompiled"\n'
     ) + starter.RULES
     cfg = config.load(root)
+    assert cfg.feature_globs == ("engine/**", "kernels/**", "tests/**")
     assert (cfg.protocol, cfg.ledger, cfg.inventory, cfg.oracles) == (
         "docs/sync-protocol.md", "docs/ledger.md", "docs/porting-inventory.md",
         "docs/oracles/*.md")

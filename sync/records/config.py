@@ -415,7 +415,8 @@ class Config:
                                            "of the pin (a stale copy is an error)",
                                            table="check")
     feature_globs: tuple[str, ...] = _key(("src/**", "tests/**"), _paths,
-                                          "feature paths for `check-commit`", table="check")
+                                          "feature paths for `check-commit` (`init` writes each "
+                                          "port root's files and `tests/**`)", table="check")
     oracle_configs: tuple[OracleConfig, ...] = _key(
         (), _oracles, "one oracle's build and probe; `<id>` names it (`vllm`, `vllm-omni`)",
         name="oracles", item=OracleConfig, each="<id>", variants=_KNOWN_ORACLES)

@@ -68,6 +68,7 @@ def _config(found: _Found) -> dict[str, Any]:
     if found.records["port_roots"]:
         doc["surface"] = {"port_roots": found.records["port_roots"],
                           "mirrored": found.records["mirrored"]}
+        doc["check"] = {"feature_globs": feature_globs(found.records["port_roots"])}
     if found.build is not None:
         doc["oracles"] = {"vllm": {"build_mode": found.build[0]}}
     if found.gates.scripts:
@@ -79,6 +80,11 @@ def _config(found: _Found) -> dict[str, Any]:
         doc["preferences"] = {"variables": dict(sorted(found.conventions.mapped.items()))}
     config.parse(tomli_w.dumps(doc) + starter.RULES)  # what we write must load
     return doc
+
+
+def feature_globs(port_roots: list[str]) -> list[str]:
+    """`check-commit`'s feature paths: every port root's files, and the tests."""
+    return list(dict.fromkeys([f"{r.rstrip('/')}/**" for r in port_roots] + ["tests/**"]))
 
 
 def _ignore(root: Path) -> list[str]:
@@ -111,6 +117,9 @@ def _records_lines(found: _Found) -> list[str]:
         lines.append("  oracles: no oracle registry found — create .agents/oracles/vllm.md "
                      "(one ```oracle-pin block) when the port records its oracles")
     lines.append(f"  port_roots = {found.records['port_roots']}")
+    if found.records["port_roots"]:
+        lines.append(f"  [check] feature_globs = {feature_globs(found.records['port_roots'])} "
+                     "(what check-commit counts as feature work)")
     if found.records["mirrored"] != ["vllm/"]:
         lines.append(f"  mirrored = {found.records['mirrored']} (the headers cite those trees)")
     if found.build is not None:
