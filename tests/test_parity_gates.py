@@ -50,9 +50,14 @@ def port_at(root: Path) -> Port:
     return Port(root, config.load(root))
 
 
+ORACLE_ID = {"id": "vllm", "commit": "a" * 40, "version": "0.1.0.dev1+gaaaaaaaaa"}
+
+
 def result(name: str, status: gates.Status = "PASS", **kw: object) -> gates.GateResult:
     base: dict[str, object] = {"command": "cmd", "duration_s": 1.25, "host": "dgx",
                                "time": "2026-01-02T03:04:05Z"}
+    if status != "PENDING" and name.startswith(("golden", "oracle:")):
+        base["oracle"] = ORACLE_ID  # what a golden or oracle gate records
     base.update(kw)
     return gates.GateResult(name, status, **base)  # type: ignore[arg-type]
 
@@ -278,6 +283,24 @@ def test_oracle_needs_an_action(tmp_path: Path) -> None:
     assert rc == 2 and "build, probe, verify, adopt or gc" in err
 
 
+@pytest.mark.parametrize("name", ["golden", "golden:vllm-omni[1/2]", "oracle:vllm"])
+def test_gates_merge_refuses_an_oracle_gate_result_with_no_oracle(tmp: Path, name: str) -> None:
+    """walk-s3 D4: a golden PASS with no oracle identity was merged and met the advance's
+    gate; a gate that runs a verified oracle records it, so one without is refused."""
+    root = make(tmp)
+    made = tmp / "made.json"
+    made.write_text(gates.render_doc(PIN, [result(name, "PASS", oracle=None)]))
+    before = gates.load(port_at(root), PIN)
+    rc, _out, err = run_cli(["--port", str(root), "gates", "merge", str(made)])
+    assert rc == 4
+    assert (f"gate {name!r} is PASS with no oracle identity: golden and oracle gates record "
+            "the verified oracle they ran") in err
+    assert gates.load(port_at(root), PIN) == before
+    # A parity suite runs no oracle: its PASS has none, and is merged.
+    made.write_text(gates.render_doc(PIN, [result("parity:ops", "PASS")]))
+    assert run_cli(["--port", str(root), "gates", "merge", str(made)])[0] == 0
+
+
 def test_gates_merge_folds_shard_records(tmp: Path) -> None:
     root = make(tmp)
     p = port_at(root)
@@ -314,7 +337,8 @@ def test_a_gate_record_stores_no_absolute_local_path(tmp_path: Path,
     port = port_at(root)
     r = gates.GateResult("golden", "FAIL", f"upstream-sync golden --out {root}/x", 1.0, "h",
                          gates.now(), None,
-                         f"golden script 1 exited 1: File {tmp_path}/home/venv/x.py, {root}")
+                         f"golden script 1 exited 1: File {tmp_path}/home/venv/x.py, {root}",
+                         ORACLE_ID)
     gates.record(port, PIN, r)
     text = gates.path(port, PIN).read_text()
     assert str(tmp_path) not in text

@@ -107,9 +107,17 @@ def _parse_gate(name: str, raw: object, rel: str) -> GateResult:
         raise _bad(rel, f"gate {name!r}: {problem.text}")
     if raw["status"] == "PENDING" and not raw["handoff"]:
         raise _bad(rel, f"gate {name!r} is PENDING without a handoff")
+    if raw["status"] != "PENDING" and not raw["oracle"] and name.startswith(_WITH_ORACLE):
+        # These gates run a verified oracle and record its identity; a result without one
+        # was not produced by them (a hand-made PASS must not satisfy an advance).
+        raise _bad(rel, f"gate {name!r} is {raw['status']} with no oracle identity: golden "
+                   "and oracle gates record the verified oracle they ran")
     duration = raw["duration_s"]
     return GateResult(name=name, **{**raw, "duration_s": None if duration is None
                                     else float(duration)})
+
+
+_WITH_ORACLE = ("golden", "oracle:")  # gates that run with a verified oracle
 
 
 def parse(text: str, target: str, *, rel: str) -> list[GateResult]:
