@@ -50,7 +50,8 @@ def port_at(root: Path) -> Port:
     return Port(root, config.load(root))
 
 
-ORACLE_ID = {"id": "vllm", "commit": "a" * 40, "version": "0.1.0.dev1+gaaaaaaaaa"}
+ORACLE_ID: dict[str, str | None] = {"id": "vllm", "commit": "a" * 40,
+                                    "version": "0.1.0.dev1+gaaaaaaaaa"}
 
 
 def result(name: str, status: gates.Status = "PASS", **kw: object) -> gates.GateResult:
