@@ -301,6 +301,12 @@ def test_annotate_command_from_the_report(world: World) -> None:
     again = run(world.root, "inventory", "annotate", "--pr", "14", "--tier", "T2")
     assert again.rc == 0 and "already recorded" in again.out
     assert read_text(world.root / ".agents/porting-inventory.md") == text
+    # Another tier is not carried out silently (walk-s3 D12): refused, nothing written.
+    other = run(world.root, "inventory", "annotate", "--pr", "14", "--tier", "T0")
+    assert other.rc == 2
+    assert "vllm#14 is already recorded under T2, not T0: - T2 (vllm#14)" in other.err
+    assert "a tier changes by moving the row into T0's list by hand" in other.err
+    assert read_text(world.root / ".agents/porting-inventory.md") == text
 
 
 def test_annotate_command_bad_input(world: World) -> None:

@@ -222,6 +222,7 @@ class Annotation:
     line: int  # the row's line (for "section": the new bullet's line)
     text: str  # the whole new file text (unchanged for "already")
     row: str  # the annotated row as it now reads
+    tier: str | None = None  # "already": the tier the row is recorded under
 
 
 def cycle_title(date: str, target: str) -> str:
@@ -268,7 +269,8 @@ def annotate(inv: Inventory, req: Request) -> Annotation:
     rows = inv.rows()
     done = next((r for r in rows if _ref_in(req.pr, r.text)), None)
     if done is not None:
-        return Annotation("already", done.line, inv.text, _line_text(inv.text, done.start))
+        return Annotation("already", done.line, inv.text, _line_text(inv.text, done.start),
+                          done.tier)
     row = _row_at(inv, rows, req.row_line) if req.row_line is not None else (
         _row_citing(rows, req) or _row_naming(inv, rows, req))
     if row is not None:

@@ -118,6 +118,10 @@ def _annotate(args: argparse.Namespace, ctx: Context, port: Port) -> int:
     result = inventory.annotate(inv, inventory.Request(
         pr=args.pr, tier=args.tier, paths=paths, subject=entry.subject if entry else None,
         note=args.note, section_title=title, intro=intro, row_line=args.row))
+    if result.where == "already" and result.tier not in (None, args.tier):
+        raise UsageError(f"{rel}:{result.line}: vllm#{args.pr} is already recorded under "
+                         f"{result.tier}, not {args.tier}: {result.row.strip()}",
+                         f"a tier changes by moving the row into {args.tier}'s list by hand")
     report = None
     if result.where != "already":
         write_text(file, result.text)
