@@ -337,3 +337,19 @@ def test_hostile_rows_are_read_or_reported_never_dropped(lines: list[list[str] |
         return
     again = ledger.find_table(new, path="l.md")
     assert again.rows[:-1] == table.rows and len(again.rows) == len(table.rows) + 1
+
+
+def test_ledger_add_warns_of_a_commit_the_port_repository_lacks(tmp_path: Path) -> None:
+    """walk-s3 D11: the row names the port commit that ports the change; a SHA the port's
+    repository does not have (a typo) is said, since a row is never edited afterwards."""
+    from portfixture import build, port_git
+
+    fx = build(tmp_path)
+    head = port_git(fx.port, "rev-parse", "HEAD").strip()
+    argv = ("ledger", "add", "--what", "w", "--pr", "1", "--status", "✅", "--outside-range")
+    bogus = run(fx.port, *argv, "--commit", "abc1234")
+    assert bogus.rc == 0, bogus.err
+    assert ("warning: abc1234 is not a commit of the port repository: the row names the port "
+            "commit that ports the change (a typo, or not committed yet?)") in bogus.err
+    real = run(fx.port, *argv, "--commit", head[:10])
+    assert real.rc == 0 and "is not a commit of the port repository" not in real.err

@@ -10,7 +10,7 @@ from sync.cli.context import Context, add_json, refreshed
 from sync.infra.errors import UsageError
 from sync.port import Port
 from sync.records import ledger
-from sync.upstream import history
+from sync.upstream import gitio, history
 from sync.upstream.gitio import short
 
 _DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -101,6 +101,14 @@ def _in_range(port: Port, prs: list[int]) -> None:
                          "for a deliberate row")
 
 
+def _port_has(port: Port, commit: str) -> bool:
+    """Whether the port's own repository has `commit` (True when the port is not one)."""
+    if not (port.root / ".git").exists():
+        return True
+    probe = gitio.run(port.root, ["cat-file", "-e", f"{commit}^{{commit}}"], check=False)
+    return probe.returncode == 0
+
+
 def run(args: argparse.Namespace, ctx: Context) -> int:
     port = ctx.port
     cells = _cells(args)
@@ -119,6 +127,10 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     if bad:
         ctx.note(f"note: {len(bad)} earlier ledger row(s) are malformed (first: "
                  f"{bad[0].split(': ledger row')[0]}); 'upstream-sync check' lists them")
+    if not _port_has(port, args.commit.strip()):
+        ctx.note(f"warning: {args.commit.strip()} is not a commit of the port repository: the "
+                 "row names the port commit that ports the change (a typo, or not committed "
+                 "yet?) — rows are never edited, so check it before committing the ledger")
     if earlier:
         ctx.note(f"note: earlier ledger rows already name these PRs (lines "
                  f"{', '.join(str(x) for x in sorted(earlier))}); rows are never edited")
