@@ -120,6 +120,7 @@ def test_queue_patch_files(world: World, tmp_path: Path) -> None:
     doc = json.loads(r.out)
     names = sorted(p.name for p in out.iterdir())
     assert names == [f"001-{up.a_again[:10]}-vllm12.patch", f"002-{up.target[:10]}-vllm15.patch"]
+    assert "is inside the port" not in r.err
     assert doc["items"][0]["patch"] == str(out / names[0])
     text = (out / names[0]).read_text()
     assert text.startswith(f"# 1. {up.a_again} vllm#12 [Core] Change a again (#12)\n"
@@ -294,3 +295,14 @@ def test_example_port_step5(tmp_path: Path) -> None:
     mine = next(i for i in again if i["sha"] == item["sha"])
     assert mine["ledgered"] is True
     assert mine["diffs"] and all(d["base"] == doc["target"] for d in mine["diffs"])
+
+
+def test_queue_patch_inside_the_port_warns(world: World) -> None:
+    """walk-s3 D10: patches written into the port's tree dirty it (and check-commit counts
+    those under feature paths): said, and written all the same."""
+    inside = world.root / "src" / "patches"
+    r = run(world.root, "queue", "--patch", str(inside))
+    assert r.rc == 0, r.err
+    assert f"warning: --patch {inside.resolve()} is inside the port: the patches show in git " \
+        "status" in r.err
+    assert sorted(p.suffix for p in inside.iterdir()) == [".patch", ".patch"]

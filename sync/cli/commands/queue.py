@@ -34,6 +34,10 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     if gitio.resolve(ref, upstream) is None:
         upstream = port.open_cycle().target
     patch_dir = None if args.patch is None else _patch_dir(args.patch)
+    if patch_dir is not None and patch_dir.is_relative_to(port.root.resolve()):
+        ctx.note(f"warning: --patch {patch_dir} is inside the port: the patches show in git "
+                 "status (and check-commit counts those under its feature paths); a folder "
+                 "outside it keeps the tree clean")
     q = workqueue.build(port, ref, upstream, patch_dir=patch_dir, drift=args.drift)
     for n in q.notes:
         ctx.note(f"note: {n}")
