@@ -124,7 +124,7 @@ def test_refuses_a_file_without_header_and_writes_nothing(world: World) -> None:
     # The reason once (on stdout), the count on the one error line.
     assert out.count("src/none.cpp: no per-file pin header") == 1
     assert "no per-file pin header" not in err
-    assert "1 of 2 file(s) cannot be bumped safely (the reason above); nothing was written" in err
+    assert "1 of 2 file(s) cannot be bumped safely (the reason listed); nothing was written" in err
 
 
 def test_refuses_an_original_file(world: World) -> None:

@@ -58,7 +58,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     if severity == "error" and result.findings:
         raise CheckFailed(f"{len(result.findings)} file(s) behind a changed upstream file "
                           "without a ledger note, or citing a path that is gone",
-                          "fix each file listed above")
+                          "fix each file listed")
     return 0
 
 

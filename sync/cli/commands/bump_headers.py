@@ -137,7 +137,7 @@ def _refusal(refusals: list[SyncError], plans: list[bump.FilePlan],
              args: argparse.Namespace) -> SyncError:
     """The one error line: how many were refused (each reason was said once, above)."""
     first = refusals[0]
-    why = "the reason above" if len(refusals) == 1 else "reasons above"
+    why = "the reason listed" if len(refusals) == 1 else "each reason listed"
     fix = first.fix if len(refusals) == 1 else "fix those headers by hand or leave the files out"
     safe = sum(p.status == "bump" for p in plans)
     if not (args.files or args.unchanged) and safe and fix:

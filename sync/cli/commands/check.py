@@ -38,7 +38,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         _say(ctx, found, notes)
     if errors:
         raise CheckFailed(f"{len(errors)} record invariant(s) violated",
-                          "fix each line above, then run check again")
+                          "fix each error listed, then run check again")
     if not ctx.json:
         gaps = check.skipped(notes)
         # An all-clear that skipped a check says so: CI must not read it as a full pass.
