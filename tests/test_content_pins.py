@@ -445,6 +445,27 @@ def test_a_bare_citation_of_a_path_vllm_lacks_says_what_it_is_instead(
             ) in check.out + check.err
 
 
+def test_files_bumped_to_the_open_cycles_target_are_one_line(
+        case: tuple[Path, dict[str, str]]) -> None:
+    """walk-s3 U2: after `bump-headers` moves ported files to the cycle's target, each was
+    listed as "ahead of the pin": expected until the advance, so counted on one line. With
+    no cycle open, a file ahead of the pin is listed as before."""
+    root, up = case
+    write(root, "src/at_target.cpp", f"// Ported from: vllm/p1.py @ {up['target'][:10]}\nint t;\n")
+    write(root, "src/bumped.cpp", f"// Ported from: vllm/p2.py @ {up['target'][:10]}\nint b;\n")
+    before = run(root, "audit").out.splitlines()
+    assert f"- `src/bumped.cpp` ahead: {up['target'][:10]} is ahead of the pin" in before
+    assert run(root, "sync", "--target", up["target"]).rc == 0
+    said = run(root, "audit").out.splitlines()
+    assert (f"- ahead: 2 file(s) cite the open cycle's target `{up['target'][:10]}` (bumped "
+            "during this cycle; the advance makes it the pin)") in said
+    assert not [line for line in said if line.startswith(("- `src/at_target.cpp`",
+                                                          "- `src/bumped.cpp`"))]
+    doc = json.loads(run(root, "audit", "--json").out)
+    assert {f["path"]: f["status"] for f in doc["files"]
+            if f["path"].startswith("src/")}["src/bumped.cpp"] == "ahead"
+
+
 def test_a_path_no_tree_has_names_its_namesakes(case: tuple[Path, dict[str, str]]) -> None:
     """walk17 B16: a cited path in a wrong directory is path-gone, and says which files of
     its name the pin (or the target, for a bump) has, the likely meant one among them."""

@@ -52,6 +52,7 @@ class CiteStatus:
     status: CiteKind
     detail: str  # one phrase for a person: what became of the cited file
     content: verify.Content | None = None
+    at_target: bool = False  # ahead: at the open cycle's target (bumped while porting)
 
 
 @dataclass(frozen=True)
@@ -68,6 +69,12 @@ class FileStatus:
         return tuple(c.citation for c in self.cites)
 
     @property
+    def at_target(self) -> bool:
+        """Ahead of the pin only by citing the open cycle's target: a file ported in step 5."""
+        ahead = [c for c in self.cites if c.status == "ahead"]
+        return self.status == "ahead" and all(c.at_target for c in ahead)
+
+    @property
     def finding(self) -> bool:
         """Behind a changed upstream file with no ledger note, or citing a path that is gone."""
         return self.status == "path-gone" or (self.status == "behind-changed"
@@ -80,6 +87,7 @@ class Audit:
     control_ok: bool
     ledger_problem: str | None = None  # why ledger notes could not be checked
     pin: str = ""  # the parity pin the files were audited against
+    target: str | None = None  # the open cycle's target, if one is open
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {s: 0 for s in ORDER}
@@ -101,6 +109,7 @@ class _Facts:
     content: dict[verify.Cited, verify.Content]
     others: dict[str, dict[str, bool]]  # oracle -> cited SHA -> a commit of its checkout
     rewrite: dict[str, str]  # near paths as cited -> as upstream has them
+    target: str | None = None  # the open cycle's target (full SHA), if one is open
 
 
 def run_audit(port: Port, ref: gitio.Reference, pin: str, upstream_ref: str,
@@ -113,7 +122,15 @@ def run_audit(port: Port, ref: gitio.Reference, pin: str, upstream_ref: str,
     files = tuple(_file_status(rel, h, facts, noted)
                   for rel, h in sorted(surf.file_headers.items()))
     problem = read.unreadable("ledger notes were not checked")
-    return Audit(files, _control_ok(control, facts), problem, pin)
+    return Audit(files, _control_ok(control, facts), problem, pin, facts.target)
+
+
+def _target(port: Port) -> str | None:
+    try:
+        c = port.cycle()
+    except SyncError:
+        return None  # check and status say what is wrong with the cycle record
+    return c.target if c is not None else None
 
 
 def _facts(port: Port, ref: gitio.Reference, pin: str, upstream_ref: str, surf: Surface,
@@ -133,7 +150,8 @@ def _facts(port: Port, ref: gitio.Reference, pin: str, upstream_ref: str, surf: 
     wanted += [_at_pin(c, probe.pin, rewrite) for h in surf.file_headers.values()
                if h.kind == "PORTED" for c in h.citations if c.oracle == ups.core and not c.sha]
     content = verify.content(ref, probe.pin, wanted) if wanted else {}
-    return _Facts(ups.core, probe, content, _others(port, cites, ups.core), rewrite)
+    return _Facts(ups.core, probe, content, _others(port, cites, ups.core), rewrite,
+                  _target(port))
 
 
 def _at_pin(c: headers.Citation, pin: str, rewrite: dict[str, str]) -> verify.Cited:
@@ -183,7 +201,8 @@ def _cite_status(c: headers.Citation, facts: _Facts) -> CiteStatus:
         return CiteStatus(c, "not-upstream", f"{c.sha} is not a commit of the reference "
                           "checkout's upstream line")
     if sha_status == "ahead":
-        return CiteStatus(c, "ahead", f"{c.sha} is ahead of the pin")
+        return CiteStatus(c, "ahead", f"{c.sha} is ahead of the pin",
+                          at_target=facts.probe.full.get(c.sha) == facts.target)
     full = facts.probe.full[c.sha]
     got = facts.content.get(verify.Cited(full, c.upstream_path, facts.rewrite.get(c.near or "")))
     if got is None:
@@ -296,8 +315,14 @@ def summary_lines(a: Audit) -> Summary:
         lines.append(f"- behind-unchanged: {counts['behind-unchanged']} file(s) cite a blob "
                      "identical at the pin — safe to bump to the pin with `upstream-sync "
                      f"bump-headers --unchanged --to {short(a.pin)}`")
+    ported = [f for f in a.files if f.at_target]
+    if ported and a.target:
+        # Bumped to the target while porting (protocol step 5): expected until the advance.
+        lines.append(f"- ahead: {len(ported)} file(s) cite the open cycle's target "
+                     f"`{short(a.target)}` (bumped during this cycle; the advance makes it "
+                     "the pin)")
     for f in a.files:
-        if f.status in _LISTED:
+        if f.status in _LISTED and not f.at_target:
             lines.append(file_line(f))
     return Summary(tuple(lines), tuple(counts.items()))
 
