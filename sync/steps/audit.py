@@ -141,14 +141,13 @@ def _facts(port: Port, ref: gitio.Reference, pin: str, upstream_ref: str, surf: 
     shas = {c.sha for c in mine if c.sha} | {c.sha for c in control.citations if c.sha}
     probe = verify.probe(ref, pin, sorted(shas), upstream_ref)
     rewrite = {c.near: ups.rewrite(c.near) or c.near for c in mine if c.near}
+    ported = [c for h in surf.file_headers.values() if h.kind == "PORTED"
+              for c in h.citations if c.oracle == ups.core]
     wanted = [verify.Cited(probe.full[c.sha], c.upstream_path, rewrite.get(c.near or ""))
-              for h in surf.file_headers.values() if h.kind == "PORTED"
-              for c in h.citations if c.oracle == ups.core and c.sha
-              and probe.status.get(c.sha) in ("at-pin", "behind")]
+              for c in ported if c.sha and probe.status.get(c.sha) in ("at-pin", "behind")]
     # A path cited with no SHA is looked up at the pin, in the same batch: one vLLM does not
     # have is likely another project's (ATen's `aten/...`), which a SHA would not fix.
-    wanted += [_at_pin(c, probe.pin, rewrite) for h in surf.file_headers.values()
-               if h.kind == "PORTED" for c in h.citations if c.oracle == ups.core and not c.sha]
+    wanted += [_at_pin(c, probe.pin, rewrite) for c in ported if not c.sha]
     content = verify.content(ref, probe.pin, wanted) if wanted else {}
     return _Facts(ups.core, probe, content, _others(port, cites, ups.core), rewrite,
                   _target(port))
