@@ -188,15 +188,31 @@ def test_definitions_removed_from_a_file_cited_whole_are_a_change_to_it(world: W
 
 
 def test_a_renamed_function_is_no_deletion(world: World) -> None:
+    """A function renamed with its body unchanged (and nothing left calling the old name) is
+    a renaming under a whole-file citation: an IGNORE candidate, not a change to port
+    (walk-s3 D6), and never a deletion."""
     v = _verdicts(world, "rename_function")
     assert v["src/nvfp4_dequant.cpp"] == (
-        "whole-file", "whole-file citation; removes dequant; adds dequantize")
-    assert v["src/fp8_moe.cpp"][0] == v["src/mx_select.cpp"][0] == "miss"
+        "non-semantic", "dequant: renamed to dequantize; dequantize: renamed from dequant")
+    assert v["src/fp8_moe.cpp"][0] == v["src/mx_select.cpp"][0] == "non-semantic"
     e = _entry(world, "rename_function")
-    assert (e["disposition"], e["rule"]) == ("PORT-NOW", "whole-file")
-    assert e["reason"] == (f"{QUANT} (whole-file citation; removes dequant; adds dequantize) → "
-                           "src/nvfp4_dequant.cpp")
+    assert (e["disposition"], e["rule"]) == ("IGNORE", "non-semantic")
     assert _moves(world, "rename_function") == []
+
+
+def test_a_renamed_definition_cited_by_name_is_re_pointed(
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Cited by `::dequant`, the same renaming leaves the anchor naming nothing: the
+    citation is re-pointed, as for a deletion, and the reason says to what."""
+    plan = Plan({QUANT: MODELOPT, "README.md": "x\n"}, (
+        Shape("rename_function", "[Quant] Name the dequant helper",
+              {QUANT: MODELOPT.replace("def dequant(", "def dequantize(")}),),
+        lambda m: {"src/dequant.cpp": f"// Ported from: {QUANT}::dequant @ {m['pin'][:10]}\n"})
+    with synced(lambda: build_plan(tmp_path_factory.mktemp("renamed"), plan)) as w:
+        e = next(e for e in report_doc(w)["entries"] if e["sha"] == w.sha("rename_function"))
+        (v,) = e["evidence"]["citations"]
+        assert (v["outcome"], v["why"]) == ("deleted", "renames dequant to dequantize")
+        assert (e["disposition"], e["rule"]) == ("INVENTORY", "cited-deleted")
 
 
 def test_a_gutted_file_cited_whole_names_no_statement_as_cited(world: World) -> None:

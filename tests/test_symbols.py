@@ -348,8 +348,22 @@ def test_a_definition_renamed_in_the_commit_renames_its_callers() -> None:
     old = "def _params(t):\n    return t\n\n\ndef tags(t):\n    return _params(t)\n"
     new = "def params(t):\n    return t\n\n\ndef tags(t):\n    return params(t)\n"
     changes = {u.name: (u.change, u.detail) for u in _diff(old, new)}
-    assert changes == {"_params": ("removed", ""), "params": ("added", ""),
+    # The definition itself, its body unchanged, is renamed too (walk-s3 D6): no removal
+    # and addition, which a whole-file citation would read as a change to port.
+    assert changes == {"_params": ("non-semantic", "renamed to params"),
+                       "params": ("non-semantic", "renamed from _params"),
                        "tags": ("non-semantic", "renames only: _params→params")}
+
+
+def test_a_renamed_definition_whose_callers_still_name_it_is_a_change() -> None:
+    """A caller left naming the old definition (or a body that changed with the name) is
+    no renaming: the old name is removed, the new one added."""
+    old = "def _params(t):\n    return t\n\n\ndef tags(t):\n    return _params(t)\n"
+    kept = old.replace("def _params(t):", "def params(t):")
+    assert {u.name: u.change for u in _diff(old, kept)} == {"_params": "removed",
+                                                            "params": "added"}
+    body = "def params(t):\n    return t + 1\n\n\ndef tags(t):\n    return params(t)\n"
+    assert {u.name: u.change for u in _diff(old, body)}["params"] == "added"
 
 
 def test_guards_name_the_if_tests_over_a_changed_line() -> None:

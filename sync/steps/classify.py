@@ -314,7 +314,10 @@ def _changed_named(fc: ev.FileChange, c: ev.Cited, surf: Surface,
 
 def _anchored(fc: ev.FileChange, c: ev.Cited, surf: Surface) -> Verdict:
     hits = _named(fc, c)
-    removed = _outermost([u for u in hits if u.change == "removed"])
+    # A cited definition renamed (body unchanged) is gone for this citation all the same: its
+    # anchor names nothing after the commit, so it is re-pointed like a deletion.
+    removed = _outermost([u for u in hits if u.change == "removed" or (
+        u.detail.startswith(symbols.RENAMED_TO) and u.name in c.names)])
     # A cited definition is deleted only when it is itself removed; one removed from inside
     # it (a method of a cited class) changes it.
     gone = [u for u in removed if u.name in c.names]
@@ -334,7 +337,10 @@ def _anchored(fc: ev.FileChange, c: ev.Cited, surf: Surface) -> Verdict:
 
 def _deletes(c: ev.Cited, gone: list[symbols.UnitChange]) -> str:
     if c.how == "symbols":
-        return "deletes " + ", ".join(u.name for u in gone)
+        moved = [u for u in gone if u.detail.startswith(symbols.RENAMED_TO)]
+        deleted = [u.name for u in gone if u not in moved]
+        return "; ".join([f"renames {u.name} to {u.detail.removeprefix(symbols.RENAMED_TO)}"
+                          for u in moved] + (["deletes " + ", ".join(deleted)] if deleted else []))
     # A line range names the definitions around its lines, statements (`<if ...>`) among
     # them: internal names, never shown as what the port cites.
     named = [u.name for u in gone if not symbols.internal(u.name)]

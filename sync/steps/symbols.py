@@ -352,7 +352,48 @@ def changes(old: Outline | None, new: Outline | None, deleted: Iterable[int],
     ctx = replace(base, imported_old=old.imported if old else frozenset(),
                   imported_new=new.imported if new else frozenset(),
                   renamed_defs=_renamed_defs(old, new))
-    return [_change(name, old, new, olds, news, ctx) for name, (olds, news) in hits.items()]
+    out = [_change(name, old, new, olds, news, ctx) for name, (olds, news) in hits.items()]
+    return _moved(out, old, new, ctx) if ctx.renamed_defs else out
+
+
+RENAMED_TO = "renamed to "
+
+
+def _moved(out: list[UnitChange], old: Outline | None, new: Outline | None,
+           ctx: Context) -> list[UnitChange]:
+    """A top-level definition renamed in the commit with nothing else changed reads as one
+    renaming (non-semantic), not a removal and an addition: each name pairs once."""
+    assert old is not None and new is not None  # renamed_defs is empty otherwise
+    by_name = {u.name: u for u in out}
+    used: set[str] = set()
+    for a, b in sorted(ctx.renamed_defs):
+        ua, ub = by_name.get(a), by_name.get(b)
+        if (ua is None or ub is None or ua.change != "removed" or ub.change != "added"
+                or a in used or b in used or not _same_but_name(old.named(a), new.named(b))
+                or _refers_to(new, a)):
+            continue  # a caller still naming the old definition changed with it
+        used |= {a, b}
+        by_name[a] = replace(ua, change="non-semantic", detail=RENAMED_TO + b)
+        by_name[b] = replace(ub, change="non-semantic", detail=f"renamed from {a}")
+    return [by_name[u.name] for u in out]
+
+
+def _refers_to(outline: Outline, name: str) -> bool:
+    """Whether any code of the blob names `name` (a call, an attribute, a reference)."""
+    return any((isinstance(n, ast.Name) and n.id == name)
+               or (isinstance(n, ast.Attribute) and n.attr == name)
+               for u in outline.units if "." not in u.name for n in ast.walk(u.node))
+
+
+def _same_but_name(before: tuple[Unit, ...], after: tuple[Unit, ...]) -> bool:
+    if len(before) != 1 or len(after) != 1:
+        return False
+    a, b = before[0].node, after[0].node
+    if not isinstance(a, _DEFS) or not isinstance(b, _DEFS) or type(a) is not type(b):
+        return False
+    old_print, _ = fingerprint(a)
+    new_print, _ = fingerprint(b)
+    return old_print.replace(repr(a.name), repr(b.name)) == new_print
 
 
 def _change(name: str, old: Outline | None, new: Outline | None, olds: list[int],
