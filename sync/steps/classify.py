@@ -314,10 +314,7 @@ def _changed_named(fc: ev.FileChange, c: ev.Cited, surf: Surface,
 
 def _anchored(fc: ev.FileChange, c: ev.Cited, surf: Surface) -> Verdict:
     hits = _named(fc, c)
-    # A cited definition renamed (body unchanged) is gone for this citation all the same: its
-    # anchor names nothing after the commit, so it is re-pointed like a deletion.
-    removed = _outermost([u for u in hits if u.change == "removed" or (
-        u.detail.startswith(symbols.RENAMED_TO) and u.name in c.names)])
+    removed = _outermost([u for u in hits if _gone(u, c)])
     # A cited definition is deleted only when it is itself removed; one removed from inside
     # it (a method of a cited class) changes it.
     gone = [u for u in removed if u.name in c.names]
@@ -333,6 +330,13 @@ def _anchored(fc: ev.FileChange, c: ev.Cited, surf: Surface) -> Verdict:
         return Verdict(fc.path, c, "miss", tuple(u.name for u in changed),
                        f"changes {', '.join(u.name for u in changed)}", related=False)
     return _lesser(fc, c, list(fc.units), related=False)
+
+
+def _gone(u: symbols.UnitChange, c: ev.Cited) -> bool:
+    """Removed; or a cited definition renamed (body unchanged), gone for this citation all
+    the same: its anchor names nothing after the commit, so it is re-pointed like a deletion."""
+    return u.change == "removed" or (u.detail.startswith(symbols.RENAMED_TO)
+                                     and u.name in c.names)
 
 
 def _deletes(c: ev.Cited, gone: list[symbols.UnitChange]) -> str:

@@ -368,14 +368,20 @@ def _moved(out: list[UnitChange], old: Outline | None, new: Outline | None,
     used: set[str] = set()
     for a, b in sorted(ctx.renamed_defs):
         ua, ub = by_name.get(a), by_name.get(b)
-        if (ua is None or ub is None or ua.change != "removed" or ub.change != "added"
-                or a in used or b in used or not _same_but_name(old.named(a), new.named(b))
-                or _refers_to(new, a)):
-            continue  # a caller still naming the old definition changed with it
+        if ua is None or ub is None or a in used or b in used or not _renaming(ua, ub, old, new):
+            continue
         used |= {a, b}
         by_name[a] = replace(ua, change="non-semantic", detail=RENAMED_TO + b)
         by_name[b] = replace(ub, change="non-semantic", detail=f"renamed from {a}")
     return [by_name[u.name] for u in out]
+
+
+def _renaming(ua: UnitChange, ub: UnitChange, old: Outline, new: Outline) -> bool:
+    """`ua` removed and `ub` added are one definition renamed: the same code but for the
+    name, and nothing left naming the old one (a caller that still does changed with it)."""
+    return (ua.change == "removed" and ub.change == "added"
+            and _same_but_name(old.named(ua.name), new.named(ub.name))
+            and not _refers_to(new, ua.name))
 
 
 def _refers_to(outline: Outline, name: str) -> bool:
