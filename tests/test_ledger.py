@@ -94,7 +94,8 @@ def test_append_after_a_malformed_row_keeps_it(tmp_path: Path, bad: str) -> None
     table = ledger.load(path, rel="ledger.md")
     assert [r.line for r in table.malformed] == [3]
     assert ledger.malformed_findings(table, rel="ledger.md")[0].startswith(
-        "ledger.md:3: ledger row has 3 cells, expected 4: a column is missing — escape")
+        "ledger.md:3: ledger row has 3 cells, expected 4: a column is missing (or a line "
+        "break inside a cell) — escape")
 
 
 def test_missing_ledger_and_empty_cells(tmp_path: Path) -> None:
@@ -278,7 +279,7 @@ def test_every_block_and_every_malformed_row_is_read(tmp_path: Path) -> None:
     assert "a '|' inside a code span" in found[1]
     assert "two rows on one line" in found[4]
     assert "a column is missing" in found[3]
-    assert all(f.endswith("fix it in a commit of its own") for f in found)
+    assert all(f.endswith("repair a malformed one in a commit that does only that") for f in found)
     two = [r for r in table.rows if r.line == 20]
     assert [r.cells[1] for r in two] == ["E one", "E two"]
     refs = ledger.Refs.of(table.rows)

@@ -93,7 +93,8 @@ def _tolerant(cells: list[str], line: str) -> tuple[list[tuple[str, ...]], str]:
                      "its own line")
     if n < want:
         return [tuple(cells + [""] * (want - n))], (
-            f"{n} cells, expected {want}: a column is missing")
+            f"{n} cell{'s' if n != 1 else ''}, expected {want}: a column is missing (or a "
+            "line break inside a cell)")
     head = cells[: want - 1]
     return [(*head, " | ".join(cells[want - 1:]))], (
         f"{n} cells, expected {want}: an unescaped '|' inside a cell, or an extra column")
@@ -107,8 +108,8 @@ def _two_rows(cells: list[str]) -> list[tuple[str, ...]] | None:
     return None
 
 
-_FIX = ("escape each '|' inside a cell as '\\|' and keep exactly four columns; ledger rows "
-        "are never edited, so fix it in a commit of its own")
+_FIX = ("escape each '|' inside a cell as '\\|' and keep exactly four columns; rows are "
+        "otherwise append-only, so repair a malformed one in a commit that does only that")
 
 
 def _header_lines(lines: list[mdscan.Line], code: list[bool]) -> list[int]:
