@@ -108,8 +108,8 @@ def test_port_lock_refuses_a_second_holder(tmp: Path) -> None:
         with pytest.raises(BlockedCycle) as exc, atomic.port_lock(lock):
             pass
         assert exc.value.exit_code == 6
-        assert str(exc.value) == (f"another upstream-sync run holds the lock {lock} — "
-                                  "wait for it to finish, then run again")
+        assert str(exc.value) == (f"another upstream-sync run (pid {holder.pid}) holds the "
+                                  f"lock {lock} — wait for it to finish, then run again")
         assert lock.read_text() == f"{holder.pid}\n"  # the refused run wrote nothing
     finally:
         assert holder.stdin is not None

@@ -136,7 +136,8 @@ def test_unexpected_exception_is_an_internal_error(boom: None) -> None:
 
 
 def test_keyboard_interrupt(boom: None) -> None:
-    assert call(["boom", "interrupt"]) == (130, "", "upstream-sync: interrupted\n")
+    assert call(["boom", "interrupt"]) == (130, "", "upstream-sync: interrupted — no record was "
+                                           "left half written; run the command again\n")
 
 
 def test_real_usage_error(tmp: Path) -> None:

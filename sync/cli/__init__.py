@@ -139,7 +139,10 @@ def main(argv: list[str] | None = None, *, out: TextIO | None = None,
         sys.stderr = open(os.devnull, "w")  # noqa: SIM115
         return 0
     except KeyboardInterrupt:
-        print("upstream-sync: interrupted", file=err)
+        # Every record is written whole or not at all (infra/atomic), and an interrupted
+        # advance is finished by the next command: say so, a maintainer wonders.
+        print("upstream-sync: interrupted — no record was left half written; run the command "
+              "again", file=err)
         return _refused(out, ctx, SyncError("interrupted", "run the command again"),
                         wants_json, code=130)
     except Exception as exc:

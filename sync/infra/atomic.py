@@ -157,6 +157,15 @@ def read_record(path: Path, *, rel: str) -> str:
     return decode_record(read_record_bytes(path, rel=rel), rel=rel)
 
 
+def _holder(fd: int) -> str:
+    """" (pid N)" of the run holding the lock, as it wrote it; "" when unreadable."""
+    try:
+        text = os.pread(fd, 32, 0).decode("ascii", "replace").strip()
+    except OSError:
+        return ""
+    return f" (pid {text})" if text.isdigit() else ""
+
+
 @contextlib.contextmanager
 def port_lock(lock_path: Path) -> Iterator[None]:
     """Exclusive, non-blocking lock: a second concurrent writer refuses instead of waiting."""
@@ -168,7 +177,7 @@ def port_lock(lock_path: Path) -> Iterator[None]:
         except OSError as exc:
             if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
                 raise BlockedCycle(
-                    f"another upstream-sync run holds the lock {lock_path}",
+                    f"another upstream-sync run{_holder(fd)} holds the lock {lock_path}",
                     "wait for it to finish, then run again",
                 ) from None
             raise
