@@ -656,3 +656,22 @@ def test_a_malformed_carry_over_record_is_refused_typed(fx: Fixture, text: str, 
     r = run(fx.port, "sync")
     assert r.rc == 4 and why in r.err and len(r.err.strip().splitlines()) == 1
     assert r.err.startswith("upstream-sync: error: .agents/sync/carry-over.toml: ")
+
+
+def test_explain_says_what_made_a_rule_match(fx: Fixture) -> None:
+    """walk-s3 U13: a rule that does not match says why not; one that matches says why."""
+    assert run(fx.port, "sync").rc == 0
+    (jpath,) = (fx.port / ".agents/sync").glob("*.json")
+    ruled = [e for e in json.loads(jpath.read_text())["entries"]
+             if (e["rule"] or "").startswith("rule ")]
+    assert ruled
+    e = ruled[0]
+    r = run(fx.port, "explain", e["sha"][:10])
+    assert r.rc == 0, r.err
+    rid = e["rule"].removeprefix("rule ")
+    (line,) = [ln for ln in r.out.splitlines() if ln.startswith(f"  {rid}: ")]
+    assert line.startswith(f"  {rid}: MATCHES: ") and len(line) > len(f"  {rid}: MATCHES: ")
+    doc = json.loads(run(fx.port, "explain", e["sha"][:10], "--json").out)
+    (rule,) = [x for x in doc["rules"] if x["id"] == rid]
+    assert rule["matches"] and rule["why_not"] is None
+    assert rule["why"] == line.removeprefix(f"  {rid}: MATCHES: ")

@@ -143,6 +143,22 @@ def _none_miss(rule: Rule, paths: tuple[str, ...]) -> str | None:
     return None if hit is None else f"{hit} matches paths_none {', '.join(rule.paths_none)}"
 
 
+def rule_hit(rule: Rule, commit: Commit) -> str:
+    """What made a matching rule match, one clause per condition it sets."""
+    paths, out = commit.paths, []
+    if rule.tags:
+        wanted = {t.lower() for t in rule.tags}
+        out.append("subject tag " + next(t for t in commit.tags if t.lower() in wanted))
+    if rule.paths_any:
+        hit = next(p for p in paths for g in rule.paths_any if glob_match(p, g))
+        out.append(f"{hit} matches paths_any {', '.join(rule.paths_any)}")
+    if rule.paths_all:
+        out.append(f"every path ({len(paths)}) matches paths_all {', '.join(rule.paths_all)}")
+    if rule.paths_none:
+        out.append(f"no path matches paths_none {', '.join(rule.paths_none)}")
+    return "; ".join(out)
+
+
 def rule_matches(rule: Rule, commit: Commit) -> bool:
     """Every condition the rule sets holds: a tag, any path, all paths, no path."""
     return rule_miss(rule, commit) is None

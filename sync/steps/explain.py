@@ -15,6 +15,7 @@ from typing import Any
 
 from sync.infra.notes import Notes
 from sync.port import Port
+from sync.records.config import Rule
 from sync.records.decisions import Decision
 from sync.steps import classify, coarse, evidence, pick, report, surface, symbols
 from sync.steps.classify import Entry, Verdict
@@ -30,7 +31,8 @@ class Derivation:
     pin: str
     target: str
     decision: Decision | None
-    rules: tuple[tuple[str, str | None], ...]  # (rule id, why it does not match; None: matched)
+    # (rule id, why it does not match (None: it matches), what made it match)
+    rules: tuple[tuple[str, str | None, str], ...]
     cited: tuple[str, ...]  # changed paths some port file cites
     entry: Entry
     git_processes: int
@@ -55,7 +57,7 @@ def derive(port: Port, which: str, notes: Notes | None = None) -> Derivation:
     rules = port.config.rules
     entry = classify.classify_one(commit, classify.Inputs(surf, rules, decided, found))
     return Derivation(commit, index, len(commits), pin, c.target, decided.get(commit.sha),
-                      tuple((r.id, classify.rule_miss(r, commit)) for r in rules),
+                      tuple(_rule(r, commit) for r in rules),
                       surf.ported(commit.paths), entry, gitio.PROCESS_COUNT - before)
 
 
@@ -127,15 +129,20 @@ def _coarse_line(fc: evidence.FileChange, v: Verdict) -> list[str]:
             "(the report's Coarse citations name the candidates)"]
 
 
-def _rule_lines(rules: tuple[tuple[str, str | None], ...]) -> list[str]:
+def _rule(r: Rule, commit: history.Commit) -> tuple[str, str | None, str]:
+    miss = classify.rule_miss(r, commit)
+    return r.id, miss, classify.rule_hit(r, commit) if miss is None else ""
+
+
+def _rule_lines(rules: tuple[tuple[str, str | None, str], ...]) -> list[str]:
     out = []
     matched = False
-    for rid, why in rules:
+    for rid, why, hit in rules:
         if matched:
             out.append(f"  {rid}: not reached (an earlier rule matched)")
             continue
         matched = why is None
-        out.append(f"  {rid}: {'MATCHES' if why is None else 'no: ' + why}")
+        out.append(f"  {rid}: {'MATCHES: ' + hit if why is None else 'no: ' + why}")
     return out
 
 
@@ -180,7 +187,8 @@ def to_json(d: Derivation) -> dict[str, Any]:
         "decision": None if d.decision is None else {
             "disposition": d.decision.disposition, "reason": d.decision.reason,
             "by": d.decision.by, "at": d.decision.at},
-        "rules": [{"id": rid, "matches": why is None, "why_not": why} for rid, why in d.rules],
+        "rules": [{"id": rid, "matches": why is None, "why_not": why, "why": hit or None}
+                  for rid, why, hit in d.rules],
         "paths": list(c.paths), "cited_paths": list(d.cited),
         "entry": report.entry_doc(d.entry), "git_processes": d.git_processes,
     }
