@@ -631,8 +631,8 @@ def test_a_paragraph_naming_another_pin_is_unmet_before_any_oracle(
     rc, out, _ = cmd("advance", "--dry-run", "--json")
     assert rc == 6
     unmet = json.loads(out)["unmet"]
-    assert any(u.startswith(f"{PROTOCOL}:{line}: PARITY PIN line names e24d1b24, which "
-                            "is not a prefix of vllm_commit") for u in unmet), unmet
+    assert any(u.startswith(f"{PROTOCOL}:{line}: the PARITY PIN paragraph's pin e24d1b24 "
+                            "is not a prefix of the pin block's vllm_commit") for u in unmet), unmet
     assert any("oracle" in u for u in unmet), unmet
 
 

@@ -87,8 +87,9 @@ def test_impossible_date() -> None:
 def test_sha_not_a_prefix() -> None:
     para = paragraph.find(TEXT.replace("pin 555967922", "pin 555967923"), path="p.md")
     assert paragraph.agrees(para, PIN, path="p.md") == [
-        f"p.md:5: PARITY PIN line names 555967923, which is not a prefix of vllm_commit {COMMIT}"
-        f" — name the pin block's commit there ({COMMIT[:9]}), as an advance writes it"
+        f"p.md:5: the PARITY PIN paragraph's pin 555967923 is not a prefix of the pin block's "
+        f"vllm_commit {COMMIT} — write {COMMIT[:9]} there by hand (an advance rewrites this "
+        "line itself, but not while it disagrees with the block)"
     ]
 
 

@@ -180,9 +180,9 @@ def test_check_released_wheel_runtime(copy: Path) -> None:
 
 
 def _paragraph_finding(line: int, sha: str) -> str:
-    return (f"{PROTOCOL}:{line}: PARITY PIN line names {sha}, which is not a prefix of "
-            f"vllm_commit {COMMIT} — name the pin block's commit there ({COMMIT[:9]}), as an "
-            "advance writes it")
+    return (f"{PROTOCOL}:{line}: the PARITY PIN paragraph's pin {sha} is not a prefix of the "
+            f"pin block's vllm_commit {COMMIT} — write {COMMIT[:9]} there by hand (an advance "
+            "rewrites this line itself, but not while it disagrees with the block)")
 
 
 def test_check_paragraph_sha_mismatch(copy: Path) -> None:

@@ -129,9 +129,10 @@ def agrees(para: Paragraph, pin: Pin, *, path: str | None = None) -> list[str]:
     """Problems with the paragraph as a copy of the pin block (empty when it agrees)."""
     where = f"{path}:{para.line}" if path is not None else f"line {para.line}"
     if not pin.commit.startswith(para.sha):
-        return [f"{where}: PARITY PIN line names {para.sha}, which is not a prefix of "
-                f"vllm_commit {pin.commit} — name the pin block's commit there "
-                f"({pin.commit[:len(para.sha)]}), as an advance writes it"]
+        return [f"{where}: the PARITY PIN paragraph's pin {para.sha} is not a prefix of the "
+                f"pin block's vllm_commit {pin.commit} — write {pin.commit[:len(para.sha)]} "
+                "there by hand (an advance rewrites this line itself, but not while it "
+                "disagrees with the block)"]
     return []
 
 
