@@ -25,7 +25,7 @@ from sync.headers import citations as citations_mod
 from sync.headers import oracles as oracles_mod
 from sync.infra import atomic, paths
 from sync.infra.atomic import port_lock, read_record
-from sync.infra.errors import BlockedCycle, SyncError, UsageError
+from sync.infra.errors import BlockedCycle, EnvironmentUnresolved, SyncError, UsageError
 from sync.infra.notes import Notes
 from sync.records import carryover as carryover_mod
 from sync.records import config as config_mod
@@ -121,7 +121,17 @@ class Port:
 
     def reference(self) -> gitio.Reference:
         """The reference checkout the preferences name (refused when unset or shallow)."""
-        return self._once("reference", lambda: self.preferences().reference())
+        return self._once("reference", self._reference)
+
+    def _reference(self) -> gitio.Reference:
+        ref = self.preferences().reference()
+        if ref.path.resolve() == self.root.resolve():
+            # Every vLLM commit would be "missing": say the real mistake, not "run fetch".
+            raise EnvironmentUnresolved(
+                f"the reference checkout {ref.path} is the port itself",
+                "point VLLM_SOURCE (or reference_checkout in the preferences) at a clone of "
+                "vLLM")
+        return ref
 
     @property
     def upstream_ref(self) -> str:

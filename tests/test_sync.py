@@ -675,3 +675,14 @@ def test_explain_says_what_made_a_rule_match(fx: Fixture) -> None:
     (rule,) = [x for x in doc["rules"] if x["id"] == rid]
     assert rule["matches"] and rule["why_not"] is None
     assert rule["why"] == line.removeprefix(f"  {rid}: MATCHES: ")
+
+
+def test_a_reference_checkout_that_is_the_port_itself_is_named_so(
+        fx: Fixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """walk-s3 U8: VLLM_SOURCE at the port gave "the pin is not in the reference checkout —
+    run fetch", which fetching cannot fix."""
+    monkeypatch.setenv("VLLM_SOURCE", str(fx.port))
+    r = run(fx.port, "sync")
+    assert r.rc == 3
+    assert (f"the reference checkout {fx.port} is the port itself — point VLLM_SOURCE (or "
+            "reference_checkout in the preferences) at a clone of vLLM") in r.err
