@@ -876,3 +876,27 @@ def test_an_unreadable_ledger_is_an_unmet_precondition(
     assert ("unmet: the parity ledger .agents/parity-ledger.md cannot be read (no ledger table "
             "with columns") in out
     assert "no PORT-NOW commit can be checked for its ledger row" in out
+
+
+def test_a_retarget_behind_a_stall_keeps_later_carried_commits_dormant(
+        prepared: Prepared, copy: Callable[[str], Copy]) -> None:
+    """walk-s4 D2: after a stall, a retarget to an earlier commit owed the carried commits
+    that come after it ("its diff up to <target>" of a commit the target lacks). They are
+    not owed by that cycle and stay in the record, through its own stall, until a target
+    includes them."""
+    c = copy("fresh")
+    ok("advance", "--stall")
+    carried = the_port(c.port).carried()
+    commits = git(c.ref, "rev-list", "--reverse", f"{prepared.pin}..{prepared.target}").split()
+    later = max((s for s in carried), key=commits.index)
+    earlier = git(c.ref, "rev-parse", f"{later}^").strip()
+    assert earlier != prepared.pin
+    rc, _out, err = cmd("sync", "--target", earlier, "--retarget")
+    assert rc == 0, err
+    after = [s for s in carried if commits.index(s) > commits.index(earlier)]
+    assert (f"warning: {len(after)} carried commit(s) come after the target {earlier[:10]}"
+            in err)
+    (current,) = (c.port / ".agents" / "sync").glob(f"*-{earlier[:7]}.md")
+    assert not any(f"`{later[:10]}`" in line for line in _carry(current))
+    ok("advance", "--stall")
+    assert set(carried) <= set(the_port(c.port).carried())  # the dormant ones kept

@@ -121,17 +121,27 @@ class Imported:
                 "carried_reason": self.record.reason, "in_range": self.in_range}
 
 
-def imported(port: Port, ref: gitio.Reference, surf: Surface,
-             entries: Iterable[Entry]) -> list[Imported]:
+@dataclass(frozen=True)
+class Carry:
+    """The carry-over record as this cycle reads it."""
+
+    owed: list[Imported]  # still open, and in the target's history
+    dormant: tuple[str, ...] = ()  # carried commits the target does not reach: owed later
+
+
+def imported(port: Port, ref: gitio.Reference, surf: Surface, entries: Iterable[Entry],
+             target: str) -> Carry:
     """Every still-open item of the carry-over record, oldest carry first.
 
     Items in the range are taken as this run classified them; the others are read from
     git (one process for all of them) and classified now: their decision if there is
-    one, else what the record says they were carried as.
+    one, else what the record says they were carried as. A carried commit the target does
+    not reach (a retarget to an earlier commit) is not owed by this cycle: it stays in the
+    record, dormant, until a target includes it (one more process).
     """
     record = port.carried()
     if not record:
-        return []
+        return Carry([])
     by_sha = {e.sha: e for e in entries}
     decided = port.decisions()
     outside = [sha for sha in record if sha not in by_sha]
@@ -139,13 +149,14 @@ def imported(port: Port, ref: gitio.Reference, surf: Surface,
                    for sha in outside if sha not in decided}
     inputs = Inputs(surf, (), {**as_recorded, **decided})
     now = {c.sha: classify_one(c, inputs) for c in history.log_commits(ref, outside)}
+    later = history.not_reached(ref, list(now), target) if now else set()
     owed = Owed.of(port)
     out = []
     for sha, rec in sorted(record.items(), key=lambda kv: (kv[1].since, kv[1].pr, kv[0])):
         e = by_sha.get(sha) or now.get(sha) or _unresolved(rec)
-        if owed.open(e):
+        if sha not in later and owed.open(e):
             out.append(Imported(e, rec, sha in by_sha))
-    return out
+    return Carry(out, tuple(sorted(later)))
 
 
 def _unresolved(rec: Carried) -> Entry:
@@ -254,12 +265,15 @@ class Closing:
     entries: tuple[Entry, ...]
     carried: tuple[Imported, ...]
     by: carryover.By
+    dormant: tuple[str, ...] = ()  # carried commits after the target: kept as recorded
 
 
 def carried_on(port: Port, closing: Closing) -> dict[str, Carried]:
     """The carry-over record after this advance or stall: the still-open carried items
-    (their first report kept), then this cycle's items it carries, each item once."""
-    out: dict[str, Carried] = {}
+    (their first report kept), the dormant ones as recorded, then this cycle's items it
+    carries, each item once."""
+    record = port.carried()
+    out: dict[str, Carried] = {sha: record[sha] for sha in closing.dormant if sha in record}
     for i in closing.carried:
         kind = i.entry.disposition
         rec = i.record if kind == i.record.disposition or kind not in carryover.KINDS else (

@@ -57,6 +57,7 @@ class Result:
     warnings: tuple[str, ...] = ()
     new_decisions: int = 0
     carried: tuple[carry.Imported, ...] = ()  # the carry-over record's still-open items
+    dormant: tuple[str, ...] = ()  # carried commits after the target: owed by a later cycle
 
 
 @dataclass(frozen=True)
@@ -163,13 +164,19 @@ def _run(port: Port, notes: Notes | None, req: CycleRequest) -> Result:
     earlier = _read_back(port, frame, rng, req.decided_now)
     warnings = tuple(f"{port.rel(frame.path)}: kept an unparseable line verbatim: {line[:80]}"
                      for line in (earlier.back.unparsed if earlier.back is not None else ()))
-    carried = carry.imported(port, frame.ref, rng.surf, earlier.entries)
+    got = carry.imported(port, frame.ref, rng.surf, earlier.entries, frame.cycle.target)
+    carried = got.owed
+    if got.dormant:
+        warnings += (f"{len(got.dormant)} carried commit(s) come after the target "
+                     f"{short(frame.cycle.target)} ({', '.join(short(s) for s in got.dormant[:3])}"
+                     f"{' …' if len(got.dormant) > 3 else ''}): not owed by this cycle, they "
+                     "stay in the carry-over record until a target includes them",)
     model = _assemble(port, frame, rng, earlier, req, carried)
     if req.write_report:
         _write(port, frame.path, model, earlier)
     return Result(model, frame.path, frame.path.with_suffix(".json"), warnings=warnings,
                   new_decisions=earlier.new if req.write_report else 0,
-                  carried=tuple(carried))
+                  carried=tuple(carried), dormant=got.dormant)
 
 
 def _frame(port: Port, notes: Notes | None, req: CycleRequest) -> _Frame:

@@ -217,6 +217,17 @@ def log_commits(ref: gitio.Reference, shas: Sequence[str]) -> list[Commit]:
     return [found[s] for s in known if s in found]
 
 
+def not_reached(ref: gitio.Reference, shas: Sequence[str], target: str) -> set[str]:
+    """Of these commits (full SHAs the checkout has), those `target` does not reach: one
+    `git rev-list`, bounded by what lies between them and the target."""
+    wanted = [gitio.check_rev(s) for s in dict.fromkeys(shas) if _FULL.fullmatch(s)]
+    if not wanted:
+        return set()
+    listed = ref.git("rev-list", "--end-of-options", *wanted, f"^{gitio.check_rev(target)}",
+                     "--")
+    return set(wanted) & set(listed.decode("ascii", "replace").split())
+
+
 def parse_shortstat(text: str) -> tuple[int, int, int]:
     """(files changed, insertions, deletions) from one `git diff --shortstat` line; "" is 0s."""
     line = text.strip()

@@ -341,7 +341,7 @@ def carry_writes(port: Port, result: syncrun.Result, by: str) -> dict[Path, byte
     """The carry-over record after this advance or stall (nothing when it is unchanged)."""
     items = carry.carried_on(port, carry.Closing(
         port.rel(result.path), result.model.target, result.model.entries, result.carried,
-        "advance" if by == "advance" else "stall"))
+        "advance" if by == "advance" else "stall", result.dormant))
     path = port.carry_over_path
     data = carry.record_bytes(items)
     if (path.read_bytes() if path.exists() else b"") == data or (not items and not path.exists()):
