@@ -396,6 +396,19 @@ def test_malformed_decisions_toml(fx: Fixture) -> None:
     assert r.rc == 4 and "disposition 'LATER' is not one of" in r.err
 
 
+@pytest.mark.parametrize("allow", [(), ("--allow-divergent",)])
+def test_a_target_behind_the_pin_is_refused_even_when_divergence_is_allowed(
+        fx: Fixture, allow: tuple[str, ...]) -> None:
+    """walk-s4 D5: the pin's parent was called divergent and, allowed, made a cycle of no
+    commits whose advance would move the pin back."""
+    behind = git(fx.reference, "rev-parse", f"{fx.pin}^").strip()
+    r = run(fx.port, "sync", "--target", behind, *allow)
+    assert r.rc == 2
+    assert (f"target {behind[:10]} is behind the pin {fx.pin[:10]} (an ancestor of it): a sync "
+            "only moves forward") in r.err
+    assert fx.reports() == []
+
+
 def test_divergent_target_needs_allow_divergent(fx: Fixture) -> None:
     side = fx.marks["side"]
     r = run(fx.port, "sync", "--target", "origin/side")

@@ -179,6 +179,19 @@ def _run(port: Port, notes: Notes | None, req: CycleRequest) -> Result:
                   carried=tuple(carried), dormant=got.dormant)
 
 
+def _not_ahead(ref: gitio.Reference, pin: str, sha: str, allow_divergent: bool) -> None:
+    """A target that does not descend from the pin: behind it, never (an advance to it would
+    move the pin back, with a range of no commits); elsewhere, only when allowed."""
+    if gitio.is_ancestor(ref, sha, pin):
+        raise UsageError(f"target {short(sha)} is behind the pin {short(pin)} (an ancestor of "
+                         "it): a sync only moves forward",
+                         "pick a target after the pin ('upstream-sync rollback' undoes an "
+                         "advance)")
+    if not allow_divergent:
+        raise UsageError(f"target {short(sha)} does not descend from the pin {short(pin)}",
+                         "pick a target on the pin's line, or pass --allow-divergent")
+
+
 def _frame(port: Port, notes: Notes | None, req: CycleRequest) -> _Frame:
     """The pin (which must be in the reference checkout) and the cycle's frozen target."""
     ref = port.reference()
@@ -190,9 +203,8 @@ def _frame(port: Port, notes: Notes | None, req: CycleRequest) -> _Frame:
             "run 'upstream-sync fetch' (or fetch the pin's branch) first")
     wanted = Wanted(pin.commit, req.target, req.retarget, req.allow_divergent)
     sha, accepted = target_step.peek(port, ref, wanted)
-    if not (req.allow_divergent or accepted) and not gitio.is_ancestor(ref, pin.commit, sha):
-        raise UsageError(f"target {short(sha)} does not descend from the pin {short(pin.commit)}",
-                         "pick a target on the pin's line, or pass --allow-divergent")
+    if not accepted and not gitio.is_ancestor(ref, pin.commit, sha):
+        _not_ahead(ref, pin.commit, sha, req.allow_divergent)
     _readable(ref, pin.commit, sha)
     frozen = freeze(port, ref, wanted)
     c = frozen.cycle
