@@ -900,3 +900,30 @@ def test_a_retarget_behind_a_stall_keeps_later_carried_commits_dormant(
     assert not any(f"`{later[:10]}`" in line for line in _carry(current))
     ok("advance", "--stall")
     assert set(carried) <= set(the_port(c.port).carried())  # the dormant ones kept
+
+
+@pytest.mark.parametrize("state", ["ADVANCED", "STALLED"])
+def test_a_hand_edited_cycle_state_no_event_records_is_not_kept(
+        state: str, copy: Callable[[str], Copy]) -> None:
+    """walk-s4 D1: a report edited to ADVANCED was read back as advanced, and the cycle could
+    neither advance nor stall; check said nothing. A state the events do not record is
+    flagged by check and written back as ACTIVE by the next sync, with a warning."""
+    c = copy("fresh")
+    path = report_path(c.port)
+    text = read_text(path)
+    path.write_text(text.replace("- Cycle state: ACTIVE", f"- Cycle state: {state}"))
+    rc, out, _err = cmd("check")
+    rel = path.relative_to(c.port).as_posix()
+    assert rc == 7 and (f"{rel}: '- Cycle state: {state}' is recorded by no state event (a hand "
+                        "edit?)") in out
+    rc, _out, err = cmd("sync")
+    assert rc == 0
+    assert (f"warning: {rel} said '- Cycle state: {state}', which no state event records (a "
+            "hand edit?): written as ACTIVE") in err
+    assert "- Cycle state: ACTIVE" in read_text(path)
+    # A real stall is recorded, so its state stays.
+    ok("advance", "--stall")
+    assert "- Cycle state: STALLED" in read_text(path)
+    rc, _out, err = cmd("sync")
+    assert rc == 0 and "written as ACTIVE" not in err
+    assert "- Cycle state: STALLED" in read_text(path)

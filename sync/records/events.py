@@ -116,6 +116,18 @@ def load_all(port: Layout) -> list[Event]:
     return out
 
 
+def backs(evs: list[Event], report: str, state: str) -> bool:
+    """Whether the events record `state` for `report` (port-relative): ADVANCED by an advance
+    no rollback superseded, STALLED by a stall; the other states need no event."""
+    if state not in ("ADVANCED", "STALLED"):
+        return True
+    if state == "STALLED":
+        return any(e.kind == "stall" and e.report == report for e in evs)
+    undone = {e.supersedes for e in evs if e.kind == "rollback"}
+    return any(e.kind == "advance" and e.report == report and e.index not in undone
+               for e in evs)
+
+
 def _link_problems(e: Event, i: int, previous: str, rel: str) -> list[str]:
     """What is wrong with `e` as the chain's `i`th event after one whose digest is `previous`."""
     problems = []

@@ -150,8 +150,8 @@ def _records(port: Port) -> list[Finding]:
 
 def _report_json(port: Port) -> None:
     """The open cycle's report JSON, when written, is what `sync` writes (status, queue and
-    advance read it)."""
-    from sync.steps import status
+    advance read it); the state its markdown says is one the state events record."""
+    from sync.steps import report, status
 
     try:
         c = port.cycle()
@@ -159,10 +159,19 @@ def _report_json(port: Port) -> None:
         return  # the cycle's own finding says why
     if c is None:
         return
-    path = (port.sync_dir / cycle.report_name(c)).with_suffix(".json")
-    text = port.text(path)
+    path = port.sync_dir / cycle.report_name(c)
+    text = port.text(path.with_suffix(".json"))
     if text is not None:
-        status.report_doc(text, port.rel(path))
+        status.report_doc(text, port.rel(path.with_suffix(".json")))
+    state = report.state_of(port.text(path) or "")
+    try:
+        evs = events.load_all(port)
+    except SyncError:
+        return  # the events' own finding says why
+    if state is not None and not events.backs(evs, port.rel(path), state):
+        raise MalformedRecord(f"'- Cycle state: {state}' is recorded by no state event (a "
+                              "hand edit?)", "run 'upstream-sync sync', which writes the "
+                              "state the events record", path=port.rel(path))
 
 
 def _temp_files(port: Port) -> list[Finding]:

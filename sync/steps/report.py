@@ -462,6 +462,12 @@ _BY_HEADING = {h: s for s in LAYOUT for h in s.headings}
 _STATE_LINE = re.compile(r"^- Cycle state: (?P<state>[A-Z]+)(?=\r?$)", re.MULTILINE)
 
 
+def state_of(text: str) -> State | None:
+    """The cycle state a report's markdown says it is in (None when it says none we know)."""
+    m = _STATE_LINE.search(text)
+    return cast(State, m["state"]) if m is not None and m["state"] in get_args(State) else None
+
+
 def restate(text: str, frm: tuple[State, ...], to: State) -> str | None:
     """A report's markdown with its cycle state moved from one of `frm` to `to`; None when
     it is in none of them (every other byte kept)."""

@@ -21,7 +21,7 @@ from sync.infra.atomic import write_text
 from sync.infra.errors import EnvironmentUnresolved, SyncError, UsageError
 from sync.infra.notes import Notes
 from sync.port import Port
-from sync.records import cycle, decisions, deviations, gates, pins
+from sync.records import cycle, decisions, deviations, events, gates, pins
 from sync.records.mdtext import cell
 from sync.steps import audit, carry, classify, coarse, evidence, report, surface, symbols
 from sync.steps import target as target_step
@@ -87,6 +87,8 @@ class _Earlier:
     entries: list[classify.Entry]  # classified with the hand edits as decisions
     decided: dict[str, decisions.Decision] = field(default_factory=dict)
     new: int = 0  # hand edits read back into `decided`
+    state: report.State = "ACTIVE"  # the state it leaves the report in (`_kept_state`)
+    state_warning: str | None = None
 
 
 def report_path(port: Port, c: cycle.Cycle) -> Path:
@@ -164,6 +166,8 @@ def _run(port: Port, notes: Notes | None, req: CycleRequest) -> Result:
     earlier = _read_back(port, frame, rng, req.decided_now)
     warnings = tuple(f"{port.rel(frame.path)}: kept an unparseable line verbatim: {line[:80]}"
                      for line in (earlier.back.unparsed if earlier.back is not None else ()))
+    if earlier.state_warning is not None and req.state is None:
+        warnings += (earlier.state_warning,)
     got = carry.imported(port, frame.ref, rng.surf, earlier.entries, frame.cycle.target)
     carried = got.owed
     if got.dormant:
@@ -260,7 +264,8 @@ def _read_back(port: Port, frame: _Frame, rng: _Range, decided_now: str | None) 
     new = _hand_edits(back, _LastRun(frame.path.name, entries, written, decided_now), decided)
     if new:
         entries = _classify(port, rng, decided)
-    return _Earlier(back, entries, decided, new)
+    state, warning = _kept_state(port, frame.path, back)
+    return _Earlier(back, entries, decided, new, state, warning)
 
 
 @dataclass(frozen=True)
@@ -323,7 +328,7 @@ def _assemble(port: Port, frame: _Frame, rng: _Range, earlier: _Earlier,
         reference_head=gitio.head_sha(frame.ref) or "",
         reference_dirty=not (state := _reference_state(port, frame)).startswith("clean"),
         reference_state=state,
-        stats=rng.stats, state=req.state or _kept_state(back),
+        stats=rng.stats, state=req.state or earlier.state,
         entries=tuple(entries),
         reverts=tuple(sorted(history.find_reverts(rng.commits).items())),
         duplicates=tuple(history.find_duplicates(frame.ref, rng.commits)),
@@ -378,12 +383,23 @@ def _reference_state(port: Port, frame: _Frame) -> str:
     return state
 
 
-def _kept_state(back: report.ReadBack | None) -> report.State:
-    """The state an earlier version of the report leaves it in: STALLED and ADVANCED stay;
-    a report that is the cycle's again (a retarget back to its target) is ACTIVE."""
-    if back is not None and back.state in ("STALLED", "ADVANCED"):
-        return back.state
-    return "ACTIVE"
+def _kept_state(port: Port, path: Path, back: report.ReadBack | None) -> tuple[
+        report.State, str | None]:
+    """The state an earlier version of the report leaves it in, and a warning when it is
+    not kept: STALLED and ADVANCED stay when the state events record them (a hand edit
+    alone would wedge the cycle: advance refuses an advanced one); a report that is the
+    cycle's again (a retarget back to its target) is ACTIVE."""
+    if back is None or back.state not in ("STALLED", "ADVANCED"):
+        return "ACTIVE", None
+    rel = port.rel(path)
+    try:
+        evs = events.load_all(port)
+    except SyncError:
+        return back.state, None  # check says what is wrong with the events
+    if events.backs(evs, rel, back.state):
+        return back.state, None
+    return "ACTIVE", (f"{rel} said '- Cycle state: {back.state}', which no state event "
+                      "records (a hand edit?): written as ACTIVE")
 
 
 _HEX = re.compile(r"(?<![0-9a-f])[0-9a-f]{7,40}(?![0-9a-f])")
