@@ -916,6 +916,10 @@ def test_a_hand_edited_cycle_state_no_event_records_is_not_kept(
     rel = path.relative_to(c.port).as_posix()
     assert rc == 7 and (f"{rel}: '- Cycle state: {state}' is recorded by no state event (a hand "
                         "edit?)") in out
+    if state == "ADVANCED":
+        rc, out, _err = cmd("advance", "--dry-run")
+        assert rc == 6 and (f"unmet: {rel} says ADVANCED, but no state event records an "
+                            "advance to it (a hand edit?)") in out
     rc, _out, err = cmd("sync")
     assert rc == 0
     assert (f"warning: {rel} said '- Cycle state: {state}', which no state event records (a "

@@ -96,6 +96,9 @@ def _report_unmet(port: Port, c: cycle.Cycle, ctx: Notes | None) -> list[str]:
     if not path.exists():
         return [f"no sync report for the target {short(c.target)} — run 'upstream-sync sync'"]
     if _advanced(port.text(path) or ""):
+        if not events.backs(events.load_all(port), port.rel(path), "ADVANCED"):
+            return [f"{port.rel(path)} says ADVANCED, but no state event records an advance "
+                    "to it (a hand edit?) — run 'upstream-sync sync' to restore its state"]
         finish_fast_forward(port, c.target, ctx)
         return [f"the cycle to {short(c.target)} already advanced — fetch a new target"]
     return []
