@@ -699,3 +699,27 @@ def test_a_reference_checkout_that_is_the_port_itself_is_named_so(
     assert r.rc == 3
     assert (f"the reference checkout {fx.port} is the port itself — point VLLM_SOURCE (or "
             "reference_checkout in the preferences) at a clone of vLLM") in r.err
+
+
+def test_a_persons_prose_outside_entries_and_notes_is_kept(fx: Fixture) -> None:
+    """walk-s4 D3: text written under a regenerated section (Carry-over, Gates, Coarse
+    citations) or under a heading of one's own vanished on the next sync, unsaid. It is
+    kept under "Unparsed lines", with a warning, and stays there."""
+    assert run(fx.port, "sync").rc == 0
+    md = fx.report()
+    text = md.read_text(encoding="utf-8")
+    text = text.replace("## Gates\n", "## Gates\n\nReviewer: the golden gate runs Friday.\n", 1)
+    text = text.replace("## Carry-over\n", "## Carry-over\n\nWe port these next week.\n", 1)
+    text = text.replace("## Summary\n", "## My own section\n\nkept please\n\n## Summary\n", 1)
+    md.write_text(text, encoding="utf-8")
+    r = run(fx.port, "sync")
+    assert r.rc == 0, r.err
+    kept = ["Reviewer: the golden gate runs Friday.", "We port these next week.",
+            "## My own section", "kept please"]
+    for line in kept:
+        assert f"kept an unparseable line verbatim: {line}" in r.err
+    after = md.read_text(encoding="utf-8")
+    unparsed = after.split("## Unparsed lines (kept verbatim)\n\n", 1)[1].split("\n\n## ", 1)[0]
+    assert sorted(unparsed.splitlines()) == sorted(kept)
+    assert run(fx.port, "sync").rc == 0
+    assert md.read_text(encoding="utf-8") == after  # stable: read back from there again

@@ -213,6 +213,7 @@ class Section:
     to_json: Callable[[Model], dict[str, Any]] = lambda _m: {}
     read: Callable[[_Reading, str], None] | None = None
     free_text: bool = False
+    keeps: bool = False  # its `read` keeps every line (else prose of a person's is unparsed)
 
 
 def _section(title: str, lines: list[str] | tuple[str, ...]) -> list[str]:
@@ -353,17 +354,17 @@ def _moves_doc(m: Model) -> dict[str, Any]:
 
 
 COARSE = "Coarse citations (large files cited whole)"
+COARSE_LEAD = ("A file cited whole makes a change to any of its definitions PORT-NOW; these "
+               "large ones did this cycle (a commit since decided says what was decided). Cite "
+               "what the port file mirrors (`path::Symbol`, `path (A, B)`), and only changes "
+               "to that will be.")
 NAMED_SHOWN = 6  # definitions a coarse citation's line names before "+N more"
 
 
 def _coarse(m: Model) -> tuple[str, ...]:
     if not m.coarse:
         return ()
-    lead = ("A file cited whole makes a change to any of its definitions PORT-NOW; these "
-            "large ones did this cycle (a commit since decided says what was decided). Cite "
-            "what the port file mirrors (`path::Symbol`, `path (A, B)`), and only changes to "
-            "that will be.")
-    return (lead, "", *(_coarse_line(c) for c in m.coarse))
+    return (COARSE_LEAD, "", *(_coarse_line(c) for c in m.coarse))
 
 
 def _coarse_line(c: Coarse) -> str:
@@ -430,7 +431,7 @@ LAYOUT: tuple[Section, ...] = (
     Section(("",), _head, _head_doc, _read_state),
     Section(("Summary",), _summary, lambda m: {"counts": m.counts()}),
     Section((SECTIONS[0], NOT_PORTED, *SECTIONS[1:]), _entries,
-            lambda m: {"entries": [entry_doc(e) for e in m.entries]}, _read_entry),
+            lambda m: {"entries": [entry_doc(e) for e in m.entries]}, _read_entry, keeps=True),
     _titled("Reverts and cherry-picks", _related,
             lambda m: {"reverts": [{"sha": a, "reverts": b} for a, b in m.reverts],
                        "duplicates": [list(g) for g in m.duplicates]}),
@@ -451,10 +452,10 @@ LAYOUT: tuple[Section, ...] = (
             lambda m: {"checks": [{"ok": ok, "text": t} for ok, t in checks(m)]}),
     # Only when an earlier report had lines it could not place.
     Section((UNPARSED,), lambda m: _section(UNPARSED, m.unparsed) if m.unparsed else [],
-            lambda m: {"unparsed": list(m.unparsed)}, _read_unparsed),
+            lambda m: {"unparsed": list(m.unparsed)}, _read_unparsed, keeps=True),
     # Notes is the last section and free text: a heading a human writes there is part of
     # the notes, not the end of them (or everything after it would be lost on re-render).
-    Section((NOTES,), _notes, read=_read_notes, free_text=True),
+    Section((NOTES,), _notes, read=_read_notes, free_text=True, keeps=True),
 )
 _BY_HEADING = {h: s for s in LAYOUT for h in s.headings}
 
@@ -550,6 +551,18 @@ def parse_entry(line: str, known_prefix: str | None) -> ParsedEntry | None:
                        auto.group(1) if auto else None, line)
 
 
+# What the renderer writes outside the entry sections: list items and their continuation
+# lines, table rows, headings, `_None._`, blank lines, and these lead lines. Any other line
+# there is a person's, and is kept under "Unparsed lines" rather than lost on the re-render.
+_RENDERED = re.compile(r"(?:- |  |\||#|_None\._\Z|\Z|\s*\Z)")
+_LEADS = re.compile(r"(?:\d+ of them \(.*\) are listed under \"" + re.escape(NOT_PORTED)
+                    + r"\"\.|" + re.escape(COARSE_LEAD) + r")\Z")
+
+
+def _rendered(raw: str) -> bool:
+    return _RENDERED.match(raw) is not None or _LEADS.match(raw) is not None
+
+
 def read_back(text: str, prefixes: dict[str, str]) -> ReadBack:
     """`prefixes` maps a sha's short form (`gitio.short`) to its rendered entry prefix."""
     r = _Reading(prefixes)
@@ -558,8 +571,13 @@ def read_back(text: str, prefixes: dict[str, str]) -> ReadBack:
         section = _BY_HEADING.get(heading)
         if raw.startswith("## ") and not (section is not None and section.free_text):
             heading = raw[3:].strip()
-        elif section is not None and section.read is not None:
+            if heading not in _BY_HEADING:
+                r.unparsed.append(raw)  # a section of a person's own: kept, heading and all
+            continue
+        if section is not None and section.read is not None:
             section.read(r, raw)
+        if (section is None or not section.keeps) and not _rendered(raw):
+            r.unparsed.append(raw)
     # Two lines for one commit cannot both be what the renderer wrote: neither is read.
     seen = Counter(short(p.sha_prefix) for p in r.entries)
     entries = [p for p in r.entries if seen[short(p.sha_prefix)] == 1]
