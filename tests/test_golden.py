@@ -119,6 +119,18 @@ def test_pending_on_a_host_that_is_not_a_gate_host(world: World, port: Path,
                        f"handoff: `{handoff}`\n")
 
 
+def test_an_oracle_id_no_oracle_file_declares_is_refused(world: World, port: Path,
+                                                          monkeypatch: pytest.MonkeyPatch
+                                                          ) -> None:
+    """walk-s4 D4: `golden --oracle nosuch` recorded a PENDING gate that nothing could
+    clear; refused before anything is written, as `oracle probe` refuses it."""
+    monkeypatch.setenv("SYNC_GATE_HOSTS", "dgx")
+    rc, _out, err = run_cli(["--port", str(port), "golden", "--oracle", "nosuch"])
+    assert rc == 2 and "no oracle file declares id 'nosuch'" in err
+    record = port / f".agents/sync/gates/{world.up.pin[:7]}.json"
+    assert not record.exists() or "golden:nosuch" not in gate_doc(port, world.up.pin)
+
+
 def test_strict_makes_pending_an_error(world: World, port: Path,
                                        monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("SYNC_GATE_HOSTS")

@@ -424,6 +424,8 @@ def run(port: Port, prefs: Preferences, request: Request | None = None, *,
     req = request or Request()
     cfg = port.config
     oid = oracle.check_id(req.oracle_id or cfg.golden_oracle)
+    if not oracle.is_core(oid):
+        oracle.oracle_file(port, oid)  # an id no oracle file declares would stay PENDING forever
     validate(cfg.golden_scripts)
     tgt = gates.check_target(port, req.target)
     gate = Gate(gate_name(port, oid, req.shard), oid, tgt, req.shard)
