@@ -723,3 +723,22 @@ def test_a_persons_prose_outside_entries_and_notes_is_kept(fx: Fixture) -> None:
     assert sorted(unparsed.splitlines()) == sorted(kept)
     assert run(fx.port, "sync").rc == 0
     assert md.read_text(encoding="utf-8") == after  # stable: read back from there again
+
+
+def test_a_reference_checkout_without_the_cycles_target_says_so(
+        fx: Fixture, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """walk-s4 D6: a checkout that has the pin but not the frozen target gave git's "Invalid
+    revision range" in explain and decide, and status said all was well."""
+    assert run(fx.port, "sync").rc == 0
+    lean = tmp_path / "lean"
+    git(tmp_path, "clone", "-q", f"file://{fx.reference}", str(lean))  # main only: the pin
+    monkeypatch.setenv("VLLM_SOURCE", str(lean))
+    (jpath,) = (fx.port / ".agents/sync").glob("*.json")
+    sha = json.loads(jpath.read_text())["entries"][0]["sha"]
+    r = run(fx.port, "explain", sha[:10])
+    assert r.rc == 3
+    assert (f"the reference checkout {lean} does not have {fx.tip[:10]} (of the range "
+            f"{fx.pin[:10]}..{fx.tip[:10]})") in r.err
+    s = run(fx.port, "status")
+    assert s.rc == 3 and ", NOT in the reference checkout" in s.out
+    assert f"the cycle's target {fx.tip[:10]} is not in the reference checkout" in s.err

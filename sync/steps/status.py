@@ -27,7 +27,24 @@ def collect(port: Port) -> tuple[dict[str, Any], SyncError | None]:
     doc["spans"] = spans.check(port.root, port.config.span_globs, pin,
                                  (port.config.sync_dir,))
     doc["cycle"] = _cycle(port)
-    return doc, problem
+    missing = _target_missing(port, doc)
+    return doc, problem or missing
+
+
+def _target_missing(port: Port, doc: dict[str, Any]) -> SyncError | None:
+    """The open cycle's frozen target, when a readable checkout lacks it (every range read
+    fails then): said in the cycle's part of the document, and as the problem."""
+    c, r = doc["cycle"], doc["reference"]
+    if not c or not r or not r.get("pin_present"):
+        return None
+    present = gitio.has_commit(port.reference(), c["target"])
+    c["target_present"] = present
+    if present:
+        return None
+    return EnvironmentUnresolved(
+        f"the cycle's target {short(c['target'])} is not in the reference checkout "
+        f"{r['path']}", "fetch it ('upstream-sync fetch'), or move the cycle with "
+        "'upstream-sync sync --retarget'")
 
 
 def _reference(port: Port, pin: pins.Pin

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from sync.infra.errors import EnvironmentUnresolved, UsageError
+from sync.infra.errors import EnvironmentUnresolved, SyncError, UsageError
 
 if TYPE_CHECKING:
     import git
@@ -436,11 +436,29 @@ def refs_containing(ref: Reference, sha: str, *prefixes: str) -> list[str]:
             if line and not line.endswith("/HEAD")]
 
 
+def range_error(ref: Reference, base: str, target: str, exc: SyncError) -> SyncError:
+    """What a failed read of base..target means: the end the checkout lacks, named, when it
+    lacks one (one more git process, only after a failure); else git's own error."""
+    rows = batch_check(ref, [f"{base}^{{commit}}", f"{target}^{{commit}}"])
+    missing = [rev for rev, row in zip((base, target), rows, strict=True) if row is None]
+    if not missing:
+        return exc
+    return EnvironmentUnresolved(
+        f"the reference checkout {ref.path} does not have {', '.join(map(short, missing))} "
+        f"(of the range {short(base)}..{short(target)})",
+        "fetch it into the checkout ('upstream-sync fetch' fetches the configured remote; a "
+        "commit only another remote has needs 'git fetch <remote> <sha>'), or move the "
+        "cycle with 'upstream-sync sync --retarget'")
+
+
 def count_range(ref: Reference, base: str, target: str) -> int:
     check_rev(base)
     check_rev(target)
-    out = run(ref.path, ["rev-list", "--count", "--no-merges", "--end-of-options",
-                         f"{base}..{target}"]).stdout
+    try:
+        out = run(ref.path, ["rev-list", "--count", "--no-merges", "--end-of-options",
+                             f"{base}..{target}"]).stdout
+    except EnvironmentUnresolved as exc:
+        raise range_error(ref, base, target, exc) from None
     return int(out.decode().strip() or 0)
 
 

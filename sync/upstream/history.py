@@ -199,7 +199,10 @@ def finish_log(job: gitio.Started) -> list[Commit]:
 
 def log_range(ref: gitio.Reference, base: str, target: str) -> list[Commit]:
     """Every non-merge commit in base..target, oldest first, with its changes (renames found)."""
-    return finish_log(begin_log(ref, base, target))
+    try:
+        return finish_log(begin_log(ref, base, target))
+    except EnvironmentUnresolved as exc:
+        raise gitio.range_error(ref, base, target, exc) from None
 
 
 def log_commits(ref: gitio.Reference, shas: Sequence[str]) -> list[Commit]:

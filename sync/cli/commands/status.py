@@ -105,7 +105,8 @@ def _build_lines(b: dict[str, Any]) -> list[str]:
 def _cycle_lines(c: dict[str, Any] | None) -> list[str]:
     if not c:
         return ["cycle: none open (run 'upstream-sync fetch' or 'upstream-sync sync')"]
-    lines = [f"cycle: target {short(c['target'])} ({c['target_ref']}), frozen {c['frozen_at']}"]
+    lines = [f"cycle: target {short(c['target'])} ({c['target_ref']}), frozen {c['frozen_at']}"
+             + (", NOT in the reference checkout" if c.get("target_present") is False else "")]
     if c["report"]:
         counts = ", ".join(f"{v} {k}" for k, v in c["counts"].items())
         lines.append(f"  report {c['report']} [{c['state']}]: {counts}")
