@@ -26,6 +26,7 @@ from sync.records import (
     oraclefile,
     paragraph,
     pins,
+    reportdoc,
     spans,
 )
 from sync.steps.advance import pincopies
@@ -151,8 +152,6 @@ def _records(port: Port) -> list[Finding]:
 def _report_json(port: Port) -> None:
     """The open cycle's report JSON, when written, is what `sync` writes (status, queue and
     advance read it); the state its markdown says is one the state events record."""
-    from sync.steps import report, status
-
     try:
         c = port.cycle()
     except SyncError:
@@ -162,8 +161,8 @@ def _report_json(port: Port) -> None:
     path = port.sync_dir / cycle.report_name(c)
     text = port.text(path.with_suffix(".json"))
     if text is not None:
-        status.report_doc(text, port.rel(path.with_suffix(".json")))
-    state = report.state_of(port.text(path) or "")
+        reportdoc.load_doc(text, port.rel(path.with_suffix(".json")))
+    state = reportdoc.state_of(port.text(path) or "")
     try:
         evs = events.load_all(port)
     except SyncError:

@@ -23,6 +23,9 @@ from sync.records.mdtext import code, one_line
 from sync.records.mdtext import escape as escape
 from sync.records.mdtext import short_subject as short_subject
 from sync.records.mdtext import unescape as unescape
+from sync.records.reportdoc import STATE_LINE
+from sync.records.reportdoc import State as State
+from sync.records.reportdoc import state_of as state_of
 from sync.steps.classify import Entry, Evidence
 from sync.steps.coarse import Coarse
 from sync.steps.evidence import FileChange
@@ -30,8 +33,6 @@ from sync.upstream.gitio import SHA_LEN as SHA_LEN  # entry lines are keyed by i
 from sync.upstream.gitio import short
 from sync.upstream.history import RangeStats
 
-# RETARGETED: a retarget moved the cycle to another target; this report is no longer its.
-State = Literal["ACTIVE", "STALLED", "ADVANCED", "RETARGETED"]
 SCHEMA = 1
 SECTIONS: tuple[Disposition, ...] = ("PORT-NOW", "INVENTORY", "IGNORE", "UNCLASSIFIED")
 # Entries the symbol pass found in cited files but outside the code the port mirrors: listed
@@ -460,19 +461,10 @@ LAYOUT: tuple[Section, ...] = (
 _BY_HEADING = {h: s for s in LAYOUT for h in s.headings}
 
 
-_STATE_LINE = re.compile(r"^- Cycle state: (?P<state>[A-Z]+)(?=\r?$)", re.MULTILINE)
-
-
-def state_of(text: str) -> State | None:
-    """The cycle state a report's markdown says it is in (None when it says none we know)."""
-    m = _STATE_LINE.search(text)
-    return cast(State, m["state"]) if m is not None and m["state"] in get_args(State) else None
-
-
 def restate(text: str, frm: tuple[State, ...], to: State) -> str | None:
     """A report's markdown with its cycle state moved from one of `frm` to `to`; None when
     it is in none of them (every other byte kept)."""
-    m = _STATE_LINE.search(text)
+    m = STATE_LINE.search(text)
     if m is None or m["state"] not in frm:
         return None
     return text[:m.start("state")] + to + text[m.end("state"):]

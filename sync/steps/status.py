@@ -4,12 +4,11 @@ agreement, disagreeing spans, and the open cycle's blockers."""
 from __future__ import annotations
 
 import contextlib
-import json
 from typing import Any
 
-from sync.infra.errors import EnvironmentUnresolved, MalformedRecord, SyncError
+from sync.infra.errors import EnvironmentUnresolved, SyncError
 from sync.port import Port
-from sync.records import cycle, oraclefile, pins, spans
+from sync.records import cycle, oraclefile, pins, reportdoc, spans
 from sync.records.prefs import Preferences
 from sync.steps.verify import oracle
 from sync.upstream import gitio, health
@@ -112,23 +111,6 @@ def _oracles(port: Port, pin: pins.Pin) -> list[dict[str, Any]]:
     return out
 
 
-_REPORT_KEYS = {"state": str, "counts": dict, "carry_over": list}
-
-
-def report_doc(text: str, rel: str) -> dict[str, Any]:
-    """The report's JSON companion, refused typed when it is not what `sync` writes."""
-    fix = "run 'upstream-sync sync' to rewrite it"
-    try:
-        doc = json.loads(text)
-    except (ValueError, RecursionError):
-        raise MalformedRecord("not valid JSON", fix, path=rel) from None
-    if not isinstance(doc, dict) or not all(isinstance(doc.get(k), t)
-                                            for k, t in _REPORT_KEYS.items()):
-        raise MalformedRecord("not a sync report's JSON (state, counts, carry_over)", fix,
-                              path=rel)
-    return doc
-
-
 def _oracle_build(port: Port, pin: pins.Pin) -> dict[str, Any]:
     """The core oracle's build mode (config or pin suffix) and the pin's environment, if any:
     how it was built and where its precompiled binaries came from."""
@@ -163,7 +145,7 @@ def _cycle(port: Port) -> dict[str, Any] | None:
         return None
     rpath = (port.sync_dir / cycle.report_name(c)).with_suffix(".json")
     text = port.text(rpath)
-    rep = report_doc(text, port.rel(rpath)) if text is not None else None
+    rep = reportdoc.load_doc(text, port.rel(rpath)) if text is not None else None
     return {
         "target": c.target, "target_ref": c.target_ref, "frozen_at": c.frozen_at,
         "report": port.rel(rpath.with_suffix(".md")) if rep else None,
