@@ -931,3 +931,7 @@ def test_a_hand_edited_cycle_state_no_event_records_is_not_kept(
     rc, _out, err = cmd("sync")
     assert rc == 0 and "written as ACTIVE" not in err
     assert "- Cycle state: STALLED" in read_text(path)
+    # A stall is no advance: rollback says which event is the latest (walk-s4 U1).
+    rc, _out, err = cmd("rollback")
+    assert rc == 2 and ("there is no advance to roll back (the latest state event, "
+                        "0001-stall.toml, is a stall, which moved no pin)") in err

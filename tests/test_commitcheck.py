@@ -44,7 +44,7 @@ def test_mixed_commit_fails_naming_both_sides(fx: Fixture) -> None:
         "fix": "split each into a sync commit and a feature commit", "exit_code": 7,
         "text": "1 commit(s) mix a sync cycle with feature work — split each into a sync "
                 "commit and a feature commit"}
-    assert doc == {"ok": False, "exit_code": 7, "commits": [
+    assert doc == {"ok": False, "exit_code": 7, "checked": 1, "commits": [
         {"sha": sha, "subject": "Sync and a feature at once",
          "sync_paths": [".agents/upstream-sync.md"], "feature_paths": ["src/x.cpp"]}]}
 
@@ -59,6 +59,10 @@ def test_separate_commits_pass(fx: Fixture) -> None:
     assert r.out == (f"check-commit: no commit in {base}..HEAD mixes sync records with "
                      "feature work\n")
     assert run(fx.port, "check-commit").rc == 0
+    # A reversed range holds no commit: not a pass of anything (walk-s4 U7).
+    empty = run(fx.port, "check-commit", f"HEAD..{base}")
+    assert empty.rc == 0 and empty.out == (f"check-commit: HEAD..{base} holds no commit "
+                                           "(nothing checked; a reversed range?)\n")
 
 
 def test_a_range_finds_the_one_mixed_commit(fx: Fixture) -> None:

@@ -26,7 +26,11 @@ def parse_range(spec: str) -> tuple[list[str], list[str]]:
     return ["--no-walk"], [gitio.check_rev(spec)]
 
 
-def offenders(port: Port, spec: str) -> list[tuple[str, str, list[str], list[str]]]:
+Offender = tuple[str, str, list[str], list[str]]  # sha, subject, sync paths, feature paths
+
+
+def offenders(port: Port, spec: str) -> tuple[int, list[Offender]]:
+    """(how many non-merge commits the range holds, those that mix)."""
     records = owned.of(port)
     options, revisions = parse_range(spec)
     proc = gitio.run(port.root, ["log", "--no-merges", "--format=%x1e%H%x1f%s", "--name-only",
@@ -36,7 +40,8 @@ def offenders(port: Port, spec: str) -> list[tuple[str, str, list[str], list[str
         raise UsageError(f"cannot read the range {spec!r} in {port.root}",
                          "give A..B or one commit that exists in the port repository")
     out = []
-    for record in proc.stdout.decode("utf-8", "replace").split("\x1e")[1:]:
+    commits = proc.stdout.decode("utf-8", "replace").split("\x1e")[1:]
+    for record in commits:
         head, _, rest = record.partition("\0")
         sha, _, subject = head.partition("\x1f")
         subject = subject.split("\n")[0]
@@ -46,4 +51,4 @@ def offenders(port: Port, spec: str) -> list[tuple[str, str, list[str], list[str
                    and any(glob_match(p, g) for g in port.config.feature_globs)]
         if mine and feature:
             out.append((sha, subject, mine, feature))
-    return out
+    return len(commits), out

@@ -21,9 +21,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
-    bad = offenders(ctx.port, args.range)
+    checked, bad = offenders(ctx.port, args.range)
     if ctx.json:
-        ctx.emit_json({"ok": not bad, "commits": [
+        ctx.emit_json({"ok": not bad, "checked": checked, "commits": [
             {"sha": s, "subject": subj, "sync_paths": o, "feature_paths": f}
             for s, subj, o, f in bad]})
     else:
@@ -34,7 +34,9 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         raise CheckFailed(f"{len(bad)} commit(s) mix a sync cycle with feature work",
                           "split each into a sync commit and a feature commit")
     if not ctx.json:
-        ctx.say(f"check-commit: no commit in {args.range} mixes sync records with feature work")
+        ctx.say(f"check-commit: no commit in {args.range} mixes sync records with feature work"
+                if checked else f"check-commit: {args.range} holds no commit (nothing checked; "
+                "a reversed range?)")
     return 0
 
 

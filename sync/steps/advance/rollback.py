@@ -83,7 +83,12 @@ def last_advance(port: Port) -> events.Event:
     superseded = {e.supersedes for e in evs if e.kind == "rollback"}
     last = next((e for e in reversed(evs) if e.kind == "advance"), None)
     if last is None or last.index in superseded:
-        raise UsageError("there is no advance to roll back", "nothing to do")
+        latest = evs[-1] if evs else None
+        said = "" if latest is None else (
+            f" (the latest state event, {latest.path.name}, is a {latest.kind}"
+            + (", which moved no pin)" if latest.kind == "stall" else ")"))
+        raise UsageError(f"there is no advance to roll back{said}",
+                         "nothing to undo; 'upstream-sync status' shows where the pin is")
     return last
 
 

@@ -124,7 +124,7 @@ def _pending(port: Port, s: Suite, target: str, why: str) -> gates.GateResult:
 def _tell(done: SuiteRun, why: str, say: Note) -> None:
     r = done.result
     if r.status == "PENDING":
-        say(f"{r.name} PENDING — {why}; run on a gate host: {r.handoff}")
+        say(f"{r.name} PENDING — {why}")  # the summary line after the run gives its handoff
         return
     for line in done.output_tail:
         say(f"  | {line}")
