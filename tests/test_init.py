@@ -333,3 +333,22 @@ def test_no_gates_is_a_warning_and_advance_refuses_until_declared(tmp: Path) -> 
     cfg = root / config.CONFIG_PATH
     cfg.write_text(cfg.read_text() + "\n[gates]\nnone = true\n")
     assert advance._gates_declared(port.locate(str(root))) == []
+
+
+def test_force_keeps_what_the_old_configuration_set_by_hand(tmp: Path) -> None:
+    """walk-s4 U9: `init --force` rewrote the file and a hand-made table was gone, unsaid.
+    It is said, and the old file is kept beside the new one; a re-run that drops nothing
+    writes no copy."""
+    root = make_port(tmp)
+    assert init(str(root))[0] == 0
+    cfg = root / config.CONFIG_PATH
+    assert init(str(root), "--force")[0] == 0
+    assert not cfg.with_name(cfg.name + ".bak").exists()
+    old = cfg.read_text() + '\n[oracles.pytorch]\npaths = ["aten/"]\n'
+    cfg.write_text(old)
+    code, out, err = init(str(root), "--force")
+    assert (code, err) == (0, "")
+    backup = cfg.with_name(cfg.name + ".bak")
+    assert (f"kept the old configuration as {backup}: it set oracles.pytorch.paths, which "
+            "discovery does not; copy back what you still want") in out.splitlines()
+    assert backup.read_text() == old and "pytorch" not in cfg.read_text()

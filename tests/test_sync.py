@@ -742,3 +742,15 @@ def test_a_reference_checkout_without_the_cycles_target_says_so(
     s = run(fx.port, "status")
     assert s.rc == 3 and ", NOT in the reference checkout" in s.out
     assert f"the cycle's target {fx.tip[:10]} is not in the reference checkout" in s.err
+
+
+def test_status_says_the_remote_moved_past_the_frozen_target(fx: Fixture) -> None:
+    """walk-s4 U6: only `sync` said the remote had moved on; status showed the distance to
+    it and the frozen target, side by side, without saying the cycle keeps the older one."""
+    synced(fx)
+    later = advance_remote(fx, "later1")
+    assert run(fx.port, "fetch").rc == 0  # keeps the open cycle's target
+    s = run(fx.port, "status")
+    assert s.rc == 0, s.err
+    assert (f"  origin/main moved to {later[:10]}; this cycle keeps its target {fx.tip[:10]} "
+            "('upstream-sync sync --retarget' moves it)") in s.out.splitlines()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -80,6 +81,36 @@ def _config(found: _Found) -> dict[str, Any]:
         doc["preferences"] = {"variables": dict(sorted(found.conventions.mapped.items()))}
     config.parse(tomli_w.dumps(doc) + starter.RULES)  # what we write must load
     return doc
+
+
+def _keys(doc: object, prefix: str = "") -> set[str]:
+    """Every dotted key a TOML document sets (`oracles.pytorch.paths`)."""
+    if not isinstance(doc, dict):
+        return set()
+    out: set[str] = set()
+    for k, v in doc.items():
+        name = f"{prefix}{k}"
+        out |= _keys(v, name + ".") if isinstance(v, dict) and v else {name}
+    return out
+
+
+def _keep_old(cfg_path: Path, new_text: str) -> str | None:
+    """Under --force: what the old configuration set that the new one does not, said, and
+    the old file kept beside it (a hand-made table is no discovery's to drop)."""
+    if not cfg_path.exists():
+        return None
+    old_text = read_text(cfg_path)
+    try:
+        dropped = sorted(_keys(tomllib.loads(old_text)) - _keys(tomllib.loads(new_text)))
+    except tomllib.TOMLDecodeError:
+        dropped = ["(the old file does not parse)"]
+    if not dropped:
+        return None
+    backup = cfg_path.with_name(cfg_path.name + ".bak")
+    write_text(backup, old_text)
+    shown = ", ".join(dropped[:6]) + (f" and {len(dropped) - 6} more" if len(dropped) > 6 else "")
+    return (f"kept the old configuration as {backup}: it set {shown}, which discovery does "
+            "not; copy back what you still want")
 
 
 def feature_globs(port_roots: list[str]) -> list[str]:
@@ -197,10 +228,12 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         raise UsageError(f"{cfg_path} already exists", "pass --force to rewrite it")
     found = _discover(root)
     doc = _config(found)
-    write_text(cfg_path, "# upstream-sync configuration (keys: docs/adopting.md in upstream-sync)\n"
-               + tomli_w.dumps(doc) + starter.RULES)
+    text = ("# upstream-sync configuration (keys: docs/adopting.md in upstream-sync)\n"
+            + tomli_w.dumps(doc) + starter.RULES)
+    kept = _keep_old(cfg_path, text)
+    write_text(cfg_path, text)
     found.written.append(str(cfg_path))
-    notes = _prefs(root, found)
+    notes = ([] if kept is None else [kept]) + _prefs(root, found)
     added = _ignore(root)
     if added:
         found.written.append(str(root / ".gitignore"))

@@ -37,7 +37,7 @@ def _print(doc: dict[str, Any], ctx: Context) -> None:
         lines.append(f"oracle {o['id']}: pin {o['pin']} — {verdict}")
     lines += _build_lines(doc["oracle_build"])
     lines += [f"span: {s}" for s in doc["spans"]]
-    lines += _cycle_lines(doc["cycle"])
+    lines += _cycle_lines(doc["cycle"]) + _moved_line(doc)
     for line in lines:
         ctx.say(line)
 
@@ -112,6 +112,15 @@ def _cycle_lines(c: dict[str, Any] | None) -> list[str]:
         lines.append(f"  report {c['report']} [{c['state']}]: {counts}")
         lines += _carry_line(c)
     return lines
+
+
+def _moved_line(doc: dict[str, Any]) -> list[str]:
+    """The remote past the open cycle's frozen target: `sync` keeps the target, and says so."""
+    c, b = doc["cycle"], doc["behind"]
+    if not c or not b or b["relation"] != "ahead" or b["tip"] == c["target"]:
+        return []
+    return [f"  {b['ref']} moved to {short(b['tip'])}; this cycle keeps its target "
+            f"{short(c['target'])} ('upstream-sync sync --retarget' moves it)"]
 
 
 def _carry_line(c: dict[str, Any]) -> list[str]:
