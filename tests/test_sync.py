@@ -207,6 +207,10 @@ def test_unparseable_line_is_kept_verbatim_with_a_warning(fx: Fixture) -> None:
     assert r.rc == 0, r.err
     assert "warning:" in r.err and "kept an unparseable line verbatim" in r.err
     assert "this line lost its disposition" in r.err
+    # An entry-like line says why it was not read (walk-s4 U2); other text says nothing more.
+    assert ("kept an unparseable line verbatim (its subject is not the commit's as the report "
+            "writes it): - `") in r.err
+    assert f"kept an unparseable line verbatim: {stray}" in r.err
     after = fx.report().read_text(encoding="utf-8")
     section = after.split("## Unparsed lines (kept verbatim)\n\n", 1)[1].split("\n\n")[0]
     assert section.splitlines() == [bad, stray]
@@ -754,3 +758,16 @@ def test_status_says_the_remote_moved_past_the_frozen_target(fx: Fixture) -> Non
     assert s.rc == 0, s.err
     assert (f"  origin/main moved to {later[:10]}; this cycle keeps its target {fx.tip[:10]} "
             "('upstream-sync sync --retarget' moves it)") in s.out.splitlines()
+
+
+def test_an_unknown_disposition_says_which_are_known(fx: Fixture) -> None:
+    synced(fx)
+    sha = fx.marks["change_a"]
+    text = fx.report().read_text(encoding="utf-8")
+    line = line_of(text, sha)
+    head, _, _rest = line.partition(" — ")
+    edit_report(fx, line, f"{head} — MAYBE: unsure")
+    r = run(fx.port, "sync")
+    assert r.rc == 0, r.err
+    assert ("kept an unparseable line verbatim (unknown disposition MAYBE: one of PORT-NOW, "
+            "INVENTORY, IGNORE, UNCLASSIFIED): ") in r.err

@@ -183,6 +183,11 @@ class ReadBack:
     notes: str
     state: State | None
     unmet: tuple[str, ...] = ()
+    why: dict[str, str] = field(default_factory=dict)  # an unparsed entry line -> why
+
+    def reason(self, line: str) -> str:
+        """" (why)" for an unparsed line that looks like an entry, else ""."""
+        return f" ({self.why[line]})" if line in self.why else ""
 
 
 @dataclass
@@ -192,6 +197,7 @@ class _Reading:
     prefixes: dict[str, str]
     entries: list[ParsedEntry] = field(default_factory=list)
     unparsed: list[str] = field(default_factory=list)
+    why: dict[str, str] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     unmet: list[str] = field(default_factory=list)
     state: State | None = None
@@ -315,8 +321,22 @@ def _read_entry(r: _Reading, raw: str) -> None:
     parsed = parse_entry(raw, written) if written is not None else None
     if parsed is None:
         r.unparsed.append(raw)
+        if head is not None:
+            r.why[raw] = _why(raw, written, prefix is not None)
     else:
         r.entries.append(parsed)
+
+
+def _why(raw: str, written: str | None, in_range: bool) -> str:
+    """Why a line that starts like an entry is not read as one."""
+    if not in_range:
+        return "its commit is not in this cycle's range"
+    if written is None:
+        return "its subject is not the commit's as the report writes it"
+    word = re.match(r"([A-Za-z-]+):", raw[len(written):])
+    if word is not None and word[1] not in ALL:
+        return f"unknown disposition {word[1]}: one of {', '.join(ALL)}"
+    return "no disposition and reason after ' — '"
 
 
 def _written_prefix(raw: str, prefix: str) -> str | None:
@@ -573,6 +593,7 @@ def read_back(text: str, prefixes: dict[str, str]) -> ReadBack:
     # Two lines for one commit cannot both be what the renderer wrote: neither is read.
     seen = Counter(short(p.sha_prefix) for p in r.entries)
     entries = [p for p in r.entries if seen[short(p.sha_prefix)] == 1]
-    unparsed = r.unparsed + [p.line for p in r.entries if seen[short(p.sha_prefix)] > 1]
-    return ReadBack(tuple(entries), tuple(unparsed), "\n".join(r.notes).strip("\n"),
-                    r.state, tuple(r.unmet))
+    twice = [p.line for p in r.entries if seen[short(p.sha_prefix)] > 1]
+    r.why.update((line, "two lines for one commit") for line in twice)
+    return ReadBack(tuple(entries), tuple(r.unparsed + twice), "\n".join(r.notes).strip("\n"),
+                    r.state, tuple(r.unmet), r.why)

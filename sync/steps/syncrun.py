@@ -164,8 +164,7 @@ def _run(port: Port, notes: Notes | None, req: CycleRequest) -> Result:
     if notes is not None:
         notes.progress(f"classifying {len(rng.commits)} commits against the ported surface")
     earlier = _read_back(port, frame, rng, req.decided_now)
-    warnings = tuple(f"{port.rel(frame.path)}: kept an unparseable line verbatim: {line[:80]}"
-                     for line in (earlier.back.unparsed if earlier.back is not None else ()))
+    warnings = _unparsed_warnings(port.rel(frame.path), earlier.back)
     if earlier.state_warning is not None and req.state is None:
         warnings += (earlier.state_warning,)
     got = carry.imported(port, frame.ref, rng.surf, earlier.entries, frame.cycle.target)
@@ -194,6 +193,13 @@ def _not_ahead(ref: gitio.Reference, pin: str, sha: str, allow_divergent: bool) 
     if not allow_divergent:
         raise UsageError(f"target {short(sha)} does not descend from the pin {short(pin)}",
                          "pick a target on the pin's line, or pass --allow-divergent")
+
+
+def _unparsed_warnings(rel: str, back: report.ReadBack | None) -> tuple[str, ...]:
+    if back is None:
+        return ()
+    return tuple(f"{rel}: kept an unparseable line verbatim{back.reason(line)}: {line[:80]}"
+                 for line in back.unparsed)
 
 
 def _frame(port: Port, notes: Notes | None, req: CycleRequest) -> _Frame:
