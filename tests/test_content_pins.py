@@ -478,3 +478,16 @@ def test_a_path_no_tree_has_names_its_namesakes(case: tuple[Path, dict[str, str]
     assert "does not resolve; the target has vllm/p1.py)" in bump.out
     # A name no file of the pin has gets no hint.
     assert "(the pin has" not in run(root, "audit").out.split("src/p5.cpp", 1)[1].split("\n")[0]
+
+
+def test_check_warns_of_a_ported_file_that_is_not_utf8(
+        case: tuple[Path, dict[str, str]]) -> None:
+    """walk-s4 U8: such a file passed sync, check and audit (read with replacement
+    characters) and was refused only by bump-headers, mid-cycle."""
+    root, up = case
+    (root / "src/latin1.cpp").write_bytes(
+        f"// Ported from: vllm/p1.py @ {up['c1'][:10]} (caf\xe9)\nint l;\n".encode("latin-1"))
+    r = run(root, "check")
+    assert ("warning: src/latin1.cpp: is not UTF-8, so bump-headers will refuse to rewrite its "
+            "header — re-save it as UTF-8") in r.out + r.err
+    assert "src/p1.cpp: is not UTF-8" not in r.out + r.err

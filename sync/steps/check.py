@@ -238,9 +238,11 @@ def _audit(port: Port, pin: pins.Pin, notes: list[str]) -> list[Finding]:
         # a CI maintainer must see that (a warning, in the output and the JSON).
         return [Finding(f"per-file pin audit not run: {exc} (or pass --no-audit)",
                         "warning")]
-    result = audit.run_audit(port, ref, pin.commit, f"{prefs.remote}/{prefs.branch}",
-                             surface.build(port))
-    out = []
+    surf = surface.build(port)
+    result = audit.run_audit(port, ref, pin.commit, f"{prefs.remote}/{prefs.branch}", surf)
+    # Read with replacement characters here, such a file is refused where it is written.
+    out = [Finding(f"{rel}: is not UTF-8, so bump-headers will refuse to rewrite its header "
+                   "— re-save it as UTF-8", "warning") for rel in surf.not_utf8]
     if not result.control_ok:
         out.append(Finding("per-file pin audit: the positive control failed (a header citing the "
                            "pin did not come out at-pin) — the header probe is broken"))

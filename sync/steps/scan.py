@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from sync.headers import citations as headers
@@ -32,6 +32,7 @@ class FileScan:
     inline: headers.Inline  # upstream paths named in the file, cited or mentioned
     first_lines: tuple[tuple[str, int], ...]  # each inline path's first line (1-based)
     deferred: tuple[deferred_mod.Deferred, ...]
+    utf8: bool = True  # False: read with replacement characters (bump-headers refuses it)
 
 
 def scan_text(rel: str, text: str, mirrored: tuple[str, ...]) -> FileScan:
@@ -108,5 +109,9 @@ def _scan(path: str, rel: str, mirrored: tuple[str, ...], cached: _Cached,
     key = digest(data + b"\0" + rel.encode() + b"\0" + "\0".join(mirrored).encode())
     scan = cached.scans.get(key)
     if scan is None:
-        scan = scan_text(rel, data.decode("utf-8", errors="replace"), mirrored)
+        try:
+            scan = scan_text(rel, data.decode("utf-8"), mirrored)
+        except UnicodeDecodeError:
+            scan = replace(scan_text(rel, data.decode("utf-8", errors="replace"), mirrored),
+                           utf8=False)
     return key, None if racy else stat, scan

@@ -74,6 +74,7 @@ class Surface:
     model_globs: tuple[str, ...] = ()
     watched: dict[str, tuple[str, ...]] = field(default_factory=dict)  # original files
     references: dict[str, tuple[str, ...]] = field(default_factory=dict)  # mentions
+    not_utf8: tuple[str, ...] = ()  # ported files whose bytes are not UTF-8
 
     def citing(self, upstream_path: str) -> tuple[str, ...]:
         """The port files that cite or watch `upstream_path` (whose moves they must follow)."""
@@ -247,4 +248,6 @@ def build(port: Port) -> Surface:
             deferred[rel] = scans[rel].deferred
     return Surface(_sorted(by_upstream), file_headers, cfg.mirrored,
                    {k: tuple(v) for k, v in sorted(cites.items())}, deferred,
-                   cfg.model_globs, _sorted(refs.watched), _sorted(refs.mentioned))
+                   cfg.model_globs, _sorted(refs.watched), _sorted(refs.mentioned),
+                   tuple(sorted(rel for rel, h in file_headers.items()
+                                if h.kind == "PORTED" and not scans[rel].utf8)))
