@@ -491,3 +491,14 @@ def test_check_warns_of_a_ported_file_that_is_not_utf8(
     assert ("warning: src/latin1.cpp: is not UTF-8, so bump-headers will refuse to rewrite its "
             "header — re-save it as UTF-8") in r.out + r.err
     assert "src/p1.cpp: is not UTF-8" not in r.out + r.err
+
+
+@pytest.mark.parametrize("action", ["probe", "verify"])
+def test_an_unknown_oracle_id_is_named_before_a_missing_oracle_home(
+        case: tuple[Path, dict[str, str]], monkeypatch: pytest.MonkeyPatch, action: str) -> None:
+    """walk-s4 U4: with no oracle_home, `oracle probe --oracle nosuch` said to set it first;
+    the id is the mistake (and the same as with one set)."""
+    root, _up = case
+    monkeypatch.delenv("SYNC_ORACLE_HOME", raising=False)
+    r = run(root, "oracle", action, "--oracle", "nosuch")
+    assert r.rc == 2 and "no oracle file declares id 'nosuch'" in r.err

@@ -468,9 +468,11 @@ def verify(port: Port, prefs: Preferences, oracle_id: str, commit_spec: str | No
     `candidate`: the commit is the one an advance is about to pin (an omni advance has no
     cycle target), so it is checked as a target.
     """
-    home = oracle_home(port, prefs)
+    # The oracle first: an id no oracle file declares is the mistake to name, before where
+    # its environments would live.
     commit, role = verify_commit(port, prefs, check_id(oracle_id), commit_spec,
                                  shape_only=shape_only or candidate)
+    home = oracle_home(port, prefs)
     role = "target" if candidate and role == "shape only" else role
     env = env_path(home, oracle_id, commit)
     with omni_watch(port, prefs, home, oracle_id, commit, "verify") as watch:

@@ -228,7 +228,7 @@ def _run_probe(python: Path, spec: str, tmp: Path, oracle_id: str) -> dict[str, 
 
 def probe(port: Port, prefs: Preferences, oracle_id: str, commit_spec: str | None = None
           ) -> Probe:
+    commit = resolve_commit(port, prefs, oracle_id, commit_spec)  # the id first, as verify
     home = oracle_home(port, prefs)
-    commit = resolve_commit(port, prefs, oracle_id, commit_spec)
     return probe_env(port, prefs, oracle_id, commit, env_path(home, oracle_id, commit), home)
 
