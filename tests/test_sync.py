@@ -714,12 +714,13 @@ def test_a_persons_prose_outside_entries_and_notes_is_kept(fx: Fixture) -> None:
     text = md.read_text(encoding="utf-8")
     text = text.replace("## Gates\n", "## Gates\n\nReviewer: the golden gate runs Friday.\n", 1)
     text = text.replace("## Carry-over\n", "## Carry-over\n\nWe port these next week.\n", 1)
-    text = text.replace("## Summary\n", "## My own section\n\nkept please\n\n## Summary\n", 1)
+    text = text.replace("## Summary\n", "## My own section\n\nkept please\n- and this item\n\n"
+                        "## Summary\n", 1)
     md.write_text(text, encoding="utf-8")
     r = run(fx.port, "sync")
     assert r.rc == 0, r.err
     kept = ["Reviewer: the golden gate runs Friday.", "We port these next week.",
-            "## My own section", "kept please"]
+            "## My own section", "kept please", "- and this item"]
     for line in kept:
         assert f"kept an unparseable line verbatim: {line}" in r.err
     after = md.read_text(encoding="utf-8")

@@ -566,6 +566,8 @@ def parse_entry(line: str, known_prefix: str | None) -> ParsedEntry | None:
 # What the renderer writes outside the entry sections: list items and their continuation
 # lines, table rows, headings, `_None._`, blank lines, and these lead lines. Any other line
 # there is a person's, and is kept under "Unparsed lines" rather than lost on the re-render.
+# (A list item a person adds to a regenerated section cannot be told from one this run no
+# longer writes: notes belong under Notes, or under a heading of one's own, kept whole.)
 _RENDERED = re.compile(r"(?:- |  |\||#|_None\._\Z|\Z|\s*\Z)")
 _LEADS = re.compile(r"(?:\d+ of them \(.*\) are listed under \"" + re.escape(NOT_PORTED)
                     + r"\"\.|" + re.escape(COARSE_LEAD) + r")\Z")
@@ -586,9 +588,13 @@ def read_back(text: str, prefixes: dict[str, str]) -> ReadBack:
             if heading not in _BY_HEADING:
                 r.unparsed.append(raw)  # a section of a person's own: kept, heading and all
             continue
-        if section is not None and section.read is not None:
+        if section is None:
+            if raw.strip():
+                r.unparsed.append(raw)  # under a heading of a person's own: every line
+            continue
+        if section.read is not None:
             section.read(r, raw)
-        if (section is None or not section.keeps) and not _rendered(raw):
+        if not section.keeps and not _rendered(raw):
             r.unparsed.append(raw)
     # Two lines for one commit cannot both be what the renderer wrote: neither is read.
     seen = Counter(short(p.sha_prefix) for p in r.entries)
