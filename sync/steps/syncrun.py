@@ -185,11 +185,7 @@ def _run(port: Port, notes: Notes | None, req: CycleRequest) -> Result:
 def _not_ahead(ref: gitio.Reference, pin: str, sha: str, allow_divergent: bool) -> None:
     """A target that does not descend from the pin: behind it, never (an advance to it would
     move the pin back, with a range of no commits); elsewhere, only when allowed."""
-    if gitio.is_ancestor(ref, sha, pin):
-        raise UsageError(f"target {short(sha)} is behind the pin {short(pin)} (an ancestor of "
-                         "it): a sync only moves forward",
-                         "pick a target after the pin ('upstream-sync rollback' undoes an "
-                         "advance)")
+    target_step.refuse_behind(ref, pin, sha)
     if not allow_divergent:
         raise UsageError(f"target {short(sha)} does not descend from the pin {short(pin)}",
                          "pick a target on the pin's line, or pass --allow-divergent")

@@ -48,8 +48,20 @@ def peek(port: Port, ref: gitio.Reference, wanted: Wanted) -> tuple[str, bool]:
     nothing written: a target refused for its ancestry must not replace the open one."""
     want, sha, current, kept = _wanted(port, ref, wanted)
     if kept is None:
+        if sha != wanted.pin:
+            refuse_behind(ref, wanted.pin, sha)  # before --retarget is asked for: it would not do
         _needs_retarget(current, wanted, want, sha)
     return (kept.cycle.target, kept.cycle.divergent_ok) if kept else (sha, False)
+
+
+def refuse_behind(ref: gitio.Reference, pin: str, sha: str) -> None:
+    """A target behind the pin is never one: an advance to it would move the pin back, with a
+    range of no commits (`--allow-divergent` or not)."""
+    if gitio.is_ancestor(ref, sha, pin):
+        raise UsageError(f"target {short(sha)} is behind the pin {short(pin)} (an ancestor of "
+                         "it): a sync only moves forward",
+                         "pick a target after the pin ('upstream-sync rollback' undoes an "
+                         "advance)")
 
 
 def _wanted(port: Port, ref: gitio.Reference, wanted: Wanted
