@@ -48,9 +48,7 @@ def peek(port: Port, ref: gitio.Reference, wanted: Wanted) -> tuple[str, bool]:
     nothing written: a target refused for its ancestry must not replace the open one."""
     want, sha, current, kept = _wanted(port, ref, wanted)
     if kept is None:
-        if sha != wanted.pin:
-            refuse_behind(ref, wanted.pin, sha)  # before --retarget is asked for: it would not do
-        _needs_retarget(current, wanted, want, sha)
+        _needs_retarget(ref, current, wanted, (want, sha))
     return (kept.cycle.target, kept.cycle.divergent_ok) if kept else (sha, False)
 
 
@@ -76,9 +74,14 @@ def _wanted(port: Port, ref: gitio.Reference, wanted: Wanted
     return want, sha, current, _kept(current, wanted, sha, want)
 
 
-def _needs_retarget(current: cycle.Cycle | None, wanted: Wanted, want: str, sha: str) -> None:
-    """Another target for the open cycle is refused unless `retarget` says so."""
+def _needs_retarget(ref: gitio.Reference, current: cycle.Cycle | None, wanted: Wanted,
+                    asked: tuple[str, str]) -> None:
+    """Another target for the open cycle is refused unless `retarget` says so (one behind the
+    pin first: a retarget would not make it one)."""
+    want, sha = asked
     if current is not None and current.pin == wanted.pin and not wanted.retarget:
+        if sha != wanted.pin:
+            refuse_behind(ref, wanted.pin, sha)
         raise UsageError(
             f"the open cycle is frozen at {short(current.target)} ({current.target_ref}); "
             f"{want} is {short(sha)}", "pass --retarget to move the cycle to it, or leave "
@@ -102,7 +105,7 @@ def _freeze(port: Port, ref: gitio.Reference, wanted: Wanted) -> Frozen:
             kept = Frozen(cycle.store(port, replace(kept.cycle, divergent_ok=True)), kept.moved)
             port.keep("cycle", kept.cycle)
         return kept
-    _needs_retarget(current, wanted, want, sha)
+    _needs_retarget(ref, current, wanted, (want, sha))
     previous = ""
     if current is not None and (port.sync_dir / cycle.report_name(current)).exists():
         previous = cycle.report_name(current)
