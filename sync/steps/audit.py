@@ -314,16 +314,21 @@ def summary_lines(a: Audit) -> Summary:
         lines.append(f"- behind-unchanged: {counts['behind-unchanged']} file(s) cite a blob "
                      "identical at the pin — safe to bump to the pin with `upstream-sync "
                      f"bump-headers --unchanged --to {short(a.pin)}`")
-    ported = [f for f in a.files if f.at_target]
-    if ported and a.target:
-        # Bumped to the target while porting (protocol step 5): expected until the advance.
-        lines.append(f"- ahead: {len(ported)} file(s) cite the open cycle's target "
-                     f"`{short(a.target)}` (bumped during this cycle; the advance makes it "
-                     "the pin)")
+    lines += _at_target_line(a)
     for f in a.files:
         if f.status in _LISTED and not f.at_target:
             lines.append(file_line(f))
     return Summary(tuple(lines), tuple(counts.items()))
+
+
+def _at_target_line(a: Audit) -> list[str]:
+    """Files bumped to the open cycle's target while porting (protocol step 5): expected
+    until the advance, so counted on one line rather than listed."""
+    ported = [f for f in a.files if f.at_target]
+    if not ported or not a.target:
+        return []
+    return [f"- ahead: {len(ported)} file(s) cite the open cycle's target `{short(a.target)}` "
+            "(bumped during this cycle; the advance makes it the pin)"]
 
 
 def file_line(f: FileStatus) -> str:

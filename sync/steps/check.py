@@ -145,11 +145,11 @@ def _records(port: Port) -> list[Finding]:
     out += _loads(lambda: carryover.load(port.carry_over_path, rel=port.rel(port.carry_over_path)))
     out += _loads(lambda: cycle.load(port))
     out += _loads(lambda: inventory.load(port))  # it must read as text, like every record
-    out += _loads(lambda: _report_json(port))
+    out += _loads(lambda: _report(port))
     return out
 
 
-def _report_json(port: Port) -> None:
+def _report(port: Port) -> None:
     """The open cycle's report JSON, when written, is what `sync` writes (status, queue and
     advance read it); the state its markdown says is one the state events record."""
     try:

@@ -14,12 +14,11 @@ import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
+from sync.steps import symbols
 from sync.steps.classify import Entry
 
 COARSE_LINES = 300  # an upstream file this long, cited whole, is coarse
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# A name of one word (`build`, `forward`, `sample`) is in any text: no evidence of a mirror.
-_WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 
 
 @dataclass(frozen=True)
@@ -67,7 +66,7 @@ def _latest(entries: list[Entry]) -> dict[str, tuple[int, tuple[str, ...]]]:
     for e in entries:
         for fc in e.evidence.files if e.evidence is not None else ():
             if fc.definitions or fc.status == "D":
-                out[fc.path] = (fc.new_lines or fc.old_lines, fc.definitions)
+                out[fc.path] = (fc.lines, fc.definitions)
     return out
 
 
@@ -105,4 +104,5 @@ def _names(last: str, words: set[str]) -> bool:
     dunder (`__init__` is named by its class)."""
     if last.startswith("__") and last.endswith("__"):
         return False
-    return len(_WORDS.findall(last)) >= 2 and _key(last) in words
+    # A name of one word (`build`, `forward`, `sample`) is in any text: no evidence of a mirror.
+    return len(symbols.name_words(last)) >= 2 and _key(last) in words

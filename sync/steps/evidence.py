@@ -76,6 +76,11 @@ class FileChange:
     # deletion), which the report's coarse citations match against the citing port files.
     definitions: tuple[str, ...] = ()
 
+    @property
+    def lines(self) -> int:
+        """The file's length after the commit (before it, for a deletion)."""
+        return self.new_lines or self.old_lines
+
 
 @dataclass(frozen=True)
 class CommitChanges:

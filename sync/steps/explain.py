@@ -122,7 +122,7 @@ def _hunk_line(h: patch.Hunk, fc: evidence.FileChange) -> str:
 
 
 def _coarse_line(fc: evidence.FileChange, v: Verdict) -> list[str]:
-    size = fc.new_lines or fc.old_lines
+    size = fc.lines
     if v.outcome != "whole-file" or size < coarse.COARSE_LINES:
         return []
     return [f"        coarse: a {size}-line file cited whole; cite what the port file mirrors "

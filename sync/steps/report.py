@@ -577,6 +577,18 @@ def _rendered(raw: str) -> bool:
     return _RENDERED.match(raw) is not None or _LEADS.match(raw) is not None
 
 
+def _read_line(r: _Reading, section: Section | None, raw: str) -> None:
+    """One line under `section` (None: a heading of a person's own, whose lines are all kept)."""
+    if section is None:
+        if raw.strip():
+            r.unparsed.append(raw)
+        return
+    if section.read is not None:
+        section.read(r, raw)
+    if not section.keeps and not _rendered(raw):
+        r.unparsed.append(raw)
+
+
 def read_back(text: str, prefixes: dict[str, str]) -> ReadBack:
     """`prefixes` maps a sha's short form (`gitio.short`) to its rendered entry prefix."""
     r = _Reading(prefixes)
@@ -588,14 +600,7 @@ def read_back(text: str, prefixes: dict[str, str]) -> ReadBack:
             if heading not in _BY_HEADING:
                 r.unparsed.append(raw)  # a section of a person's own: kept, heading and all
             continue
-        if section is None:
-            if raw.strip():
-                r.unparsed.append(raw)  # under a heading of a person's own: every line
-            continue
-        if section.read is not None:
-            section.read(r, raw)
-        if not section.keeps and not _rendered(raw):
-            r.unparsed.append(raw)
+        _read_line(r, section, raw)
     # Two lines for one commit cannot both be what the renderer wrote: neither is read.
     seen = Counter(short(p.sha_prefix) for p in r.entries)
     entries = [p for p in r.entries if seen[short(p.sha_prefix)] == 1]

@@ -629,6 +629,11 @@ def _names_model(element: ast.AST, models: frozenset[str]) -> bool:
 # -- guards: the `if` tests a changed line sits under -------------------------------------------
 
 
+def name_words(ident: str) -> list[str]:
+    """The words of one identifier as written (`KVCacheSpec`: KV, Cache, Spec)."""
+    return _WORD.findall(ident)
+
+
 def words(node: ast.AST) -> frozenset[str]:
     """The identifier and string words of an expression, lower-cased, whole and split
     (`self.speculator is not None` gives self, speculator; `is_sparse` gives is_sparse,
@@ -642,7 +647,7 @@ def words(node: ast.AST) -> frozenset[str]:
             continue
         for ident in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text[:200]):
             out.add(ident.lower().strip("_"))
-            out.update(w.lower() for w in _WORD.findall(ident))
+            out.update(w.lower() for w in name_words(ident))
     return frozenset(w for w in out if w)
 
 
