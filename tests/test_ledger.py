@@ -227,6 +227,18 @@ def test_find_table_on_random_text(text: str) -> None:
     assert all(len(r.cells) == len(ledger.COLUMNS) for r in table.rows)
 
 
+_NEEDLE = st.text(alphabet="ab/._-+|` \n7é", max_size=8)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_NEEDLE, _NEEDLE, _NEEDLE, _NEEDLE), max_size=6), _NEEDLE)
+def test_mentions_is_a_substring_search_of_the_rows(rows: list[tuple[str, ...]],
+                                                    needle: str) -> None:
+    # The path-word index must answer exactly what one search over the rows would.
+    table = ledger.Table(tuple(ledger.Row(r, i) for i, r in enumerate(rows)), 0, "\n", False)
+    assert ledger.mentions(table, needle) == (needle in table.joined)
+
+
 # -- the real ledger's shape (`late-july`: 94 blocks, 48 malformed rows of kinds A-F) ---------
 
 REAL = (

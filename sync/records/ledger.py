@@ -31,6 +31,8 @@ _CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
 _DATE_CELL = re.compile(r"\d{4}-\d{2}-\d{2}\b")
 PR_REF = re.compile(r"vllm#(\d+)\b|github\.com/vllm-project/vllm/pull/(\d+)\b")
 _HEX = re.compile(r"(?<![0-9A-Za-z_])[0-9a-f]{7,40}(?![0-9A-Za-z_])")
+# The characters of a path as ports write them; `words` holds each maximal run of them.
+_PATH_RUN = re.compile(r"[A-Za-z0-9_./+-]+")
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,13 @@ class Table:
     def joined(self) -> str:
         """Every row's text, one row per line (a needle never spans two rows)."""
         return "\n".join(r.text for r in self.rows)
+
+    @functools.cached_property
+    def words(self) -> str:
+        """Each distinct run of path characters in the rows, one per line: a needle made of
+        those characters occurs in the rows exactly when it occurs in one run, and the runs
+        of a real ledger (a megabyte of rows naming the same paths) are a fraction of it."""
+        return "\n".join(sorted(set(_PATH_RUN.findall(self.joined))))
 
 
 def split_row(line: str) -> list[str]:
@@ -281,7 +290,10 @@ def append(path: Path, cells: tuple[str, str, str, str], *, rel: str) -> str:
 
 
 def mentions(table: Table, needle: str) -> bool:
-    """Whether a row names `needle` (one search over every row's text, joined once)."""
+    """Whether a row names `needle` (one search over every row's text, joined once; over
+    its distinct path words when `needle` is a path, as it nearly always is)."""
+    if _PATH_RUN.fullmatch(needle):
+        return needle in table.words
     return needle in table.joined
 
 
