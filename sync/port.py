@@ -181,11 +181,26 @@ class Port:
             bases: list[str] = self._cache.setdefault("local_bases", [
                 str(self.root), str(self.root / Path(self.config.protocol).parent),
                 *(str(self.root / r) for r in self.config.port_roots)])
+            first = path.split("/", 1)[0]
             try:
-                cache[path] = any(os.path.exists(os.path.join(b, path)) for b in bases)
+                cache[path] = any(self._holds(b, first) and os.path.exists(os.path.join(b, path))
+                                  for b in bases)
             except (OSError, ValueError):
                 cache[path] = False
         return cache[path]
+
+    def _holds(self, base: str, first: str) -> bool:
+        """Whether `base` can hold a path starting `first`: one listing of each base, not a
+        `stat` per base for each of a thousand cited paths (nearly all of them upstream's)."""
+        if first in ("", ".", "..") or os.sep in first:
+            return True
+        names: dict[str, frozenset[str]] = self._cache.setdefault("local_names", {})
+        if base not in names:
+            try:
+                names[base] = frozenset(os.listdir(base))
+            except OSError:
+                names[base] = frozenset()
+        return first in names[base]
 
     def header(self, rel: str, text: str) -> citations_mod.Header:
         """The per-file pin header of port file `rel`, its citations attributed to their

@@ -50,3 +50,22 @@ def test_port_files_are_named_as_relpath_names_them(tmp_path: Path, roots: list[
     found = list(surface.port_files(p))
     assert [rel for rel, _ in found] == reference(root, roots, globs_)
     assert all(os.path.samefile(path, root / rel) for rel, path in found)
+
+
+_ASKED = ["top.cpp", "src", "a.cpp", "sub/b.h", "src/sub/c.txt", "lib/d.cu", "d.cu",
+          "./src/a.cpp", "../port/top.cpp", "vllm/a.py", "", "/etc", "upstream-sync.md",
+          "sub", "sub/missing.h", "nothere/x"]
+
+
+def test_local_paths_are_those_some_base_holds(tmp_path: Path) -> None:
+    # What `_local` answers is one `exists` per base (the root, the records' folder, each
+    # ported root); it only lists each base once instead of asking each base for each path.
+    root = tmp_path / "port"
+    write(root, ".agents/upstream-sync.md", protocol_text(PIN))
+    write(root, ".agents/upstream-sync.toml", '[surface]\nport_roots = ["src", "lib/", "gone"]\n')
+    for rel in FILES:
+        write(root, rel, "// x\n")
+    p = port_mod.locate(str(root))
+    bases = [root, root / ".agents", root / "src", root / "lib", root / "gone"]
+    for path in _ASKED:
+        assert p._local(path) == any(os.path.exists(os.path.join(b, path)) for b in bases), path
