@@ -225,6 +225,40 @@ def test_rewrite_asks_for_rewording_naming_each_unchecked_phrase() -> None:
     assert "'v0.25.0' (a version the advance did not measure)" in joined
 
 
+# The late-july port's own paragraph, after the hand rewording an advance asked for.
+OLD_CYCLE = (" The exact 145-commit pin delta is classified (94 `INVENTORY`, 51 `IGNORE`, no "
+             "trace-independent `PORT-NOW` change in the implemented Qwen T0 slice). The pin "
+             "remains unchanged until target goldens/model behavior gates are re-run.")
+
+
+def test_another_cycles_tallies_and_a_pin_that_stays_are_unchecked() -> None:
+    counts = (("commits", 113), ("PORT-NOW", 5), ("INVENTORY", 70), ("IGNORE", 38))
+    r = rewrite(TEXT.replace(REAL, CLEAN + OLD_CYCLE), tallies=counts)
+    assert r.unchecked == (
+        '"The exact 145-commit pin delta is classified (94 `INVENTORY`, 51 `IGNORE`, no '
+        'trace-independent …" names \'145-commit\' (this cycle\'s range has 113 commits), '
+        "'94 `INVENTORY`' (this cycle has 70 INVENTORY), '51 `IGNORE`' (this cycle has 38 "
+        "IGNORE)",
+        '"The pin remains unchanged until target goldens/model behavior gates are re-run." '
+        "names 'remains unchanged' (the advance moves the pin)")
+    # A value named twice is listed once.
+    twice = rewrite(TEXT.replace(REAL, CLEAN + " See bc415a3e and bc415a3e."), tallies=counts)
+    assert twice.unchecked == ('"See bc415a3e and bc415a3e." names \'bc415a3e\' (a commit that '
+                               'is neither the new nor the prior pin)',)
+    # This cycle's own tallies are checkable, and kept.
+    own = (" The exact 113-commit pin delta is classified (70 `INVENTORY`, 38 `IGNORE`, 5 "
+           "PORT-NOW).")
+    kept = rewrite(TEXT.replace(REAL, CLEAN + own), tallies=counts)
+    assert kept.unchecked == () and own.strip() in kept.paragraph
+
+
+@pytest.mark.parametrize("claim", ["The pin has not advanced yet.", "The pin stays unchanged.",
+                                   "It is not yet advanced.", "The pin has not been moved."])
+def test_a_claim_that_the_pin_stayed_is_unchecked(claim: str) -> None:
+    r = rewrite(TEXT.replace(REAL, CLEAN + " " + claim))
+    assert any("(the advance moves the pin)" in u for u in r.unchecked), r.unchecked
+
+
 def test_rewrite_drops_a_version_the_oracle_does_not_have() -> None:
     text = TEXT.replace(" + transformers 5.14.1, Torch 2.13.0, FlashInfer 0.6.15.post1, CUTLASS "
                         "DSL 4.6.0", " + Torch 2.13.0, FlashInfer 0.6.15.post1")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import socket
 import sys
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
@@ -299,6 +300,25 @@ def test_gates_merge_refuses_an_oracle_gate_result_with_no_oracle(tmp: Path, nam
     assert gates.load(port_at(root), PIN) == before
     # A parity suite runs no oracle: its PASS has none, and is merged.
     made.write_text(gates.render_doc(PIN, [result("parity:ops", "PASS")]))
+    assert run_cli(["--port", str(root), "gates", "merge", str(made)])[0] == 0
+
+
+def test_gates_merge_refuses_a_result_from_the_future(tmp: Path) -> None:
+    """walk-s6b D1: the later run wins a merge, so a record dated 2030 beat a real FAIL."""
+    root = make(tmp)
+    p = port_at(root)
+    gates.record(p, PIN, result("golden", "FAIL", time=gates.now()))
+    before = gates.load(p, PIN)
+    made = tmp / "made.json"
+    made.write_text(gates.render_doc(PIN, [result("golden", "PASS",
+                                                  time="2030-01-01T00:00:00Z")]))
+    rc, _out, err = run_cli(["--port", str(root), "gates", "merge", str(made)])
+    assert rc == 4, err
+    assert "gate 'golden' is dated 2030-01-01T00:00:00Z, in the future" in err
+    assert gates.load(p, PIN) == before
+    # A few minutes ahead is a gate host's clock, not a forgery.
+    soon = (datetime.now(UTC) + timedelta(minutes=3)).strftime(gates.TIME)
+    made.write_text(gates.render_doc(PIN, [result("golden", "PASS", time=soon)]))
     assert run_cli(["--port", str(root), "gates", "merge", str(made)])[0] == 0
 
 

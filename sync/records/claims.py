@@ -6,7 +6,10 @@ cannot check. The values: commit SHAs, version numbers, PR references, drift cla
 ("zero drift", "bit-identical", ...) and dates. A SHA is checkable when it names the new
 or the prior pin; a version when it is one the advance measured or is given (the release
 labels, the oracle's versions); a PR when it is in the cycle's range; a drift claim when
-the golden gate measured zero drift; a date when it is the advance's.
+the golden gate measured zero drift; a date when it is the advance's; a commit count or a
+tally of a disposition ("145-commit", "94 `INVENTORY`") when it is this cycle's. A claim
+that the pin has not moved ("remains unchanged", "has not advanced") is never true after
+an advance.
 """
 
 from __future__ import annotations
@@ -21,6 +24,11 @@ _DRIFT = re.compile(r"\b(?:zero(?: real)?(?: golden)? drift|no(?: real)?(?: gold
                     r"bit-identical|byte-identical|byte-stable|drift-free|without drift)\b",
                     re.IGNORECASE)
 _DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
+_COUNT = re.compile(r"\b(\d[\d,]*)[- ]commits?\b", re.IGNORECASE)
+_TALLY = re.compile(r"\b(\d[\d,]*) `?(PORT-NOW|INVENTORY|IGNORE|UNCLASSIFIED)\b`?")
+_STILL = re.compile(r"\b(?:(?:remains?|stays?|is still|was kept) (?:unchanged|unmoved|where it "
+                    r"(?:is|was))|(?:has|have|had|was|is) not (?:yet )?(?:been )?(?:advanced|"
+                    r"moved)|not yet advanced|unchanged until)\b", re.IGNORECASE)
 ZERO = "zero drift"  # how the golden gate's summary starts when nothing drifted
 
 
@@ -33,6 +41,8 @@ class Known:
     prs: frozenset[int]
     drift: str | None  # the golden gate's summary at the target; None: no golden gate ran
     date: str
+    # ("commits", 113), ("INVENTORY", 70), ...: this cycle's counts; () when not known
+    tallies: tuple[tuple[str, int], ...] = ()
 
 
 def _is_sha(token: str) -> bool:
@@ -52,7 +62,21 @@ def unchecked(sentence: str, known: Known) -> list[str]:
             if known.drift is None or not known.drift.startswith(ZERO)]
     out += [f"{d!r} (a date other than the advance's)" for d in _DATE.findall(sentence)
             if d != known.date]
-    return out
+    # Each value once, as first named (a sentence may name one SHA twice).
+    return list(dict.fromkeys(out + _counts(sentence, dict(known.tallies))))
+
+
+def _counts(sentence: str, tallies: dict[str, int]) -> list[str]:
+    """Tallies of another cycle, and claims that the pin stayed: a kept sentence would say
+    them of the pin this advance writes."""
+    out = [f"{m.group(0)!r} (this cycle's range has {tallies.get('commits', '?')} commits)"
+           for m in _COUNT.finditer(sentence)
+           if int(m.group(1).replace(",", "")) != tallies.get("commits")]
+    out += [f"{m.group(0)!r} (this cycle has {tallies.get(m.group(2), 0)} {m.group(2)})"
+            for m in _TALLY.finditer(sentence)
+            if int(m.group(1).replace(",", "")) != tallies.get(m.group(2), -1)]
+    return out + [f"{m.group(0)!r} (the advance moves the pin)"
+                  for m in _STILL.finditer(sentence)]
 
 
 def _drift_why(drift: str | None) -> str:

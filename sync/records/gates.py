@@ -17,7 +17,7 @@ import shutil
 import socket
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal, get_args
 
@@ -58,8 +58,27 @@ class GateResult:
         return {"name": self.name, **schema.as_doc(self)}
 
 
+TIME = "%Y-%m-%dT%H:%M:%SZ"  # how a gate writes its time (UTC)
+# A gate host's clock may run a little ahead of this one's.
+SKEW = timedelta(minutes=10)
+
+
 def now() -> str:
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return datetime.now(UTC).strftime(TIME)
+
+
+def when(result: GateResult) -> datetime | None:
+    """The result's time, or None when it is not a time a gate writes."""
+    try:
+        return datetime.strptime(result.time, TIME).replace(tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+def future(result: GateResult, at: datetime | None = None) -> bool:
+    """Dated later than now (beyond clock skew): no run wrote that, a hand did."""
+    t = when(result)
+    return t is not None and t > (at or datetime.now(UTC)) + SKEW
 
 
 def hostname() -> str:
@@ -271,7 +290,14 @@ def merge(port: Layout, target: str, files: list[Path]) -> list[str]:
     """
     incoming: list[GateResult] = []
     for f in files:
-        incoming += parse(read_record(f, rel=str(f)), target, rel=str(f))
+        found = parse(read_record(f, rel=str(f)), target, rel=str(f))
+        ahead = next((r for r in found if future(r)), None)
+        if ahead is not None:
+            # A later time wins a merge: one from the future would beat every real run.
+            raise MalformedRecord(f"gate {ahead.name!r} is dated {ahead.time}, in the future",
+                                  "check the gate host's clock and run the gate again",
+                                  path=str(f))
+        incoming += found
     changes = []
     with locked(port):
         kept = {r.name: r for r in load(port, target)}

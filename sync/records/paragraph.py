@@ -160,12 +160,13 @@ class Measured:
     drift: str | None  # the golden gate's summary at the target; None: no golden gate ran
     target: str
     prs: frozenset[int] = frozenset()  # the cycle's range
+    tallies: tuple[tuple[str, int], ...] = ()  # ("commits", n) and one per disposition
 
     def known(self) -> claims.Known:
         versions = {v for _, v in self.versions if v} | {self.release_label}
         versions |= {self.prior_label} if self.prior_label else set()
         return claims.Known((self.commit, self.prior), frozenset(versions), self.prs,
-                            self.drift, self.date)
+                            self.drift, self.date, self.tallies)
 
 
 @dataclass(frozen=True)
@@ -233,9 +234,18 @@ def _narrative(rest: str, known: claims.Known) -> tuple[str, list[str], list[str
         first = pieces.pop(0)
         first = (first if first.startswith((",", ";")) else " " + first).rstrip()
         first = first.removesuffix(".").rstrip()
-    bad = [f"\"{' '.join(s.split())[:100]}\" names {', '.join(found)}"
+    bad = [f"\"{_quote(s)}\" names {', '.join(found)}"
            for s in [first, *pieces] if (found := claims.unchecked(s, known))]
     return first, [" ".join(s.split()) for s in pieces], bad
+
+
+def _quote(sentence: str, width: int = 100) -> str:
+    """The sentence on one line, cut at a word (never inside one) when it is long."""
+    flat = " ".join(sentence.split())
+    if len(flat) <= width:
+        return flat
+    cut = flat[:width].rsplit(" ", 1)[0] if " " in flat[:width] else flat[:width]
+    return cut + " …"
 
 
 def _gate_sentence(m: Measured) -> str:

@@ -28,6 +28,7 @@ from sync.records import config, cycle, events, gates, oraclefile, paragraph, pi
 from sync.records.mdtext import code
 from sync.steps import carry, report, syncrun
 from sync.steps import target as target_mod
+from sync.steps.advance import evidence as gate_evidence
 from sync.steps.verify import golden, oracle, parity
 from sync.steps.verify import identity as oracle_verify
 from sync.steps.verify.probe import Probe
@@ -78,8 +79,10 @@ def preconditions(port: Port, ctx: Notes | None, *, release_label: str | None = 
         return unmet, Measured(c)
     result = syncrun.run_cycle(port, ctx, syncrun.CycleRequest(write_report=False))
     unmet = (_unclassified(result) + _unported(port, result) + _gates_declared(port)
-             + _gates_unmet(port, c.target) + _paragraph_stale(port))
+             + _gates_unmet(port, c.target) + _paragraph_stale(port) + _core_file_unmet(port))
     oracle_unmet, verification = _oracle_unmet(port, c.target)
+    if verification is not None:
+        oracle_unmet += gate_evidence.unmet(port, c.target, verification.probe)
     unmet += oracle_unmet + _reference_unmet(port, c.target)
     measured = Measured(c, result, verification)
     if verification is not None and not oracle_unmet:
@@ -170,6 +173,21 @@ def _required_gate_unmet(name: str, recorded: dict[str, gates.GateResult],
         return f"gate {g.name} is {g.status}" + (
             f" — run {code(g.handoff)} on a gate host" if g.handoff else "")
     return None
+
+
+def _core_file_unmet(port: Port) -> list[str]:
+    """The core oracle file the advance rewrites exists (known from the start: said with the
+    other unmet lines, not found last)."""
+    try:
+        core = oraclefile.core(oraclefile.load_all(port.oracle_files(), port.root), CORE)
+    except SyncError as exc:
+        return [f"the oracle files cannot be read: {exc}"]
+    if core is not None:
+        return []
+    return [f"no core oracle file ({CORE}.md) among {port.config.oracles} — add "
+            f"{Path(port.config.oracles).parent.as_posix()}/{CORE}.md holding one "
+            "`oracle-pin` block (id, role, upstream, scope, pin, pin_label, pinned_on, gateable, "
+            "evidence): the advance rewrites its pin"]
 
 
 def _oracle_unmet(port: Port, target: str
@@ -293,10 +311,14 @@ def _rewrite(port: Port, m: Measured, new: pins.Pin, given: str | None) -> parag
         date=datetime.now(UTC).strftime("%Y-%m-%d"), commit=new.commit,
         release_label=release_label(port, m.cycle, new, given), prior=record.pin.commit,
         prior_label=para.release_label,
+        # What the oracle measured: a FlashInfer it lacks is not named (the pin block keeps
+        # the old value, `flashinfer_kept`, but the paragraph says what was measured).
         versions=(("Torch", probe.torch_version if probe else None),
-                  ("FlashInfer", new.flashinfer_version)),
+                  ("FlashInfer", probe.flashinfer_version if probe else None)),
         drift=_golden_drift(port, m.cycle.target), target=m.cycle.target,
-        prs=frozenset(e.pr for e in entries if e.pr is not None))
+        prs=frozenset(e.pr for e in entries if e.pr is not None),
+        tallies=(("commits", len(entries)),
+                 *(m.result.model.counts().items() if m.result is not None else ())))
     return paragraph.rewrite(text, para, measured)
 
 

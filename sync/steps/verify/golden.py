@@ -515,3 +515,18 @@ def _run_script(run: ScriptRun, number: int, script: tuple[str, ...], out: Path,
     if not found and not self_sharding(script):
         raise _ScriptFailed(f"golden script {number} wrote no case under {{out}}")
     return found
+
+
+def manifests(port: Port) -> list[dict[str, Any]]:
+    """Every case manifest under the golden directory as written (unreadable ones left out:
+    they then vouch for no gate)."""
+    root = port.root / port.config.golden_dir
+    out = []
+    for path in sorted(root.glob(f"*/{MANIFEST}")) if root.is_dir() else []:
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError, UnicodeDecodeError):
+            continue
+        if isinstance(doc, dict) and isinstance(doc.get("oracle"), dict):
+            out.append(doc)
+    return out
