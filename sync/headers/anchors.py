@@ -189,8 +189,20 @@ def paren(text: str, pos: int) -> Anchor | None:
     content = text[i + 1: close].strip()
     if content.startswith("+"):
         content = content[1:]  # `(+ _update_states, ...)`: more symbols of the same file
-    got = symbol_list(content)
+    # `(`yarn_find_correction_range`, `yarn_linear_ramp_mask`)`: code spans of names.
+    got = symbol_list(content.replace("`", "") if "`" in content else content)
     return None if got is None else Anchor(got.symbols, got.ranges, close + 1)
+
+
+def prose_paren_end(text: str, pos: int) -> int | None:
+    """Where a parenthetical at `pos` (after blanks) ends, when it is not an anchor."""
+    i = pos
+    while i < len(text) and text[i] in " \t\n":
+        i += 1
+    if i >= len(text) or text[i] != "(" or paren(text, i) is not None:
+        return None
+    close = _closing(text, i)
+    return None if close is None else close + 1
 
 
 def ranges_at(text: str, pos: int) -> Anchor | None:

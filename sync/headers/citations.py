@@ -325,9 +325,48 @@ def _path_events(text: str, taken: bytearray) -> list[_Event]:
     return events
 
 
+# After a path's first anchor, more of the same file: `, :142-154 (sym)`, `+ :624-874`,
+# `, ::other`, `, (Other)`. Only an anchor's own syntax follows the separator.
+_MORE = re.compile(r"\s*(?:,|\+|&|\band\b)\s*(?=::[A-Za-z_]|:\d|\()", re.A)
+# An anchor wrapped onto the next comment line: `deepseek_v2.py` / `:952-1075 ...`.
+_WRAPPED = re.compile(r"\s+(?=:\d)", re.A)
+_MAX_MORE = 32
+
+
 def _suffix(text: str, end: int) -> anchors.Anchor:
     """The anchors a path ending at `end` carries: `:12`, `:1-5,9`, `#L3-L9`, `::sym`,
-    `(Sym, ...)`, `` `Sym` ``, in that order."""
+    `(Sym, ...)`, `` `Sym` ``, in that order; then each further anchor of the same file that a
+    `,` or `+` joins on (`:61-122 (a), :142-154 (b)`)."""
+    wrapped = _WRAPPED.match(text, end)
+    first = _one_suffix(text, wrapped.end() if wrapped else end)
+    if not first:
+        return anchors.Anchor((), (), end)
+    symbols, ranges, pos = first.symbols, first.ranges, first.end
+    for _ in range(_MAX_MORE):
+        more = _more(text, pos)
+        if more is None:
+            break
+        symbols, ranges, pos = symbols + more.symbols, ranges + more.ranges, more.end
+    return anchors.Anchor(symbols, ranges, pos)
+
+
+def _more(text: str, pos: int) -> anchors.Anchor | None:
+    """The next anchor group of the same file at `pos`, if a separator joins one on; a
+    parenthetical of prose may stand between (`` `MLAAttention.forward` (the update
+    ORDER) + :624-874 ``), and then only a line range or `::sym` continues."""
+    sep = _MORE.match(text, pos)
+    if sep is None:
+        aside = anchors.prose_paren_end(text, pos)
+        sep = _MORE.match(text, aside) if aside is not None else None
+        if sep is None or text.startswith("(", sep.end()):
+            return None
+    more = _one_suffix(text, sep.end())
+    return more if more else None
+
+
+def _one_suffix(text: str, end: int) -> anchors.Anchor:
+    """One anchor group at `end`: ranges, then `::sym` (and its ranges), then a
+    parenthetical or a backticked symbol."""
     ranges: tuple[str, ...] = ()
     symbols: tuple[str, ...] = ()
     pos = end
@@ -833,6 +872,9 @@ class Inline:
 
     cited: frozenset[str]
     mentioned: frozenset[str]
+    # Each citing statement that anchors its path, as (path, offset of the path, anchors):
+    # `// Ported from: .../protocol.py:165 (ChatCompletionToolsParam)` over a struct.
+    anchored: tuple[tuple[str, int, anchors.Anchor], ...] = ()
 
 
 def inline_paths(text: str, mirrored: tuple[str, ...] = ("vllm/",)) -> Inline:
@@ -846,9 +888,17 @@ def inline_paths(text: str, mirrored: tuple[str, ...] = ("vllm/",)) -> Inline:
     found = _mirrored_paths(text, prefixes)
     if "://" in text:
         found += _github_paths(text, prefixes)
+    anchored: list[tuple[str, int, anchors.Anchor]] = []
     for path, start in found:
-        (cited if _verb_before(text, start) else mentioned).add(path)
-    return Inline(frozenset(cited), frozenset(mentioned - cited))
+        if not _verb_before(text, start):
+            mentioned.add(path)
+            continue
+        cited.add(path)
+        if text.startswith(path, start):  # a path wrapped over lines carries none here
+            got = _suffix(text, start + len(path))
+            if got:
+                anchored.append((path, start, got))
+    return Inline(frozenset(cited), frozenset(mentioned - cited), tuple(anchored))
 
 
 def inline_citations(text: str, mirrored: tuple[str, ...] = ("vllm/",)) -> set[str]:

@@ -407,7 +407,8 @@ class _Reader:
 
 def _source_note(cite: Cite) -> str:
     if cite.source == "inline":
-        return "a citation in the file's body, without anchors"
+        return ("a citation in the file's body" if cite.symbols or cite.lines else
+                "a citation in the file's body, without anchors")
     if cite.source == "mapping":
         return "implied by a mapping rule"
     return ""

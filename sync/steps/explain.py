@@ -51,7 +51,8 @@ def derive(port: Port, which: str, notes: Notes | None = None) -> Derivation:
     ref = port.reference()
     commits = history.log_range(ref, pin, c.target)
     index, commit = find(commits, which)
-    surf = surface.build(port)
+    # Aliased over the whole range, as `sync` files them, so both read a commit alike.
+    surf = surface.aliased(surface.build(port), (p for c in commits for p in c.paths))
     found = evidence.gather(ref, [commit], surf, pin, notes)
     decided = port.decisions()
     rules = port.config.rules

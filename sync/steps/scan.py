@@ -11,7 +11,9 @@ cached (its time stamp could then hide a second change, as git's index knows).
 from __future__ import annotations
 
 import os
+import re
 import time
+from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -21,6 +23,7 @@ from sync.headers import deferred as deferred_mod
 from sync.infra.cache import Store, digest
 
 RACY_S = 2.0
+_NEWLINE = re.compile("\n")
 _STORE = "scan"
 
 
@@ -33,13 +36,19 @@ class FileScan:
     first_lines: tuple[tuple[str, int], ...]  # each inline path's first line (1-based)
     deferred: tuple[deferred_mod.Deferred, ...]
     utf8: bool = True  # False: read with replacement characters (bump-headers refuses it)
+    newlines: tuple[int, ...] = ()  # offsets of the text's line breaks (for `line_at`)
+
+    def line_at(self, offset: int) -> int:
+        """The 1-based line of an offset into the scanned text."""
+        return bisect_right(self.newlines, offset - 1) + 1 if offset > 0 else 1
 
 
 def scan_text(rel: str, text: str, mirrored: tuple[str, ...]) -> FileScan:
     inline = headers.inline_paths(text, mirrored)
     first = tuple((up, _line_of(text, up)) for up in sorted(inline.cited | inline.mentioned))
+    breaks = tuple(m.start() for m in _NEWLINE.finditer(text)) if inline.anchored else ()
     return FileScan(headers.parse_header(text, rel), inline, first,
-                    deferred_mod.deferred(text, rel))
+                    deferred_mod.deferred(text, rel), newlines=breaks)
 
 
 def _line_of(text: str, needle: str) -> int:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -92,6 +92,27 @@ class Surface:
 
     def mirrored_paths(self, upstream_paths: Iterable[str]) -> tuple[str, ...]:
         return tuple(sorted({p for p in upstream_paths if is_mirrored(p, self.mirrored)}))
+
+
+def aliased(surf: Surface, upstream_paths: Iterable[str]) -> Surface:
+    """`surf` with each citation of a path written without its root (`model_executor/x.py`,
+    `gpu/block_table.py`: no mirrored subtree starts it) also filed under every upstream
+    path of `upstream_paths` that ends with it: a change there touches what it cites."""
+    relative = [k for k in surf.cites if "/" in k and not is_mirrored(k, surf.mirrored)]
+    if not relative:
+        return surf
+    by_name: dict[str, list[str]] = {}
+    for k in relative:
+        by_name.setdefault(k.rsplit("/", 1)[1], []).append(k)
+    cites = dict(surf.cites)
+    files = dict(surf.by_upstream)
+    for p in sorted(set(upstream_paths)):
+        keys = [k for k in by_name.get(p.rsplit("/", 1)[-1], ()) if p.endswith("/" + k)]
+        if not keys or not is_mirrored(p, surf.mirrored):
+            continue
+        cites[p] = (*cites.get(p, ()), *(replace(c, path=p) for k in keys for c in surf.cites[k]))
+        files[p] = tuple(sorted({*files.get(p, ()), *(f for k in keys for f in files[k])}))
+    return replace(surf, cites=cites, by_upstream=files)
 
 
 def is_mirrored(path: str, mirrored: tuple[str, ...]) -> bool:
@@ -220,9 +241,14 @@ def _file_cites(rel: str, found: scan.FileScan, header: headers.Header, cfg: Con
         named = {c.path for c in cites}
         # Every path named in the body is kept for the symbol pass, which judges a whole-file
         # one a mention (never PORT-NOW on its own); those no verb cites are references too.
+        # A statement that cites with anchors (`Ported from: x.py:165 (Sym)` over a struct)
+        # is judged by them, as a header's citation is.
         inline = found.inline
+        anchored = [(up, at, a) for up, at, a in inline.anchored if up not in named]
         cites += [Cite(rel, up, line, source="inline") for up, line in found.first_lines
-                  if up not in named]
+                  if up not in named and all(up != a[0] for a in anchored)]
+        cites += [Cite(rel, up, found.line_at(at), a.symbols, ",".join(a.ranges) or None,
+                       source="inline") for up, at, a in anchored]
         for up in inline.mentioned:
             refs.add(refs.mentioned, up, rel)
     for m in cfg.mappings:

@@ -242,6 +242,7 @@ def _enumerate(port: Port, frame: _Frame, notes: Notes | None) -> _Range:
     surf = surface.build(port)
     commits = history.finish_log(log_job)
     stats = history.finish_stats(stats_job, len(commits))
+    surf = surface.aliased(surf, (p for c in commits for p in c.paths))
     # The symbol pass: one patch listing and one blob read, whatever the range.
     found = evidence.gather(ref, commits, surf, base, notes)
     return _Range(commits, stats, surf, divergent, found)

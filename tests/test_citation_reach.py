@@ -1,0 +1,102 @@
+"""What a port cites reaches the symbol pass whole (walk-s6a): every anchor of a citation,
+not only its first (`:1-2 (f), :5-6 (g)`, `+ :5-6`, `::f, ::g`, an anchor wrapped onto the
+next line, one after a parenthetical of prose); a citing statement in a file's body with
+its anchors; and a path written without its root (`a/b.py` for `vllm/a/b.py`). Each of
+these, missed, turned a change to a cited definition into INVENTORY."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from symbolfixture import Plan, Shape, World, build_plan, report_doc, synced
+
+from sync.headers import citations
+
+MOD = "vllm/a/b.py"
+OTHER = "vllm/a/other.py"
+
+PIN_TEXT = '''\
+def do_f(x):
+    return x + 1
+
+
+def do_g(x):
+    return x * 2
+
+
+def do_h(x):
+    return x - 1
+'''
+
+SHAPES = (Shape("change_g", "[Bugfix] Change do_g", {MOD: PIN_TEXT.replace("x * 2", "x * 3")}),)
+
+
+def _port_files(marks: dict[str, str]) -> dict[str, str]:
+    pin = marks["pin"][:10]
+    return {
+        "src/cont_paren.cpp": f"// Ported from: {MOD}:1-2 (do_f), :5-6 (do_g) @ {pin}\nint a;\n",
+        "src/cont_plus.cpp": f"// Ported from: {MOD}:1-2 + :5-6 @ {pin}\nint b;\n",
+        "src/cont_syms.cpp": f"// Ported from: {MOD}::do_f, ::do_g @ {pin}\nint c;\n",
+        "src/cont_parens.cpp": f"// Ported from: {MOD} (do_f), (do_g) @ {pin}\nint d;\n",
+        "src/cont_wrapped.cpp": f"// Ported from: {MOD}\n//   :5-6 `do_g` @ {pin}\nint e;\n",
+        "src/cont_aside.cpp": (f"// Ported from: {MOD}:1-2 `do_f` (the entry point)\n"
+                               f"//   + :5-6 `do_g` @ {pin}\nint f;\n"),
+        "src/body.cpp": (f"// Ported from: {OTHER} @ {pin}\nint g;\n\n"
+                         f"// Ported from: {MOD}:5 (do_g).\nint gg;\n"),
+        "src/relative.cpp": f"// Mirrors vLLM a/b.py::do_g @ {pin}\nint h;\n",
+        "src/only_f.cpp": f"// Ported from: {MOD}::do_f @ {pin}\nint i;\n",
+        "src/body_mention.cpp": (f"// Ported from: {OTHER} @ {pin}\nint j;\n\n"
+                                 f"// See {MOD}:5 (do_g) for the shape.\nint jj;\n"),
+    }
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    files = {MOD: PIN_TEXT, OTHER: "def other():\n    return 0\n", "README.md": "fake vllm\n"}
+    with synced(lambda: build_plan(tmp_path_factory.mktemp("reach"),
+                                   Plan(files, SHAPES, _port_files))) as w:
+        yield w
+
+
+def _entry(world: World) -> dict[str, Any]:
+    return next(e for e in report_doc(world)["entries"] if e["sha"] == world.sha("change_g"))
+
+
+def _verdicts(world: World) -> dict[str, str]:
+    """port file -> outcome of each citation the commit's symbol pass judged."""
+    return {c["port_file"]: c["outcome"] for c in _entry(world)["evidence"]["citations"]}
+
+
+@pytest.mark.parametrize("port_file", ["src/cont_paren.cpp", "src/cont_plus.cpp",
+                                       "src/cont_syms.cpp", "src/cont_parens.cpp",
+                                       "src/cont_wrapped.cpp", "src/cont_aside.cpp",
+                                       "src/body.cpp", "src/relative.cpp"])
+def test_a_change_to_a_cited_definition_is_a_hit_however_it_is_cited(
+        world: World, port_file: str) -> None:
+    assert _verdicts(world).get(port_file) == "hit", _verdicts(world)
+
+
+def test_what_is_not_cited_stays_out(world: World) -> None:
+    verdicts = _verdicts(world)
+    assert verdicts["src/only_f.cpp"] == "miss"
+    # A path in the body no verb cites stays a mention, anchors or not.
+    assert verdicts["src/body_mention.cpp"] == "mention"
+    entry = _entry(world)
+    assert entry["disposition"] == "PORT-NOW"
+    assert "src/relative.cpp" in entry["port_files"] and "src/body.cpp" in entry["port_files"]
+
+
+@pytest.mark.parametrize(("text", "lines", "symbols"), [
+    (f"// Ported from: {MOD}:1-2 (do_f), :5-6 (do_g) @ abcdef12\n", "1-2,5-6", ("do_f", "do_g")),
+    (f"// Ported from: {MOD}:1-2 + :5-6 @ abcdef12\n", "1-2,5-6", ()),
+    (f"// Ported from: {MOD}::do_f, ::do_g @ abcdef12\n", None, ("do_f", "do_g")),
+    (f"// Ported from: {MOD} (do_f), (see below) @ abcdef12\n", None, ("do_f",)),
+    (f"// Ported from: {MOD}:1-2, {OTHER}:3 @ abcdef12\n", "1-2", ()),
+    (f"// Ported from: {MOD} (`do_f`, `do_g`) @ abcdef12\n", None, ("do_f", "do_g")),
+])
+def test_every_anchor_of_a_citation_is_read(text: str, lines: str | None,
+                                            symbols: tuple[str, ...]) -> None:
+    c = citations.parse_header(text, "p.cpp").citations[0]
+    assert (c.path, c.lines, c.symbols) == (MOD, lines, symbols)
