@@ -354,6 +354,22 @@ def test_stall_commit_commits_the_stall_records(prepared: Prepared,
     rc, out, _ = cmd("advance", "--stall", "--json")
     assert rc == 0 and json.loads(out)["event"] is None  # recorded once
     assert [e.kind for e in events.load_all(the_port(c.port))] == ["stall"]
+    # The stall commit holds the report the next `sync` writes (walk-s6b D9): the items it
+    # carried are the report's own, never "carried since" itself.
+    md, js = rep.read_bytes(), rep.with_suffix(".json").read_bytes()
+    ok("sync")
+    assert rep.read_bytes() == md and rep.with_suffix(".json").read_bytes() == js
+    assert b"carried since" not in md and json.loads(js)["carried"] == []
+    assert git(c.port, "status", "--porcelain") == ""
+
+
+def test_a_stall_lists_a_failing_gate_once(prepared: Prepared, copy: Callable[[str], Copy],
+                                           monkeypatch: pytest.MonkeyPatch) -> None:
+    c = copy("ready")
+    _gate_fails(c, prepared, monkeypatch)
+    assert cmd("advance", "--stall")[0] == 0
+    lines = [line for line in carry_over(c.port) if "parity:op" in line]
+    assert lines == ["- unmet: gate parity:op is FAIL"], lines
 
 
 def test_an_advance_killed_before_the_fast_forward_is_finished_by_the_next_run(

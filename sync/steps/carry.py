@@ -130,8 +130,10 @@ class Carry:
 
 
 def imported(port: Port, ref: gitio.Reference, surf: Surface, entries: Iterable[Entry],
-             target: str) -> Carry:
-    """Every still-open item of the carry-over record, oldest carry first.
+             target: str, report: str | None = None) -> Carry:
+    """Every still-open item of the carry-over record, oldest carry first; not those this
+    cycle's own report (`report`) carried when it stalled: they are its own items still, and
+    a re-sync after a stall writes the report the stall wrote.
 
     Items in the range are taken as this run classified them; the others are read from
     git (one process for all of them) and classified now: their decision if there is
@@ -139,10 +141,11 @@ def imported(port: Port, ref: gitio.Reference, surf: Surface, entries: Iterable[
     not reach (a retarget to an earlier commit) is not owed by this cycle: it stays in the
     record, dormant, until a target includes it (one more process).
     """
-    record = port.carried()
+    by_sha = {e.sha: e for e in entries}
+    record = {sha: rec for sha, rec in port.carried().items()
+              if not (rec.since == report and sha in by_sha)}
     if not record:
         return Carry([])
-    by_sha = {e.sha: e for e in entries}
     decided = port.decisions()
     outside = [sha for sha in record if sha not in by_sha]
     as_recorded = {sha: Decision(sha, record[sha].disposition, record[sha].reason)

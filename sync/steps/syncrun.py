@@ -167,7 +167,8 @@ def _run(port: Port, notes: Notes | None, req: CycleRequest) -> Result:
     warnings = _unparsed_warnings(port.rel(frame.path), earlier.back)
     if earlier.state_warning is not None and req.state is None:
         warnings += (earlier.state_warning,)
-    got = carry.imported(port, frame.ref, rng.surf, earlier.entries, frame.cycle.target)
+    got = carry.imported(port, frame.ref, rng.surf, earlier.entries, frame.cycle.target,
+                         port.rel(frame.path))
     carried = got.owed
     if got.dormant:
         warnings += (f"{len(got.dormant)} carried commit(s) come after the target "
@@ -342,8 +343,7 @@ def _assemble(port: Port, frame: _Frame, rng: _Range, earlier: _Earlier,
         file_pin_counts=pins_summary.counts,
         gates=tuple(gates.render_section(recorded).splitlines()),
         gate_docs=tuple(g.as_doc() for g in recorded),
-        carry_over=tuple(_unmet_lines(back, req)
-                         + carry.lines(port, c, entries, recorded, carried)),
+        carry_over=_carry_over(port, c, entries, recorded, carried, _unmet_lines(back, req)),
         carried=tuple(i.doc() for i in carried),
         unparsed=back.unparsed if back else (), notes=back.notes if back else "",
         enumerated=len(rng.commits), divergent=rng.divergent,
@@ -431,6 +431,17 @@ def _ours(port: Port, path: Path) -> bool:
     except ValueError:
         return False
     return isinstance(doc, dict) and "schema" in doc and "entries" in doc
+
+
+def _carry_over(port: Port, c: cycle.Cycle, entries: list[classify.Entry],
+                recorded: list[gates.GateResult], carried: list[carry.Imported],
+                unmet: list[str]) -> tuple[str, ...]:
+    """The section: a stall's unmet lines, then what the cycle owes; a gate an unmet line
+    names already (`gate golden is FAIL`) is not listed a second time."""
+    named = {g.name for g in recorded for u in unmet
+             if u.startswith(f"- unmet: gate {cell(g.name)} ")}
+    owed = [g for g in recorded if g.name not in named]
+    return tuple(unmet + carry.lines(port, c, entries, owed, carried))
 
 
 def _unmet_lines(back: report.ReadBack | None, req: CycleRequest) -> list[str]:
