@@ -223,6 +223,39 @@ def test_annotate_table_row_in_the_citing_cell() -> None:
     assert a.text == LIST_STYLE.replace("| `vllm/rope.py` |", "| `vllm/rope.py` (vllm#42) |")
 
 
+# The real inventory's rows cite paths below the package root, and folders (walk-s6b D5).
+BELOW_ROOT = (
+    "# Inventory\n\n### Engine\n\n| item | upstream | tier |\n|---|---|---|\n"
+    "| Streaming API | `v1/engine/async_llm.py`, `llm_engine.py` | T0 |\n"
+    "| KV offload | `v1/kv_offload/` | T2 |\n"
+    "\n## §9 Deviations from upstream\n\nNone.\n")
+
+
+@pytest.mark.parametrize(("path", "tier", "row"), [
+    ("vllm/v1/engine/async_llm.py", "T0",
+     "| `v1/engine/async_llm.py`, `llm_engine.py` (vllm#42) | T0 |"),
+    ("vllm/v1/kv_offload/cpu/policies/lru.py", "T2", "`v1/kv_offload/` (vllm#42)"),
+])
+def test_annotate_finds_a_row_citing_the_path_below_its_root_or_a_folder(
+        path: str, tier: str, row: str) -> None:
+    a = annotate(BELOW_ROOT, paths=[path], tier=tier)
+    assert a.where == "row" and row in a.text, a.text
+
+
+@pytest.mark.parametrize(("path", "text", "cited"), [
+    ("vllm/v1/a.py", "`v1/a.py`", True),
+    ("vllm/v1/a.py", "`vllm/v1/a.py`", True),
+    ("vllm/v1/a.py", "`xvllm/v1/a.py`", False),
+    ("vllm/v1/a.py", "`v1/a.pyc`", False),
+    ("vllm/v1/a.py", "`v1/`", False),  # a folder one part below the root is everything
+    ("vllm/v1/k/c/a.py", "`v1/k/`", True),
+    ("vllm/v1/k/c/a.py", "`v1/k/c.py`", False),
+    ("vllm/a.py", "`a.py`", False),  # a bare name is no citation of one file
+])
+def test_cites_path(path: str, text: str, cited: bool) -> None:
+    assert inventory.cites_path(path, text) is cited
+
+
 def test_annotate_multiline_bullet_at_its_end_keeping_crlf() -> None:
     text = ("## T1 — x\r\n\r\n- Scheduler `vllm/s.py`\r\n  continued  \r\n"
             "  - nested `vllm/n.py`\r\n\r\n## 9. Deviations\r\n")

@@ -230,7 +230,22 @@ def cycle_title(date: str, target: str) -> str:
 
 
 def cites_path(path: str, text: str) -> bool:
-    return re.search(rf"(?<![\w./-]){re.escape(path)}(?![\w/-]|\.\w)", text) is not None
+    """Whether `text` names `path` as inventories write it: whole, without its root
+    (`v1/engine/async_llm.py` for `vllm/v1/engine/async_llm.py`), or by a folder holding it
+    (`v1/kv_offload/`, two parts at least below the root)."""
+    return any(re.search(rf"(?<![\w./-]){re.escape(s)}(?![\w/-]|\.\w)", text) is not None
+               for s in _spellings(path))
+
+
+def _spellings(path: str) -> list[str]:
+    """`path`, without its root, and each folder holding it (a folder ends in `/`)."""
+    parts = path.split("/")
+    out = [path]
+    if len(parts) >= 3:
+        out.append("/".join(parts[1:]))
+    for k in range(len(parts) - 1, 2, -1):
+        out += ["/".join(parts[:k]) + "/", "/".join(parts[1:k]) + "/"]
+    return out
 
 
 def _ref_in(pr: int, text: str) -> bool:
