@@ -260,3 +260,28 @@ def test_bump_says_where_each_sha_stood_in_audits_words(world: World) -> None:
     text = run(world.root, "bump-headers", "--check", "src/b.cpp").out
     assert text.splitlines()[0].endswith(
         "(against the pin: at-pin; changed upstream up to the target)")
+
+
+def test_a_named_bump_names_the_open_port_now_commits_it_claims(world: World) -> None:
+    """walk-s6b D4: bumping a file by name says every change to its cited file up to the
+    target is ported; the cycle's PORT-NOW commits that change it, with no ledger row, are
+    named, so a second one is not claimed without a word."""
+    assert run(world.root, "sync").rc == 0
+    r = run(world.root, "bump-headers", "--check", "src/a.cpp")
+    assert r.rc == 0, r.err
+    doc = json.loads(next((world.root / ".agents/sync").glob("*.json")).read_text())
+    owed = [e for e in doc["entries"]
+            if e["disposition"] == "PORT-NOW" and "vllm/a.py" in e["upstream_paths"]]
+    assert len(owed) == 2
+    for e in owed:
+        assert (f"warning: this bump says PORT-NOW `{e['sha'][:10]}` vllm#{e['pr']} is ported: "
+                "it changes vllm/a.py and has no ledger row yet") in r.err
+    # A commit with its ledger row is ported already: it is not named.
+    first = owed[0]
+    assert run(world.root, "ledger", "add", "--commit", "abc1234", "--what", "Port it", "--pr",
+               str(first["pr"]), "--status", "ported").rc == 0
+    again = run(world.root, "bump-headers", "--check", "src/a.cpp")
+    assert f"`{first['sha'][:10]}`" not in again.err and f"`{owed[1]['sha'][:10]}`" in again.err
+    # A file whose cited file the cycle's PORT-NOW commits do not change gets no warning.
+    quiet = run(world.root, "bump-headers", "--check", "src/gone.cpp")
+    assert "warning: this bump says" not in quiet.err

@@ -12,7 +12,7 @@ from sync.cli.context import Context, add_json
 from sync.headers.citations import Header
 from sync.infra.errors import SyncError, UsageError
 from sync.port import Port
-from sync.records import cycle
+from sync.records import cycle, ledger, reportdoc
 from sync.steps import bump, surface
 from sync.upstream import gitio
 from sync.upstream.gitio import short
@@ -163,6 +163,39 @@ def _target_rev(port: Port, args: argparse.Namespace) -> str:
     return (c or cycle.require(port)).target
 
 
+def _claimed(port: Port, plans: list[bump.FilePlan]) -> list[str]:
+    """For files bumped by name over a changed upstream file: the open cycle's PORT-NOW
+    commits that change that file and have no ledger row yet. The bump says each is ported
+    (the header then claims every change up to the target), so each is named."""
+    changed = {p for plan in plans if plan.status == "bump" for ch in plan.changes
+               for p in (ch.changed or ((ch.path,) if ch.content == "changed" else ()))}
+    c = port.cycle()
+    if not changed or c is None:
+        return []
+    rel = port.rel(port.sync_dir / cycle.report_name(c)).removesuffix(".md") + ".json"
+    try:
+        doc = reportdoc.load_doc(port.text(port.path(rel)) or "", rel)
+    except SyncError:
+        return []  # no report yet (or one `sync` rewrites): nothing to name
+    refs = ledger_refs(port)
+    out = []
+    for e in doc.get("entries", []):
+        if not isinstance(e, dict) or e.get("disposition") != "PORT-NOW":
+            continue
+        paths = sorted(changed & set(e.get("upstream_paths") or ()))
+        sha, pr = str(e.get("sha", "")), e.get("pr")
+        if paths and not refs.names(sha, pr if isinstance(pr, int) else None):
+            out.append(f"warning: this bump says PORT-NOW `{short(sha)}`"
+                       + (f" vllm#{pr}" if isinstance(pr, int) else "")
+                       + f" is ported: it changes {', '.join(paths)} and has no ledger row "
+                       "yet — port it too (and add its row), or bump after it is ported")
+    return out
+
+
+def ledger_refs(port: Port) -> ledger.Refs:
+    return ledger.Refs.of(port.ledger_read().rows)
+
+
 def run(args: argparse.Namespace, ctx: Context) -> int:
     port = ctx.port
     ref, upstream = port.reference(), port.upstream_ref
@@ -182,6 +215,9 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         ctx.emit_json(_as_json(target, bool(args.check), written, plans))
     else:
         _say(ctx, plans, target, "would bump" if args.check or refusals else "bumped")
+    if args.files and not refusals:
+        for line in _claimed(port, plans):
+            ctx.note(line)
     if refusals:
         raise _refusal(refusals, plans, args)
     return 0
