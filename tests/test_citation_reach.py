@@ -10,9 +10,10 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from symbolfixture import Plan, Shape, World, build_plan, report_doc, synced
+from symbolfixture import Plan, Shape, World, build_plan, report_doc, run, synced
 
 from sync.headers import citations
+from sync.steps import report
 
 MOD = "vllm/a/b.py"
 OTHER = "vllm/a/other.py"
@@ -30,7 +31,10 @@ def do_h(x):
     return x - 1
 '''
 
-SHAPES = (Shape("change_g", "[Bugfix] Change do_g", {MOD: PIN_TEXT.replace("x * 2", "x * 3")}),)
+SHAPES = (Shape("change_g", "[Bugfix] Change do_g", {MOD: PIN_TEXT.replace("x * 2", "x * 3")}),
+          Shape("rocm_h", "[ROCm] Tune do_h", {MOD: PIN_TEXT.replace("x - 1", "x - 2")}))
+RULES = ('[[rules]]\nid = "platforms-not-targeted"\ntags = ["ROCm"]\n'
+         'disposition = "INVENTORY"\nreason = "a platform this port does not target"\n')
 
 
 def _port_files(marks: dict[str, str]) -> dict[str, str]:
@@ -49,6 +53,8 @@ def _port_files(marks: dict[str, str]) -> dict[str, str]:
         "src/only_f.cpp": f"// Ported from: {MOD}::do_f @ {pin}\nint i;\n",
         "src/body_mention.cpp": (f"// Ported from: {OTHER} @ {pin}\nint j;\n\n"
                                  f"// See {MOD}:5 (do_g) for the shape.\nint jj;\n"),
+        "src/h.cpp": f"// Ported from: {MOD}::do_h @ {pin}\nint k;\n",
+        ".agents/upstream-sync.toml": RULES,
     }
 
 
@@ -60,8 +66,8 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
         yield w
 
 
-def _entry(world: World) -> dict[str, Any]:
-    return next(e for e in report_doc(world)["entries"] if e["sha"] == world.sha("change_g"))
+def _entry(world: World, name: str = "change_g") -> dict[str, Any]:
+    return next(e for e in report_doc(world)["entries"] if e["sha"] == world.sha(name))
 
 
 def _verdicts(world: World) -> dict[str, str]:
@@ -100,3 +106,24 @@ def test_every_anchor_of_a_citation_is_read(text: str, lines: str | None,
                                             symbols: tuple[str, ...]) -> None:
     c = citations.parse_header(text, "p.cpp").citations[0]
     assert (c.path, c.lines, c.symbols) == (MOD, lines, symbols)
+
+
+def test_a_rule_over_a_change_to_cited_code_is_listed_apart(world: World) -> None:
+    """walk-s6a 2: a subject tag's rule classifies the commit (the maintainer's rule), but
+    the symbol pass found a hit, so the report lists it apart for review, not in the bulk
+    of its disposition's section."""
+    e = _entry(world, "rocm_h")
+    assert (e["disposition"], e["rule"], e["ruled_over_code"]) == (
+        "INVENTORY", "rule platforms-not-targeted", True)
+    assert "touches ported code: vllm/a/b.py::do_h → src/h.cpp" in e["reason"]
+    (md,) = (world.port / ".agents/sync").glob("*.md")
+    text = md.read_text()
+    section = text.split(f"## {report.RULED}\n", 1)[1].split("\n## ", 1)[0]
+    assert f"`{world.sha('rocm_h')[:10]}`" in section
+    inventory = text.split("## INVENTORY\n", 1)[1].split("\n## ", 1)[0]
+    assert f"`{world.sha('rocm_h')[:10]}`" not in inventory
+    assert f'1 of them (INVENTORY 1) is listed under "{report.RULED}".' in text
+    assert _entry(world)["ruled_over_code"] is False
+    # The section reads back: a second run writes the same report.
+    assert run(world.port, "sync")[0] == 0
+    assert md.read_text() == text

@@ -48,8 +48,8 @@ def md_entries(text: str) -> list[tuple[str, str, str | None, str]]:
         if line.startswith("## "):
             section = line[3:]
         m = _ENTRY.match(line)
-        if m and section in (*report.SECTIONS, report.NOT_PORTED):
-            assert m.group(5) == section or section == report.NOT_PORTED
+        if m and section in (*report.SECTIONS, report.NOT_PORTED, report.RULED):
+            assert m.group(5) == section or section in (report.NOT_PORTED, report.RULED)
             out.append((section, m.group(1), m.group(8), m.group(2)))
     return out
 
@@ -81,17 +81,21 @@ def test_json_companion_matches_the_markdown(fx: Fixture) -> None:
     assert len(rows) == len(doc["entries"]) == len(by_sha)
     for section, sha10, auto, pr in rows:
         e = by_sha[sha10]
-        # Touching cited files but not the mirrored code: its own section, any disposition.
-        assert (e["disposition"] == section) is not e.get("not_ported_code", False)
+        # Touching cited files but not the mirrored code, or a rule's over a change to cited
+        # code: each its own section, any disposition.
+        apart = e.get("not_ported_code", False) or e.get("ruled_over_code", False)
+        assert (e["disposition"] == section) is not apart
         assert e["rule"] == auto and e["auto"] is (auto is not None)
         assert pr == (f"vllm#{e['pr']}" if e["pr"] is not None else "(no PR)")
     for d in report.SECTIONS:
         in_md = [sha for s, sha, _, _ in rows if s == d]
         assert in_md == [e["sha"][:10] for e in doc["entries"] if e["disposition"] == d
-                         and not e.get("not_ported_code")]
+                         and not e.get("not_ported_code") and not e.get("ruled_over_code")]
         assert f"| {d} | {doc['counts'][d]} |" in text
     assert [sha for s, sha, _, _ in rows if s == report.NOT_PORTED] == [
         e["sha"][:10] for e in doc["entries"] if e.get("not_ported_code")]
+    assert [sha for s, sha, _, _ in rows if s == report.RULED] == [
+        e["sha"][:10] for e in doc["entries"] if e.get("ruled_over_code")] != []
     assert f"| total | {len(doc['entries'])} |" in text
     rng = doc["range"]
     assert (f"- Range: {rng['commits']} non-merge commits, {rng['files_changed']} files changed, "
@@ -108,7 +112,7 @@ def test_json_companion_matches_the_markdown(fx: Fixture) -> None:
             "port_files"}
     # An entry the symbol pass read carries its evidence: per path the changed definitions,
     # per citation what it names and how it was judged.
-    assert set(doc["entries"][0]) == keys | {"not_ported_code", "evidence"}
+    assert set(doc["entries"][0]) == keys | {"not_ported_code", "ruled_over_code", "evidence"}
     assert all(set(e) == keys for e in doc["entries"] if not e["upstream_paths"])
     ev = doc["entries"][0]["evidence"]
     assert ev["paths"][0]["changed"] == [{"name": "a", "kind": "statement", "change": "modified",

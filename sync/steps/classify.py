@@ -114,6 +114,14 @@ class Entry:
         """Touches files the port cites, but not code it mirrors (its own report section)."""
         return self.rule in NOT_PORTED_CODE
 
+    @property
+    def ruled_over_code(self) -> bool:
+        """A rule classified it, though the symbol pass found it changes code a port file
+        cites: a subject tag can hide such a change, so the report lists it apart."""
+        out = self.evidence.outcome() if self.evidence is not None else None
+        return (self.auto and (self.rule or "").startswith("rule ") and out is not None
+                and AUTO[out][1] == "PORT-NOW")
+
 
 # -- rules ----------------------------------------------------------------------------------------
 

@@ -38,6 +38,7 @@ SECTIONS: tuple[Disposition, ...] = ("PORT-NOW", "INVENTORY", "IGNORE", "UNCLASS
 # Entries the symbol pass found in cited files but outside the code the port mirrors: listed
 # once, here, between PORT-NOW and INVENTORY, whatever their disposition.
 NOT_PORTED = "Touches ported files, not ported code"
+RULED = "Classified by a rule, changes cited code"
 UNPARSED = "Unparsed lines (kept verbatim)"
 NOTES = "Notes"
 NONE = "_None._"
@@ -127,6 +128,7 @@ def entry_doc(e: Entry) -> dict[str, Any]:
         "upstream_paths": list(e.upstream_paths), "port_files": list(e.port_files)}
     if e.evidence is not None:
         doc["not_ported_code"] = e.not_ported_code
+        doc["ruled_over_code"] = e.ruled_over_code
         doc["evidence"] = evidence_doc(e.evidence)
     return doc
 
@@ -291,21 +293,27 @@ def _summary(m: Model) -> list[str]:
 def _apart(m: Model) -> list[str]:
     """Where the entries the disposition sections do not hold are: the section sizes then
     add up to the table."""
-    apart = [e.disposition for e in m.entries if e.not_ported_code]
-    if not apart:
-        return []
-    by = ", ".join(f"{d} {apart.count(d)}" for d in SECTIONS if d in apart)
-    return [f"{len(apart)} of them ({by}) are listed under \"{NOT_PORTED}\".", ""]
+    out = []
+    for title, kept in ((NOT_PORTED, [e.disposition for e in m.entries if e.not_ported_code]),
+                        (RULED, [e.disposition for e in m.entries if e.ruled_over_code])):
+        if kept:
+            by = ", ".join(f"{d} {kept.count(d)}" for d in SECTIONS if d in kept)
+            verb = "is" if len(kept) == 1 else "are"
+            out.append(f"{len(kept)} of them ({by}) {verb} listed under \"{title}\".")
+    return [*out, ""] if out else []
 
 
 def _entries(m: Model) -> list[str]:
     lines: list[str] = []
     for d in SECTIONS:
-        lines += _section(d, [entry_line(e) for e in m.entries
-                              if e.disposition == d and not e.not_ported_code])
+        lines += _section(d, [entry_line(e) for e in m.entries if e.disposition == d
+                              and not e.not_ported_code and not e.ruled_over_code])
         if d == "PORT-NOW":
             lines += _section(NOT_PORTED, [entry_line(e) for e in m.entries
                                            if e.not_ported_code])
+            ruled = [entry_line(e) for e in m.entries if e.ruled_over_code]
+            if ruled:  # for review: a rule's tag matched, the symbol pass found a hit
+                lines += _section(RULED, ruled)
     return lines
 
 
@@ -451,7 +459,7 @@ def _read_notes(r: _Reading, raw: str) -> None:
 LAYOUT: tuple[Section, ...] = (
     Section(("",), _head, _head_doc, _read_state),
     Section(("Summary",), _summary, lambda m: {"counts": m.counts()}),
-    Section((SECTIONS[0], NOT_PORTED, *SECTIONS[1:]), _entries,
+    Section((SECTIONS[0], NOT_PORTED, RULED, *SECTIONS[1:]), _entries,
             lambda m: {"entries": [entry_doc(e) for e in m.entries]}, _read_entry, keeps=True),
     _titled("Reverts and cherry-picks", _related,
             lambda m: {"reverts": [{"sha": a, "reverts": b} for a, b in m.reverts],
@@ -569,8 +577,8 @@ def parse_entry(line: str, known_prefix: str | None) -> ParsedEntry | None:
 # (A list item a person adds to a regenerated section cannot be told from one this run no
 # longer writes: notes belong under Notes, or under a heading of one's own, kept whole.)
 _RENDERED = re.compile(r"(?:- |  |\||#|_None\._\Z|\Z|\s*\Z)")
-_LEADS = re.compile(r"(?:\d+ of them \(.*\) are listed under \"" + re.escape(NOT_PORTED)
-                    + r"\"\.|" + re.escape(COARSE_LEAD) + r")\Z")
+_LEADS = re.compile(r"(?:\d+ of them \(.*\) (?:is|are) listed under \"(?:" + re.escape(NOT_PORTED)
+                    + "|" + re.escape(RULED) + r")\"\.|" + re.escape(COARSE_LEAD) + r")\Z")
 
 
 def _rendered(raw: str) -> bool:
