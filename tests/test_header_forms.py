@@ -388,3 +388,21 @@ def test_hostile_headers_keep_the_grammars_promises(parts: list[str], path: str)
     assert all(m.path not in cited_paths for m in h.mentions)
     assert h.kind != "NONE" or not h.citations
     assert h.kind == "PORTED" or h.pins == ()
+
+
+def test_a_brace_list_after_a_folder_cites_each_file() -> None:
+    # The real port's `cache_policy.cpp` (walk-s6a 5): one citation per listed file.
+    h = read(f"// Ported from: vllm/v1/kv_offload/cpu/policies/{{base,lru, arc}}.py @ {S}\n")
+    assert cited(h) == [(f"vllm/v1/kv_offload/cpu/policies/{n}.py", S)
+                        for n in ("base", "lru", "arc")]
+    # The list may name folders of one file (the real `test_protocol.cpp`).
+    h = read(f"// Tests for the protocol port\n// (vllm/entrypoints/openai/{{engine,completion}}/"
+             f"protocol.py\n// @ {S}).\n")
+    assert cited(h) == [(f"vllm/entrypoints/openai/{n}/protocol.py", S)
+                        for n in ("engine", "completion")]
+    # A list that makes no file keeps the folder as it was cited.
+    h = read(f"// Ported from: vllm/v1/kv_offload/cpu/{{x,y}} @ {S}\n")
+    assert cited(h) == [("vllm/v1/kv_offload/cpu/", S)]
+    # Braces a folder does not open are not a list of its files.
+    plain = read(f"// Ported from: vllm/v1/kv_offload/cpu/policies/base.py {{x,y}} @ {S}\n")
+    assert cited(plain) == [("vllm/v1/kv_offload/cpu/policies/base.py", S)]

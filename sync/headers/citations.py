@@ -319,10 +319,31 @@ def _path_events(text: str, taken: bytearray) -> list[_Event]:
             continue
         end = s + lead + len(path)
         _take(taken, s, e)
+        listed = _brace_list(text, path, end)
+        if listed:  # `policies/{base,lru,arc}.py`: one citation per file
+            _take(taken, end, listed[0])
+            events += [_Event(s + lead, listed[0], f) for f in listed[1]]
+            continue
         anchor = _suffix(text, end)
         _take(taken, end, max(end, anchor.end))
         events.append(_Event(s + lead, max(end, anchor.end), path, anchor.ranges, anchor.symbols))
     return events
+
+
+def _brace_list(text: str, folder: str, end: int) -> tuple[int, list[str]] | None:
+    """(where it ends, the paths) of a brace list right after `folder`, when every path it
+    makes is a file or a folder."""
+    brace = _BRACE.match(text, end) if folder.endswith("/") else None
+    if brace is None:
+        return None
+    paths = [f"{folder}{name.strip()}{brace['tail'] or ''}" for name in brace["names"].split(",")]
+    return (brace.end(), paths) if all(_is_file(p) or _is_dir(p) for p in paths) else None
+
+
+# A folder's files listed in braces after it: `cpu/policies/{base,lru,arc}.py`, and
+# `openai/{engine,completion}/protocol.py` (the list names folders of the same file).
+_BRACE = re.compile(r"\{(?P<names>[\w.-]+(?:,\s?[\w.-]+)+)\}"
+                    r"(?P<tail>\.[A-Za-z]\w*|/[\w./-]*\w)?", re.A)
 
 
 # After a path's first anchor, more of the same file: `, :142-154 (sym)`, `+ :624-874`,
