@@ -21,6 +21,7 @@ from stepfixture import protocol_text, run, write
 
 from sync import port as port_mod
 from sync.dev.fastimport import History, git
+from sync.headers import verify
 from sync.records import cycle
 from sync.steps import audit, surface
 from sync.upstream import gitio
@@ -502,3 +503,26 @@ def test_an_unknown_oracle_id_is_named_before_a_missing_oracle_home(
     monkeypatch.delenv("SYNC_ORACLE_HOME", raising=False)
     r = run(root, "oracle", action, "--oracle", "nosuch")
     assert r.rc == 2 and "no oracle file declares id 'nosuch'" in r.err
+
+
+def test_a_cited_folder_that_changed_names_the_commits_that_changed_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """walk-s6b D6: a folder's tree changes with any file under it; the commits since are
+    those that changed a file there (it said "changed ... by 0 commits:")."""
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", "/dev/null")
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    h = History()
+    h.modify("vllm/parser/engine/a.py", "x = 1\n")
+    h.modify("vllm/parser/other.py", "y = 1\n")
+    cited_at = h.commit("Initial (#1)")
+    h.modify("vllm/parser/engine/a.py", "x = 2\n")
+    one = h.commit("[Parser] Change a (#2)")
+    h.modify("vllm/parser/other.py", "y = 2\n")
+    h.commit("[Parser] Change the sibling (#3)")
+    h.modify("vllm/parser/engine/b.py", "z = 1\n")
+    two = h.commit("[Parser] Add b (#4)")
+    marks = h.write(tmp_path / "vllm")
+    ref = gitio.open_repo(tmp_path / "vllm")
+    cited = verify.Cited(marks[cited_at], "vllm/parser/engine/")
+    got = verify.content(ref, marks[two], [cited])[cited]
+    assert (got.kind, got.since) == ("changed", (marks[one], marks[two]))

@@ -266,8 +266,8 @@ class _History:
     def explain(self, commit: str, path: str, *, changed: bool) -> Content:
         after = self._after(commit)
         if changed:
-            since = tuple(c.sha for c in after if any(path in (ch.path, ch.old_path)
-                                                      for ch in c.changes))
+            since = tuple(c.sha for c in after if any(_under(path, ch.path) or (
+                ch.old_path is not None and _under(path, ch.old_path)) for ch in c.changes))
             return Content("changed", path, since)
         for c in after:
             for ch in c.changes:
@@ -276,6 +276,12 @@ class _History:
                 if ch.status == "D" and ch.path == path:
                     return Content("deleted", path, (c.sha,), None, c.sha)
         return Content("deleted", path)  # gone, but by no commit git names (a merge's tree)
+
+
+def _under(cited: str, changed: str) -> bool:
+    """A change to the cited path: the file itself, or a file in a cited folder (a tree's
+    blob id changes with any file under it)."""
+    return changed == cited or changed.startswith(cited.rstrip("/") + "/")
 
 
 def _history(ref: gitio.Reference, against: str, commits: list[str]) -> _History:
