@@ -369,7 +369,8 @@ def test_a_stall_lists_a_failing_gate_once(prepared: Prepared, copy: Callable[[s
     _gate_fails(c, prepared, monkeypatch)
     assert cmd("advance", "--stall")[0] == 0
     lines = [line for line in carry_over(c.port) if "parity:op" in line]
-    assert lines == ["- unmet: gate parity:op is FAIL"], lines
+    assert lines == [f"- unmet: gate parity:op is FAIL: exit 1 — fix the cause, then run "
+                     f"`upstream-sync parity --suite op --target {prepared.target}` again"], lines
 
 
 def test_an_advance_killed_before_the_fast_forward_is_finished_by_the_next_run(

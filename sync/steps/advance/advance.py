@@ -169,6 +169,10 @@ def _required_gate_unmet(name: str, recorded: dict[str, gates.GateResult],
                                     if r.name.startswith(name + "[")), None)
     if g is None:
         return f"gate {name} has not run at {short(target)} — run {code(run)}"
+    if g.status == "FAIL":
+        # What the run said (its last line); then what runs it again.
+        said = f": {g.detail}" if g.detail else ""
+        return f"gate {g.name} is FAIL{said} — fix the cause, then run {code(run)} again"
     if g.status != "PASS":
         return f"gate {g.name} is {g.status}" + (
             f" — run {code(g.handoff)} on a gate host" if g.handoff else "")
