@@ -56,6 +56,8 @@ def _advance(args: argparse.Namespace, ctx: Context, port: Port) -> int:
     if kept is not None:
         ctx.note(f"flashinfer_version stays {kept}: the oracle at the target has no "
                  "FlashInfer to measure")
+    for line in advance.left_behind(port, p.new.commit):
+        ctx.note(f"warning: {line}")
     if args.dry_run:
         return _dry_run(ctx, p, measured)
     synccommit.refuse(port, args.commit, p.writes)

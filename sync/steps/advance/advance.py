@@ -26,7 +26,7 @@ from sync.infra.notes import Notes
 from sync.port import Port
 from sync.records import config, cycle, events, gates, oraclefile, paragraph, pins, spans
 from sync.records.mdtext import code
-from sync.steps import carry, report, syncrun
+from sync.steps import audit, carry, report, surface, syncrun
 from sync.steps import target as target_mod
 from sync.steps.advance import evidence as gate_evidence
 from sync.steps.verify import golden, oracle, parity
@@ -177,6 +177,26 @@ def _required_gate_unmet(name: str, recorded: dict[str, gates.GateResult],
         return f"gate {g.name} is {g.status}" + (
             f" — run {code(g.handoff)} on a gate host" if g.handoff else "")
     return None
+
+
+SHOWN = 5  # files a left-behind warning names; the rest are counted
+
+
+def left_behind(port: Port, target: str) -> list[str]:
+    """The ported files this advance leaves behind the new pin with upstream changes no
+    ledger row notes (what `check` will warn of after it): their changes this cycle were
+    decided, carried over, or not ported. Said before the advance, with the two ways out."""
+    ref = port.reference()
+    audited = audit.run_audit(port, ref, target, port.upstream_ref, surface.build(port))
+    files = [f.path for f in audited.files if f.status == "behind-changed" and f.noted is False]
+    if not files:
+        return []
+    more = f" (+{len(files) - SHOWN} more)" if len(files) > SHOWN else ""
+    return [f"{len(files)} ported file(s) will be behind the new pin {short(target)} with "
+            f"upstream changes no ledger row notes: {', '.join(files[:SHOWN])}{more} — bump "
+            "those whose changes need nothing from the port ('upstream-sync bump-headers "
+            "FILE...'), or add a ledger row naming each of the others ('upstream-sync audit' "
+            "lists them after the advance)"]
 
 
 def _core_file_unmet(port: Port) -> list[str]:
