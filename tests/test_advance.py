@@ -628,6 +628,33 @@ def test_each_unmet_precondition_refuses_and_only_stall_records_it(
         line for line in carry_over(c.port) if line.startswith("- unmet: ")]
 
 
+def _gates_section(port: Path) -> str:
+    text = read_text(report_path(port))
+    return text.split("## Gates\n", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_reports_gates_section_follows_each_gate_run_and_merge(
+        prepared: Prepared, copy: Callable[[str], Copy], monkeypatch: pytest.MonkeyPatch) -> None:
+    """walk-s6b D8: a reviewer of the cycle's report saw no golden gate until a stall."""
+    c = copy("fresh")
+    monkeypatch.delenv("SYNC_GATE_HOSTS")
+    ok("golden")
+    assert "`golden` **PENDING**" in _gates_section(c.port)
+    monkeypatch.setenv("SYNC_GATE_HOSTS", HOST)
+    rec = c.port / ".agents" / "sync" / "gates" / f"{prepared.target[:7]}.json"
+    pending = rec.read_bytes()
+    ok("golden")
+    assert "`golden` **PASS**" in _gates_section(c.port)
+    # A merged record from a gate host shows as well (here: the earlier PENDING, older).
+    shard = c.port.parent / "shard.json"
+    doc = json.loads(rec.read_text())
+    doc["gates"]["parity:op"] = {**json.loads(pending)["gates"]["golden"],
+                                 "command": "upstream-sync parity --suite op"}
+    shard.write_text(json.dumps(doc))
+    ok("gates", "merge", str(shard))
+    assert "`parity:op` **PENDING**" in _gates_section(c.port)
+
+
 def test_a_gate_that_has_not_run_names_the_upstream_sync_command_that_runs_it(
         prepared: Prepared, copy: Callable[[str], Copy]) -> None:
     # A port has no noxfile of its own: the line names the command the PENDING handoff names

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from sync.cli.context import Context, add_json
+from sync.cli.context import Context, add_json, refreshed
 from sync.records import gates
 from sync.upstream.gitio import short
 
@@ -28,6 +28,8 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     port = ctx.port
     target = gates.check_target(port, args.target) if args.target else gates.current_target(port)
     changes = gates.merge(port, target, list(args.files))
+    if changes:
+        refreshed(port, ctx)  # the report's Gates section shows the merged results
     if ctx.json:
         ctx.emit_json({"target": target, "changed": changes})
     else:

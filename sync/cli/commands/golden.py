@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from sync.cli.context import Context, add_gate_args
+from sync.cli.context import Context, add_gate_args, refreshed
 from sync.steps.verify import golden
 
 
@@ -25,7 +25,10 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     shard = golden.parse_shard(args.shard) if args.shard else None
     request = golden.Request(oracle_id=args.oracle, shard=shard, strict=args.strict,
                              target=args.target)
-    outcome = golden.run(port, port.preferences(), request, note=ctx.note)
+    try:
+        outcome = golden.run(port, port.preferences(), request, note=ctx.note)
+    finally:
+        refreshed(port, ctx)  # the report's Gates section shows what was recorded, FAIL too
     g = outcome.gate
     if ctx.json:
         ctx.emit_json({**g.as_doc(), "cases": [

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from sync.cli.context import Context, add_gate_args
+from sync.cli.context import Context, add_gate_args, refreshed
 from sync.steps.verify import parity
 
 
@@ -19,8 +19,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
     port = ctx.port
-    results = parity.run(port, port.preferences(), suite=args.suite, strict=args.strict,
-                         target=args.target, say=ctx.note)
+    try:
+        results = parity.run(port, port.preferences(), suite=args.suite, strict=args.strict,
+                             target=args.target, say=ctx.note)
+    finally:
+        refreshed(port, ctx)  # the report's Gates section shows what was recorded
     ctx.emit_json({"gates": [r.as_doc() for r in results]})
     if not ctx.json:
         for r in results:
