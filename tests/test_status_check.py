@@ -77,6 +77,15 @@ def test_status_on_the_example_reports_a_disagreeing_oracle(copy: Path) -> None:
     assert doc["behind"]["commits"] == 40
 
 
+def test_status_says_the_advance_needs_a_core_oracle_file(copy: Path) -> None:
+    """walk-s6b D3/U3: the real port has no oracle registry; an advance needs `vllm.md`."""
+    assert "oracle vllm: no oracle file" not in run(copy, "status").out
+    (copy / ".agents/oracles/vllm.md").unlink()
+    r = run(copy, "status")
+    assert ("oracle vllm: no oracle file (.agents/oracles/vllm.md) — an advance needs one"
+            in r.out), r.out
+
+
 def test_check_on_the_example_is_clean(copy: Path) -> None:
     r = run(copy, "check")
     assert r.rc == 0, r.out + r.err

@@ -4,6 +4,7 @@ disagreeing spans, and the open cycle's blockers."""
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import Any
 
 from sync.cli.context import Context, add_json
@@ -35,6 +36,11 @@ def _print(doc: dict[str, Any], ctx: Context) -> None:
     for o in doc["oracles"]:
         verdict = "agrees" if o["agrees"] else "DISAGREES: " + "; ".join(o["problems"])
         lines.append(f"oracle {o['id']}: pin {o['pin']} — {verdict}")
+    if not any(o["id"] == "vllm" for o in doc["oracles"]):
+        # An advance rewrites it: without it every cycle ends refused, so say it up front.
+        where = (Path(ctx.port.config.oracles).parent / "vllm.md").as_posix()
+        lines.append(f"oracle vllm: no oracle file ({where}) — an advance needs one; "
+                     "'upstream-sync advance --dry-run' says what it holds")
     lines += _build_lines(doc["oracle_build"])
     lines += [f"span: {s}" for s in doc["spans"]]
     lines += _cycle_lines(doc["cycle"]) + _moved_line(doc)
