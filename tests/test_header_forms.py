@@ -406,3 +406,17 @@ def test_a_brace_list_after_a_folder_cites_each_file() -> None:
     # Braces a folder does not open are not a list of its files.
     plain = read(f"// Ported from: vllm/v1/kv_offload/cpu/policies/base.py {{x,y}} @ {S}\n")
     assert cited(plain) == [("vllm/v1/kv_offload/cpu/policies/base.py", S)]
+
+
+def test_a_heading_verb_line_cites_the_table_after_a_blank_comment_line() -> None:
+    # The real `cuda_mla_prefill.cu` (walk-s6a 6): the table follows a blank `//` line.
+    text = ("// MLA prefill (CUDA).\n//\n"
+            f"// ─── WHAT THIS IS A PORT OF (file:line on BOTH sides, @ pin {S}) ───────\n"
+            "//\n//   OURS                <-  UPSTREAM\n"
+            "//   MlaPrefill          <-  vllm/v1/attention/backends/mla/prefill/\n"
+            "//                           flash_attn.py:153-203\n//\n// Prose follows.\n")
+    assert cited(read(text)) == [("vllm/v1/attention/backends/mla/prefill/flash_attn.py", S)]
+    # A paragraph after a verb line that is a sentence, not a heading, is not its list.
+    prose = (f"// Ported from the scheduler @ {S}.\n//\n"
+             "// See vllm/v1/core/sched/scheduler.py for the rest.\n")
+    assert cited(read(prose)) == []

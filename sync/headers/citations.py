@@ -509,6 +509,17 @@ class _Scan:
     seen_path: bool = False
 
 
+# A verb line that is a heading, its paths in the paragraph after it: `... PORT OF (@ pin
+# x) ───────` over a blank comment line and an `OURS <- UPSTREAM` table.
+_RULE_END = re.compile(r"(?:[─━═]{3,}|-{3,}|={3,})\s*\Z")
+
+
+def _opens(before: str) -> bool:
+    """Whether the text before a paragraph break ends a verb line that opens a list."""
+    tail = before.rstrip()
+    return tail.endswith(":") or _RULE_END.search(tail[-80:]) is not None
+
+
 def _statement_end(norm: _Norm, body: int, paths: dict[int, _Event]) -> int:
     """Where the statement whose verb ends at `body` ends: its sentence's end, a paragraph
     break, a `see`, a closing parenthesis it opened in, or a new prose line after a path."""
@@ -529,7 +540,7 @@ def _statement_end(norm: _Norm, body: int, paths: dict[int, _Event]) -> int:
 
 def _stops(s: _Scan, i: int, body: int) -> bool:
     text = s.norm.text
-    if i > body and i in s.norm.paras and (s.seen_path or not text[:i].rstrip().endswith(":")):
+    if i > body and i in s.norm.paras and (s.seen_path or not _opens(text[:i])):
         return True
     if i > body and s.seen_path and i in s.norm.line_starts and _PROSE_LINE.match(text, i):
         return True
