@@ -98,3 +98,22 @@ def test_run_is_the_whole_session(tmp_path: Path,
     assert f"oracle vllm at {up.released[:10]} verified" in said
     (port / ".agents/upstream-sync.md").write_text(pin_doc(up.pin, runtime, runtime + ".cpu"))
     assert realoracle.main(["run", str(case)]) != 0  # the env's mode is not the pin's now
+
+
+ADDED = 'constraints = ".agents/oracle-constraints.txt"\ninstaller = "pip"\n'
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("# top comment\n[oracles.vllm]  # the core oracle\nbuild_mode = \"empty\"\n\n"
+     "# [[rules]] a commented template\n",
+     "# top comment\n[oracles.vllm]  # the core oracle\n" + ADDED + "build_mode = \"empty\"\n\n"
+     "# [[rules]] a commented template\n"),
+    ("# only comments\n", "# only comments\n\n[oracles.vllm]\n" + ADDED),
+    ("[oracles.vllm]", "[oracles.vllm]\n" + ADDED),
+    ("[oracles.vllm]\r\nbuild_mode = \"empty\"\r\n",
+     "[oracles.vllm]\r\n" + ADDED.replace("\n", "\r\n") + "build_mode = \"empty\"\r\n"),
+])
+def test_the_constraints_lines_go_in_keeping_every_other_byte(text: str, expected: str) -> None:
+    """walk-s6b U8: the configuration was rewritten by tomli_w, its comments and commented
+    rule templates lost."""
+    assert realoracle.with_constraints(text) == expected

@@ -33,8 +33,6 @@ import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
-import tomli_w
-
 from sync import cli
 from sync.infra import proc
 from sync.infra.atomic import write_text
@@ -77,16 +75,40 @@ def _configure(where: dict[str, Path]) -> None:
     cfg_path = port / config.CONFIG_PATH
     if not cfg_path.exists() and cli.main(["init", str(port)]) != 0:
         raise SystemExit("upstream-sync init failed in the case's port")
-    doc = tomllib.loads(cfg_path.read_text(encoding="utf-8"))
-    table = doc.setdefault("oracles", {}).setdefault("vllm", {})
-    if "constraints" not in table:
-        commit = pins.load(port / config.Config().protocol).pin.commit
-        torch = _torch_pin(where["source"], commit)
-        if torch is not None:
-            write_text(port / CONSTRAINTS, f"torch=={torch}\n")
-            table.update(constraints=CONSTRAINTS, installer="pip")
-    write_text(cfg_path, "# upstream-sync configuration (keys: docs/adopting.md in "
-               "upstream-sync)\n" + tomli_w.dumps(doc))
+    text = cfg_path.read_text(encoding="utf-8")
+    if "constraints" in tomllib.loads(text).get("oracles", {}).get("vllm", {}):
+        return
+    commit = pins.load(port / config.Config().protocol).pin.commit
+    torch = _torch_pin(where["source"], commit)
+    if torch is None:
+        return
+    write_text(port / CONSTRAINTS, f"torch=={torch}\n")
+    write_text(cfg_path, with_constraints(text))
+
+
+_VLLM_TABLE = re.compile(r"^\[oracles\.vllm\][ \t]*(?:#[^\r\n]*)?\r?$", re.MULTILINE)
+
+
+def with_constraints(text: str) -> str:
+    """The configuration with the constraints file and pip as the installer of the core
+    oracle: two lines under its `[oracles.vllm]` table (a new table at the end when it has
+    none), every other byte kept, comments included; refused if it does not read back."""
+    nl = "\r\n" if "\r\n" in text else "\n"
+    lines = f'constraints = "{CONSTRAINTS}"{nl}installer = "pip"{nl}'
+    found = list(_VLLM_TABLE.finditer(text))
+    if len(found) > 1:
+        raise SystemExit(f"{config.CONFIG_PATH} has {len(found)} [oracles.vllm] tables")
+    if found:
+        at = found[0].end()
+        new = (text[:at + 1] + lines + text[at + 1:] if text.startswith("\n", at)
+               else text[:at] + nl + lines + text[at:])
+    else:
+        sep = nl if text and not text.endswith("\n") else ""
+        new = f"{text}{sep}{nl}[oracles.vllm]{nl}{lines}"
+    table = tomllib.loads(new).get("oracles", {}).get("vllm", {})
+    if (table.get("constraints"), table.get("installer")) != (CONSTRAINTS, "pip"):
+        raise SystemExit(f"{config.CONFIG_PATH}: the constraints lines would not read back")
+    return new
 
 
 def prepare(case: Path, work: Path) -> dict[str, Path]:
