@@ -29,10 +29,20 @@ def do_g(x):
 
 def do_h(x):
     return x - 1
+
+
+class Box:
+    def first(self):
+        return 1
+
+    def second(self):
+        return 2
 '''
 
 SHAPES = (Shape("change_g", "[Bugfix] Change do_g", {MOD: PIN_TEXT.replace("x * 2", "x * 3")}),
-          Shape("rocm_h", "[ROCm] Tune do_h", {MOD: PIN_TEXT.replace("x - 1", "x - 2")}))
+          Shape("rocm_h", "[ROCm] Tune do_h", {MOD: PIN_TEXT.replace("x - 1", "x - 2")}),
+          Shape("second", "[Bugfix] Box.second", {MOD: PIN_TEXT.replace("return 2", "return 3")}),
+          Shape("first", "[Bugfix] Box.first", {MOD: PIN_TEXT.replace("return 1", "return 0")}))
 RULES = ('[[rules]]\nid = "platforms-not-targeted"\ntags = ["ROCm"]\n'
          'disposition = "INVENTORY"\nreason = "a platform this port does not target"\n')
 
@@ -54,6 +64,8 @@ def _port_files(marks: dict[str, str]) -> dict[str, str]:
         "src/body_mention.cpp": (f"// Ported from: {OTHER} @ {pin}\nint j;\n\n"
                                  f"// See {MOD}:5 (do_g) for the shape.\nint jj;\n"),
         "src/h.cpp": f"// Ported from: {MOD}::do_h @ {pin}\nint k;\n",
+        "src/box_lines.cpp": f"// Ported from: {MOD}:14-15 (class Box) @ {pin}\nint m;\n",
+        "src/box_pinless.cpp": f"// Ported from: {MOD}:14-15 (class Box)\nint n;\n",
         ".agents/upstream-sync.toml": RULES,
     }
 
@@ -70,9 +82,10 @@ def _entry(world: World, name: str = "change_g") -> dict[str, Any]:
     return next(e for e in report_doc(world)["entries"] if e["sha"] == world.sha(name))
 
 
-def _verdicts(world: World) -> dict[str, str]:
+def _verdicts(world: World, name: str = "change_g") -> dict[str, str]:
     """port file -> outcome of each citation the commit's symbol pass judged."""
-    return {c["port_file"]: c["outcome"] for c in _entry(world)["evidence"]["citations"]}
+    return {c["port_file"]: c["outcome"]
+            for c in _entry(world, name)["evidence"]["citations"]}
 
 
 @pytest.mark.parametrize("port_file", ["src/cont_paren.cpp", "src/cont_plus.cpp",
@@ -127,3 +140,13 @@ def test_a_rule_over_a_change_to_cited_code_is_listed_apart(world: World) -> Non
     # The section reads back: a second run writes the same report.
     assert run(world.port, "sync")[0] == 0
     assert md.read_text() == text
+
+
+def test_lines_inside_the_named_class_cite_those_lines(world: World) -> None:
+    """walk-s6a 7: `:134-229 (class Platform)` made any change to the 800-line class a
+    hit. Lines read at the cited SHA narrow the name; without a SHA they may be stale, and
+    the name stands."""
+    verdicts = _verdicts(world, "second")
+    assert verdicts["src/box_lines.cpp"] == "miss"
+    assert verdicts["src/box_pinless.cpp"] == "hit"
+    assert _verdicts(world, "first")["src/box_lines.cpp"] == "hit"

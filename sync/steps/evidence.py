@@ -334,8 +334,21 @@ class _Reader:
         if where is None:
             return Cited(cite, "whole-file", at=at, note=f"{self.path} not readable at {at}")
         if cite.symbols:
-            return self._by_name(cite, where, at, ranges)
+            named = self._by_name(cite, where, at, ranges)
+            return self._narrowed(cite, where, at, ranges, named)
         return self._by_lines(cite, where, at, ranges)
+
+    def _narrowed(self, cite: Cite, where: symbols.Outline, at: str,
+                  ranges: tuple[tuple[int, int], ...], named: Cited) -> Cited:
+        """`:134-229 (class Platform)`: lines read at the cited SHA that lie inside the named
+        definitions cite those lines, not all of it (an 800-line class). Lines read at the
+        pin (no SHA) may be stale: the name stands."""
+        if not (cite.lines and cite.sha) or named.how != "symbols" or at != cite.sha:
+            return named
+        lines = self._by_lines(cite, where, at, ranges)
+        inside = lines.how == "lines" and all(
+            any(n == u or n.startswith(u + ".") for u in named.names) for n in lines.names)
+        return lines if inside and set(lines.names) != set(named.names) else named
 
     def _anchor_blob(self, cite: Cite) -> tuple[str | None, str]:
         """The blob an anchor is read in, and what it is: the cited SHA's, else the pin's,
