@@ -98,21 +98,27 @@ def aliased(surf: Surface, upstream_paths: Iterable[str]) -> Surface:
     """`surf` with each citation of a path written without its root (`model_executor/x.py`,
     `gpu/block_table.py`: no mirrored subtree starts it) also filed under every upstream
     path of `upstream_paths` that ends with it: a change there touches what it cites."""
-    relative = [k for k in surf.cites if "/" in k and not is_mirrored(k, surf.mirrored)]
-    if not relative:
+    tails = _relative_keys(surf)
+    if not tails:
         return surf
-    by_name: dict[str, list[str]] = {}
-    for k in relative:
-        by_name.setdefault(k.rsplit("/", 1)[1], []).append(k)
     cites = dict(surf.cites)
     files = dict(surf.by_upstream)
     for p in sorted(set(upstream_paths)):
-        keys = [k for k in by_name.get(p.rsplit("/", 1)[-1], ()) if p.endswith("/" + k)]
-        if not keys or not is_mirrored(p, surf.mirrored):
-            continue
-        cites[p] = (*cites.get(p, ()), *(replace(c, path=p) for k in keys for c in surf.cites[k]))
-        files[p] = tuple(sorted({*files.get(p, ()), *(f for k in keys for f in files[k])}))
+        keys = [k for k in tails.get(p.rsplit("/", 1)[-1], ()) if p.endswith("/" + k)]
+        if keys and is_mirrored(p, surf.mirrored):
+            cites[p] = (*cites.get(p, ()),
+                        *(replace(c, path=p) for k in keys for c in surf.cites[k]))
+            files[p] = tuple(sorted({*files.get(p, ()), *(f for k in keys for f in files[k])}))
     return replace(surf, cites=cites, by_upstream=files)
+
+
+def _relative_keys(surf: Surface) -> dict[str, list[str]]:
+    """The cited paths no mirrored subtree starts, by file name."""
+    out: dict[str, list[str]] = {}
+    for k in surf.cites:
+        if "/" in k and not is_mirrored(k, surf.mirrored):
+            out.setdefault(k.rsplit("/", 1)[1], []).append(k)
+    return out
 
 
 def is_mirrored(path: str, mirrored: tuple[str, ...]) -> bool:
@@ -238,24 +244,26 @@ def _file_cites(rel: str, found: scan.FileScan, header: headers.Header, cfg: Con
         if mention.why == "prose":
             refs.add(refs.mentioned, mention.path, rel)
     if header.kind != "ORIGINAL":
-        named = {c.path for c in cites}
-        # Every path named in the body is kept for the symbol pass, which judges a whole-file
-        # one a mention (never PORT-NOW on its own); those no verb cites are references too.
-        # A statement that cites with anchors (`Ported from: x.py:165 (Sym)` over a struct)
-        # is judged by them, as a header's citation is.
-        inline = found.inline
-        anchored = [(up, at, a) for up, at, a in inline.anchored if up not in named]
-        cites += [Cite(rel, up, line, source="inline") for up, line in found.first_lines
-                  if up not in named and all(up != a[0] for a in anchored)]
-        cites += [Cite(rel, up, found.line_at(at), a.symbols, ",".join(a.ranges) or None,
-                       source="inline") for up, at, a in anchored]
-        for up in inline.mentioned:
+        cites += _body_cites(rel, found, {c.path for c in cites})
+        for up in found.inline.mentioned:
             refs.add(refs.mentioned, up, rel)
     for m in cfg.mappings:
         mapped = mapped_upstream(rel, m)
         if mapped is not None and all(c.path != mapped for c in cites):
             cites.append(Cite(rel, mapped, 0, source="mapping"))
     return cites
+
+
+def _body_cites(rel: str, found: scan.FileScan, named: set[str]) -> list[Cite]:
+    """Every path the body names and the header does not, for the symbol pass: one with no
+    anchors is judged a mention (never PORT-NOW on its own; those no verb cites are
+    references too); a statement that cites with anchors (`Ported from: x.py:165 (Sym)`
+    over a struct) is judged by them, as a header's citation is."""
+    anchored = [(up, at, a) for up, at, a in found.inline.anchored if up not in named]
+    plain = [Cite(rel, up, line, source="inline") for up, line in found.first_lines
+             if up not in named and all(up != a[0] for a in anchored)]
+    return plain + [Cite(rel, up, found.line_at(at), a.symbols, ",".join(a.ranges) or None,
+                         source="inline") for up, at, a in anchored]
 
 
 def build(port: Port) -> Surface:

@@ -169,31 +169,35 @@ def _claimed(port: Port, plans: list[bump.FilePlan]) -> list[str]:
     (the header then claims every change up to the target), so each is named."""
     changed = {p for plan in plans if plan.status == "bump" for ch in plan.changes
                for p in (ch.changed or ((ch.path,) if ch.content == "changed" else ()))}
-    c = port.cycle()
-    if not changed or c is None:
+    if not changed:
         return []
-    rel = port.rel(port.sync_dir / cycle.report_name(c)).removesuffix(".md") + ".json"
-    try:
-        doc = reportdoc.load_doc(port.text(port.path(rel)) or "", rel)
-    except SyncError:
-        return []  # no report yet (or one `sync` rewrites): nothing to name
-    refs = ledger_refs(port)
+    refs = ledger.Refs.of(port.ledger_read().rows)
     out = []
-    for e in doc.get("entries", []):
-        if not isinstance(e, dict) or e.get("disposition") != "PORT-NOW":
-            continue
-        paths = sorted(changed & set(e.get("upstream_paths") or ()))
-        sha, pr = str(e.get("sha", "")), e.get("pr")
-        if paths and not refs.names(sha, pr if isinstance(pr, int) else None):
+    for sha, pr, upstream in _port_now(port):
+        paths = sorted(changed & upstream)
+        if paths and not refs.names(sha, pr):
             out.append(f"warning: this bump says PORT-NOW `{short(sha)}`"
-                       + (f" vllm#{pr}" if isinstance(pr, int) else "")
+                       + (f" vllm#{pr}" if pr is not None else "")
                        + f" is ported: it changes {', '.join(paths)} and has no ledger row "
                        "yet — port it too (and add its row), or bump after it is ported")
     return out
 
 
-def ledger_refs(port: Port) -> ledger.Refs:
-    return ledger.Refs.of(port.ledger_read().rows)
+def _port_now(port: Port) -> list[tuple[str, int | None, set[str]]]:
+    """(sha, PR, upstream paths) of the open cycle report's PORT-NOW entries, as its JSON
+    companion has them; none when there is no report (or one `sync` would rewrite)."""
+    c = port.cycle()
+    if c is None:
+        return []
+    rel = port.rel(port.sync_dir / cycle.report_name(c)).removesuffix(".md") + ".json"
+    try:
+        doc = reportdoc.load_doc(port.text(port.path(rel)) or "", rel)
+    except SyncError:
+        return []
+    entries = [e for e in doc.get("entries", []) if isinstance(e, dict)]
+    return [(str(e.get("sha", "")), e["pr"] if isinstance(e.get("pr"), int) else None,
+             set(e.get("upstream_paths") or ())) for e in entries
+            if e.get("disposition") == "PORT-NOW"]
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
