@@ -37,12 +37,16 @@ class Box:
 
     def second(self):
         return 2
-'''
+''' + "\n\nclass Big:\n" + "".join(f"    a{i} = {i}\n" for i in range(160)) + (
+    "    def m(self):\n        return 99\n")
+BIG_FIELD, BIG_M = 22, 182  # `a0 = 0`, `def m`: a field of a 160-line class and its method
 
 SHAPES = (Shape("change_g", "[Bugfix] Change do_g", {MOD: PIN_TEXT.replace("x * 2", "x * 3")}),
           Shape("rocm_h", "[ROCm] Tune do_h", {MOD: PIN_TEXT.replace("x - 1", "x - 2")}),
           Shape("second", "[Bugfix] Box.second", {MOD: PIN_TEXT.replace("return 2", "return 3")}),
-          Shape("first", "[Bugfix] Box.first", {MOD: PIN_TEXT.replace("return 1", "return 0")}))
+          Shape("first", "[Bugfix] Box.first", {MOD: PIN_TEXT.replace("return 1", "return 0")}),
+          Shape("big_field", "[Bugfix] Big.a100", {MOD: PIN_TEXT.replace("a100 = 100", "a100 = 7")}),
+          Shape("big_m", "[Bugfix] Big.m", {MOD: PIN_TEXT.replace("return 99", "return 98")}))
 RULES = ('[[rules]]\nid = "platforms-not-targeted"\ntags = ["ROCm"]\n'
          'disposition = "INVENTORY"\nreason = "a platform this port does not target"\n')
 
@@ -66,6 +70,7 @@ def _port_files(marks: dict[str, str]) -> dict[str, str]:
         "src/h.cpp": f"// Ported from: {MOD}::do_h @ {pin}\nint k;\n",
         "src/box_lines.cpp": f"// Ported from: {MOD}:14-15 (class Box) @ {pin}\nint m;\n",
         "src/box_pinless.cpp": f"// Ported from: {MOD}:14-15 (class Box)\nint n;\n",
+        "src/big.cpp": f"// Ported from: {MOD}:{BIG_FIELD},{BIG_M}-{BIG_M + 1} @ {pin}\nint o;\n",
         ".agents/upstream-sync.toml": RULES,
     }
 
@@ -150,3 +155,12 @@ def test_lines_inside_the_named_class_cite_those_lines(world: World) -> None:
     assert verdicts["src/box_lines.cpp"] == "miss"
     assert verdicts["src/box_pinless.cpp"] == "hit"
     assert _verdicts(world, "first")["src/box_lines.cpp"] == "hit"
+
+
+def test_a_field_and_a_method_of_a_huge_class_cite_those_two(world: World) -> None:
+    """walk-s6a 7: `compilation.py:683-684,1438-1444` (a field of a 1,175-line class and
+    one of its methods) made a change to any other field of the class a hit."""
+    assert PIN_TEXT.splitlines()[BIG_FIELD - 1] == "    a0 = 0"
+    assert PIN_TEXT.splitlines()[BIG_M - 1] == "    def m(self):"
+    assert _verdicts(world, "big_field")["src/big.cpp"] == "other-statements"
+    assert _verdicts(world, "big_m")["src/big.cpp"] == "hit"

@@ -398,24 +398,32 @@ class _Reader:
         tops = {n.split(".", 1)[0] for n in names}
         note = (f"suspect range: :{cite.lines} spans {len(tops)} top-level definitions"
                 if len(tops) > SUSPECT_UNITS else "")
-        statements = self._statements(owners, ranges)
+        statements = self._statements(where, spans, ranges)
         return Cited(cite, "lines", names, note, at, ranges, statements, own)
 
-    def _statements(self, owners: list[symbols.Unit],
+    def _statements(self, where: symbols.Outline, spans: list[tuple[int, int]],
                     ranges: tuple[tuple[int, int], ...]) -> tuple[tuple[int, int], ...]:
-        """In the one huge definition a range falls in: its statements there, in the parent."""
-        units = {u.name for u in owners}
-        if len(units) != 1 or owners[0].length <= HUGE or self.parent is None or not ranges:
+        """Where a range falls in one huge definition: its statements there, in the parent.
+        Ranges elsewhere (`compilation.py:683-684,1438-1444`: a field of a 1,200-line class
+        and one of its methods) stand for their definitions whole, so a change to the class's
+        other fields is no change to what is cited. () when no range is in a huge one."""
+        if self.parent is None or len(spans) != len(ranges):
             return ()
-        parents = self.parent.named(owners[0].name)
-        if len(parents) != 1:
-            return ()
-        out = []
-        for a, b in ranges:
-            first = self.parent.statement(parents[0], a) or (a, a)
-            last = self.parent.statement(parents[0], b) or (b, b)
-            out.append((min(first[0], a), max(last[1], b)))
-        return tuple(out)
+        out: list[tuple[int, int]] = []
+        huge = False
+        for (a0, b0), (a, b) in zip(spans, ranges, strict=True):
+            owners = {u.name: u for n in range(a0, b0 + 1)
+                      if where.code(n) and (u := where.at(n)) is not None}
+            parents = [p for name in owners for p in self.parent.named(name)]
+            if len(owners) == 1 and next(iter(owners.values())).length > HUGE \
+                    and len(parents) == 1:
+                huge = True
+                first = self.parent.statement(parents[0], a) or (a, a)
+                last = self.parent.statement(parents[0], b) or (b, b)
+                out.append((min(first[0], a), max(last[1], b)))
+            else:
+                out += [(p.start, p.end) for p in parents] or [(a, b)]
+        return tuple(out) if huge else ()
 
 
 def _source_note(cite: Cite) -> str:
