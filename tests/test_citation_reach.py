@@ -45,7 +45,8 @@ SHAPES = (Shape("change_g", "[Bugfix] Change do_g", {MOD: PIN_TEXT.replace("x * 
           Shape("rocm_h", "[ROCm] Tune do_h", {MOD: PIN_TEXT.replace("x - 1", "x - 2")}),
           Shape("second", "[Bugfix] Box.second", {MOD: PIN_TEXT.replace("return 2", "return 3")}),
           Shape("first", "[Bugfix] Box.first", {MOD: PIN_TEXT.replace("return 1", "return 0")}),
-          Shape("big_field", "[Bugfix] Big.a100", {MOD: PIN_TEXT.replace("a100 = 100", "a100 = 7")}),
+          Shape("big_field", "[Bugfix] Big.a100",
+                {MOD: PIN_TEXT.replace("a100 = 100", "a100 = 7")}),
           Shape("big_m", "[Bugfix] Big.m", {MOD: PIN_TEXT.replace("return 99", "return 98")}))
 RULES = ('[[rules]]\nid = "platforms-not-targeted"\ntags = ["ROCm"]\n'
          'disposition = "INVENTORY"\nreason = "a platform this port does not target"\n')
