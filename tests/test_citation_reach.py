@@ -65,6 +65,9 @@ def _port_files(marks: dict[str, str]) -> dict[str, str]:
         "src/body.cpp": (f"// Ported from: {OTHER} @ {pin}\nint g;\n\n"
                          f"// Ported from: {MOD}:5 (do_g).\nint gg;\n"),
         "src/relative.cpp": f"// Mirrors vLLM a/b.py::do_g @ {pin}\nint h;\n",
+        # walk-s7 N1: the symbol on the comment's next line, the stale line number on this.
+        "src/body_wrapped.cpp": (f"// Ported from: {OTHER} @ {pin}\nint p;\n\n"
+                                 f"// Ported from: {MOD}:1\n//   (do_g). A struct.\nint pp;\n"),
         "src/only_f.cpp": f"// Ported from: {MOD}::do_f @ {pin}\nint i;\n",
         "src/body_mention.cpp": (f"// Ported from: {OTHER} @ {pin}\nint j;\n\n"
                                  f"// See {MOD}:5 (do_g) for the shape.\nint jj;\n"),
@@ -97,7 +100,8 @@ def _verdicts(world: World, name: str = "change_g") -> dict[str, str]:
 @pytest.mark.parametrize("port_file", ["src/cont_paren.cpp", "src/cont_plus.cpp",
                                        "src/cont_syms.cpp", "src/cont_parens.cpp",
                                        "src/cont_wrapped.cpp", "src/cont_aside.cpp",
-                                       "src/body.cpp", "src/relative.cpp"])
+                                       "src/body.cpp", "src/relative.cpp",
+                                       "src/body_wrapped.cpp"])
 def test_a_change_to_a_cited_definition_is_a_hit_however_it_is_cited(
         world: World, port_file: str) -> None:
     assert _verdicts(world).get(port_file) == "hit", _verdicts(world)

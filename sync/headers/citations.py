@@ -890,6 +890,23 @@ def parse_header(text: str, path: str = "<text>") -> Header:
 _NEXT_LINE = re.compile(
     rf"[ \t]*\r?\n[ \t]*(?:{comments.continuation_markers()})?[ \t]*")
 _LOOKBACK = 240  # how far before an inline path its citing verb may stand
+# A comment line's marker: a body citation's anchors may go on after it.
+_MARKER = re.compile(rf"[ \t]*(?:{comments.continuation_markers()})[ \t]*")
+_TAIL = 400  # how much after a body citation's path its anchors may take
+
+
+def _comment_tail(text: str, end: int) -> str:
+    """What follows a path in a file's body, the next lines of its comment joined as a
+    header's are (`...protocol.py:165` / `// (ChatCompletionToolsParam).`), up to a line
+    that is not a comment."""
+    first, *rest = text[end: end + _TAIL].split("\n")
+    out = [first.rstrip("\r")]
+    for line in rest:
+        m = _MARKER.match(line)
+        if m is None or m.end() == 0:
+            break
+        out.append(line[m.end():].rstrip("\r"))
+    return " ".join(out)
 
 
 @functools.lru_cache(maxsize=16)
@@ -927,7 +944,7 @@ def inline_paths(text: str, mirrored: tuple[str, ...] = ("vllm/",)) -> Inline:
             continue
         cited.add(path)
         if text.startswith(path, start):  # a path wrapped over lines carries none here
-            got = _suffix(text, start + len(path))
+            got = _suffix(_comment_tail(text, start + len(path)), 0)
             if got:
                 anchored.append((path, start, got))
     return Inline(frozenset(cited), frozenset(mentioned - cited), tuple(anchored))
