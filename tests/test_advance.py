@@ -542,6 +542,22 @@ def _golden_from_the_future(c: Copy, p: Prepared, mp: pytest.MonkeyPatch) -> Non
     _edit_golden(c, p, time="2099-01-01T00:00:00Z")
 
 
+def _golden_names_no_oracle(c: Copy, p: Prepared, mp: pytest.MonkeyPatch) -> None:
+    rec = c.port / ".agents" / "sync" / "gates" / f"{p.target[:7]}.json"
+    doc = json.loads(rec.read_text())
+    del doc["gates"]["golden"]["oracle"]["oracle"]
+    doc["gates"]["golden"]["oracle"]["runtime_version"] = "9.9.9"
+    rec.write_text(json.dumps(doc, indent=2) + "\n")
+
+
+def _parity_from_the_future(c: Copy, p: Prepared, mp: pytest.MonkeyPatch) -> None:
+    rec = c.port / ".agents" / "sync" / "gates" / f"{p.target[:7]}.json"
+    doc = json.loads(rec.read_text())
+    assert doc["gates"]["parity:op"]["status"] == "PASS"
+    doc["gates"]["parity:op"]["time"] = "2099-01-01T00:00:00Z"
+    rec.write_text(json.dumps(doc, indent=2) + "\n")
+
+
 def _goldens_missing(c: Copy, p: Prepared, mp: pytest.MonkeyPatch) -> None:
     shutil.rmtree(c.port / "goldens" / "sampler")
 
@@ -572,6 +588,11 @@ CASES: dict[str, tuple[Breaker, str]] = {
                              r"verified here has "),
     "golden dated in the future": (
         _golden_from_the_future, r"gate golden is dated 2099-01-01T00:00:00Z, in the future"),
+    "golden names no oracle": (
+        _golden_names_no_oracle, r"gate golden PASSed with an oracle identity that names no "
+                                 r"oracle"),
+    "parity dated in the future": (
+        _parity_from_the_future, r"gate parity:op is dated 2099-01-01T00:00:00Z, in the future"),
     "golden without its goldens": (
         _goldens_missing, r"gate golden PASSed, but no golden under goldens was written by it"),
     "no core oracle file": (_core_oracle_file_missing, r"no core oracle file \(vllm\.md\)"),

@@ -119,8 +119,9 @@ def test_malformed_gates_file(tmp_path: Path, text: str, why: str) -> None:
     assert rc == 4
 
 
-GOOD_GATE = {"status": "PASS", "command": "c", "duration_s": 1.0, "host": "h", "time": "t",
-             "handoff": None, "detail": None, "oracle": {"oracle": "vllm", "commit": None}}
+GOOD_GATE = {"status": "PASS", "command": "c", "duration_s": 1.0, "host": "h",
+             "time": "2026-01-02T03:04:05Z", "handoff": None, "detail": None,
+             "oracle": {"oracle": "vllm", "commit": None}}
 JSON = st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False)
                     | st.text(max_size=10),
                     lambda inner: st.lists(inner, max_size=3)
@@ -315,6 +316,12 @@ def test_gates_merge_refuses_a_result_from_the_future(tmp: Path) -> None:
     rc, _out, err = run_cli(["--port", str(root), "gates", "merge", str(made)])
     assert rc == 4, err
     assert "gate 'golden' is dated 2030-01-01T00:00:00Z, in the future" in err
+    assert gates.load(p, PIN) == before
+    # A time in another shape would sort anywhere against real runs: refused when read.
+    made.write_text(gates.render_doc(PIN, [result("golden", "PASS",
+                                                  time="2030-01-01 00:00:00")]))
+    rc, _out, err = run_cli(["--port", str(root), "gates", "merge", str(made)])
+    assert rc == 4 and "has time '2030-01-01 00:00:00', not one a gate writes" in err, err
     assert gates.load(p, PIN) == before
     # A few minutes ahead is a gate host's clock, not a forgery.
     soon = (datetime.now(UTC) + timedelta(minutes=3)).strftime(gates.TIME)

@@ -69,9 +69,13 @@ def now() -> str:
 
 def when(result: GateResult) -> datetime | None:
     """The result's time, or None when it is not a time a gate writes."""
+    return _parsed_time(result.time)
+
+
+def _parsed_time(text: str) -> datetime | None:
     try:
-        return datetime.strptime(result.time, TIME).replace(tzinfo=UTC)
-    except ValueError:
+        return datetime.strptime(text, TIME).replace(tzinfo=UTC)
+    except (TypeError, ValueError):
         return None
 
 
@@ -126,6 +130,10 @@ def _parse_gate(name: str, raw: object, rel: str) -> GateResult:
         raise _bad(rel, f"gate {name!r}: {problem.text}")
     if raw["status"] == "PENDING" and not raw["handoff"]:
         raise _bad(rel, f"gate {name!r} is PENDING without a handoff")
+    if _parsed_time(raw["time"]) is None:
+        # Merges keep the later run by this time: one in another shape would sort anywhere.
+        raise _bad(rel, f"gate {name!r} has time {str(raw['time'])[:40]!r}, not one a gate "
+                   "writes (UTC, as 2026-01-02T03:04:05Z)")
     if raw["status"] != "PENDING" and not raw["oracle"] and name.startswith(_WITH_ORACLE):
         # These gates run a verified oracle and record its identity; a result without one
         # was not produced by them (a hand-made PASS must not satisfy an advance).

@@ -169,6 +169,9 @@ def _required_gate_unmet(name: str, recorded: dict[str, gates.GateResult],
                                     if r.name.startswith(name + "[")), None)
     if g is None:
         return f"gate {name} has not run at {short(target)} — run {code(run)}"
+    if g.status == "PASS" and gates.future(g):
+        return (f"gate {g.name} is dated {g.time}, in the future — run {code(run)} again (or "
+                "set the gate host's clock)")
     if g.status == "FAIL":
         # What the run said (its last line); then what runs it again.
         said = f": {g.detail}" if g.detail else ""
