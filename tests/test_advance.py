@@ -373,6 +373,22 @@ def test_stall_commit_commits_the_stall_records(prepared: Prepared,
     assert git(c.port, "status", "--porcelain") == ""
 
 
+def test_a_stall_lists_an_unported_commit_once(prepared: Prepared,
+                                               copy: Callable[[str], Copy],
+                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """walk-s7 N4: each unported PORT-NOW was an unmet line and a "PORT-NOW open" line."""
+    c = copy("ready")
+    _port_now_open(c, prepared, monkeypatch)
+    assert cmd("advance", "--stall")[0] == 0
+    lines = carry_over(c.port)
+    (unmet,) = [line for line in lines if line.startswith("- unmet: PORT-NOW ")]
+    sha = unmet.split("`")[1]
+    assert [line for line in lines if f"`{sha}`" in line] == [unmet]
+    # ... and a sync of the stalled report keeps it so.
+    ok("sync")
+    assert carry_over(c.port) == lines
+
+
 def test_a_stall_lists_a_failing_gate_once(prepared: Prepared, copy: Callable[[str], Copy],
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     c = copy("ready")

@@ -436,12 +436,19 @@ def _ours(port: Port, path: Path) -> bool:
 def _carry_over(port: Port, c: cycle.Cycle, entries: list[classify.Entry],
                 recorded: list[gates.GateResult], carried: list[carry.Imported],
                 unmet: list[str]) -> tuple[str, ...]:
-    """The section: a stall's unmet lines, then what the cycle owes; a gate an unmet line
-    names already (`gate golden is FAIL`) is not listed a second time."""
+    """The section: a stall's unmet lines, then what the cycle owes; a gate or a PORT-NOW
+    commit an unmet line names already (`gate golden is FAIL`, "PORT-NOW `x` has no ledger
+    row") is not listed a second time."""
     named = {g.name for g in recorded for u in unmet
              if u.startswith(f"- unmet: gate {cell(g.name)} ")}
     owed = [g for g in recorded if g.name not in named]
-    return tuple(unmet + carry.lines(port, c, entries, owed, carried))
+    said = tuple(f"- PORT-NOW open: `{m[1]}`" for u in unmet if (m := _UNMET_PORT_NOW.match(u)))
+    return tuple(unmet + [line for line in carry.lines(port, c, entries, owed, carried)
+                          if not line.startswith(said)])
+
+
+# The advance's line for an unported PORT-NOW commit (`advance._unported`), in a stall's list.
+_UNMET_PORT_NOW = re.compile(r"- unmet: PORT-NOW `([0-9a-f]{7,40})` ")
 
 
 def _unmet_lines(back: report.ReadBack | None, req: CycleRequest) -> list[str]:
