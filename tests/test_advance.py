@@ -34,7 +34,6 @@ from sync.infra.atomic import read_text
 from sync.infra.errors import MalformedRecord
 from sync.port import Port
 from sync.records import config, events, mdtext, oraclefile, paragraph, pins, spans
-from sync.steps.advance import advance
 from sync.steps.verify import identity as oracle_verify
 from sync.steps.verify import oracle
 
@@ -234,6 +233,8 @@ def test_full_cycle_advances_every_surface_commits_and_rolls_back(
     assert "+kind = \"advance\"\n" in out
     assert f"would advance {prepared.pin[:10]} → {prepared.target[:10]}; nothing written" in out
     assert files(c.port) == before and c.head() == prepared.pin
+    left = json.loads(ok("advance", "--dry-run", "--json"))["left_behind"]
+    assert left["behind"] and all(isinstance(f, str) for f in left["behind"])
 
     rc, out, err = cmd("advance", "--commit")
     assert rc == 0, err
@@ -285,7 +286,14 @@ def test_full_cycle_advances_every_surface_commits_and_rolls_back(
     behind = re.findall(r"^warning: (\S+):\d+: per-file pin behind the parity pin, and the "
                         r"upstream file changed with no ledger note", check_out, re.MULTILINE)
     assert int(said.group(1)) == len(behind) > 0
-    assert all(f in err for f in behind[:advance.SHOWN])
+    listed = err.split(said.group(0), 1)[1].split("\n", 1)[1].splitlines()
+    assert [line.strip() for line in listed[:len(behind)]] == behind
+    # The paths the target deleted or renamed since the pin: said before, warned of after.
+    gone = re.findall(r"^warning: (\S+):\d+: the header cites a path the parity pin does "
+                      r"not have", check_out, re.MULTILINE)
+    already = "src/vllm/v1/worker/async_output.cpp"  # a wrong path, gone at the pin already
+    assert already in gone and already not in left["gone"]
+    assert left["gone"] == [f for f in gone if f != already] != []
     assert events.verify(port) == []
     # The committed event names the oracle by its place under the oracle home: an absolute
     # path would be one maintainer's machine.
@@ -811,8 +819,10 @@ def test_a_stall_then_a_newer_target_imports_the_carry_over(
     stalled = report_path(c.port)
     owed = carry_over(c.port)
     assert any(line.startswith("- unmet: ") for line in owed)
-    open_items = open_port_now(read_text(stalled))
-    assert open_items
+    # A stalled report lists each unported commit once, as its unmet line.
+    open_items = re.findall(r"^- unmet: PORT-NOW `([0-9a-f]{10})`", read_text(stalled),
+                            re.MULTILINE)
+    assert open_items and not open_port_now(read_text(stalled))
     carried = the_port(c.port).carried()
     assert {s[:10] for s in carried} >= set(open_items)
     assert all(x.by == "stall" and x.since == f".agents/sync/{stalled.name}"

@@ -56,10 +56,11 @@ def _advance(args: argparse.Namespace, ctx: Context, port: Port) -> int:
     if kept is not None:
         ctx.note(f"flashinfer_version stays {kept}: the oracle at the target has no "
                  "FlashInfer to measure")
-    for line in advance.left_behind(port, p.new.commit):
-        ctx.note(f"warning: {line}")
+    left = advance.left_behind(port, p.old.commit, p.new.commit)
+    for line in left.lines(p.new.commit):
+        ctx.note(line if line.startswith("  ") else f"warning: {line}")
     if args.dry_run:
-        return _dry_run(ctx, p, measured)
+        return _dry_run(ctx, p, measured, left)
     synccommit.refuse(port, args.commit, p.writes)
     with port.lock():
         if events.staged(port, "advance")[0] != p.event:
@@ -67,11 +68,12 @@ def _advance(args: argparse.Namespace, ctx: Context, port: Port) -> int:
         txn.commit(port.sync_dir, p.writes)
     how = advance.fast_forward(port, p.new.commit)
     sha = _git_commit(port, p) if args.commit else None
-    _print(ctx, p, sha, how)
+    _print(ctx, p, sha, how, left)
     return 0
 
 
-def _dry_run(ctx: Context, p: advance.Plan, m: advance.Measured) -> int:
+def _dry_run(ctx: Context, p: advance.Plan, m: advance.Measured,
+             left: advance.LeftBehind) -> int:
     diff = advance.diff(p, ctx.port)
     said = (f"dry run: would advance {short(p.old.commit)} → {short(p.new.commit)}; nothing "
             "written")
@@ -81,7 +83,7 @@ def _dry_run(ctx: Context, p: advance.Plan, m: advance.Measured) -> int:
                    "report": ctx.port.rel(p.report),
                    "files": sorted(ctx.port.rel(k) for k in p.writes), "diff": diff,
                    "paragraph": rw.paragraph if rw else None,
-                   "dropped": list(rw.dropped) if rw else []})
+                   "dropped": list(rw.dropped) if rw else [], "left_behind": left.doc()})
     if not ctx.json:
         ctx.text.write(diff)
         for claim in rw.dropped if rw else ():
@@ -90,12 +92,13 @@ def _dry_run(ctx: Context, p: advance.Plan, m: advance.Measured) -> int:
     return 0
 
 
-def _print(ctx: Context, p: advance.Plan, sha: str | None, how: str) -> None:
+def _print(ctx: Context, p: advance.Plan, sha: str | None, how: str,
+           left: advance.LeftBehind) -> None:
     port = ctx.port
     ctx.emit_json({"advanced": True, "pin_before": p.old.commit, "pin_after": p.new.commit,
                    "runtime_version": p.new.runtime_version, "report": port.rel(p.report),
                    "event": port.rel(p.event), "commit": sha, "reference": how,
-                   "files": sorted(port.rel(k) for k in p.writes)})
+                   "files": sorted(port.rel(k) for k in p.writes), "left_behind": left.doc()})
     if ctx.json:
         return
     ctx.say(f"advanced the parity pin {short(p.old.commit)} → {short(p.new.commit)} "

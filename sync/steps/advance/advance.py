@@ -182,24 +182,43 @@ def _required_gate_unmet(name: str, recorded: dict[str, gates.GateResult],
     return None
 
 
-SHOWN = 5  # files a left-behind warning names; the rest are counted
+@dataclass(frozen=True)
+class LeftBehind:
+    """The ported files an advance leaves for `check` to warn of: behind the new pin with
+    upstream changes no ledger row notes, and citing a path the new pin no longer has."""
+
+    behind: tuple[str, ...]
+    gone: tuple[str, ...]
+
+    def lines(self, target: str) -> list[str]:
+        out = []
+        if self.behind:
+            out.append(f"{len(self.behind)} ported file(s) will be behind the new pin "
+                       f"{short(target)} with upstream changes no ledger row notes — bump "
+                       "those whose changes need nothing from the port ('upstream-sync "
+                       "bump-headers FILE...'), or add a ledger row naming each of the others:")
+            out += [f"  {f}" for f in self.behind]
+        if self.gone:
+            out.append(f"{len(self.gone)} ported file(s) will cite a path the new pin "
+                       f"{short(target)} does not have — follow the move in each header:")
+            out += [f"  {f}" for f in self.gone]
+        return out
+
+    def doc(self) -> dict[str, list[str]]:
+        return {"behind": list(self.behind), "gone": list(self.gone)}
 
 
-def left_behind(port: Port, target: str) -> list[str]:
-    """The ported files this advance leaves behind the new pin with upstream changes no
-    ledger row notes (what `check` will warn of after it): their changes this cycle were
-    decided, carried over, or not ported. Said before the advance, with the two ways out."""
+def left_behind(port: Port, pin: str, target: str) -> LeftBehind:
+    """What `check` will warn of after the advance that it does not warn of now: said
+    before the advance writes, so each can be bumped, noted or fixed first."""
     ref = port.reference()
-    audited = audit.run_audit(port, ref, target, port.upstream_ref, surface.build(port))
-    files = [f.path for f in audited.files if f.status == "behind-changed" and f.noted is False]
-    if not files:
-        return []
-    more = f" (+{len(files) - SHOWN} more)" if len(files) > SHOWN else ""
-    return [f"{len(files)} ported file(s) will be behind the new pin {short(target)} with "
-            f"upstream changes no ledger row notes: {', '.join(files[:SHOWN])}{more} — bump "
-            "those whose changes need nothing from the port ('upstream-sync bump-headers "
-            "FILE...'), or add a ledger row naming each of the others ('upstream-sync audit' "
-            "lists them after the advance)"]
+    surf = surface.build(port)
+    after = audit.run_audit(port, ref, target, port.upstream_ref, surf)
+    before = audit.run_audit(port, ref, pin, port.upstream_ref, surf)
+    was_gone = {f.path for f in before.files if f.status == "path-gone"}
+    return LeftBehind(
+        tuple(f.path for f in after.files if f.status == "behind-changed" and f.noted is False),
+        tuple(f.path for f in after.files if f.status == "path-gone" and f.path not in was_gone))
 
 
 def _core_file_unmet(port: Port) -> list[str]:
