@@ -461,7 +461,8 @@ def _run_gate(run: ScriptRun, selected: list[tuple[int, tuple[str, ...]]],
         except _ScriptFailed as exc:
             gates.record(run.port, gate.target, run.result("FAIL", exc.message))
             raise CheckFailed(f"gate {gate.name} FAILED: {exc.message}",
-                              "fix the dump script and run golden again") from None
+                              "fix the cause (the dump script, or the oracle it ran with), "
+                              "then run golden again") from None
     if watch is not None and watch.problems:
         for line in watch.problems:
             note(f"isolation: {line}")
