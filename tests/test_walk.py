@@ -172,7 +172,8 @@ def test_carried_items_show_in_every_later_report_and_queue_until_closed(
     ok("advance", "--stall")
     assert sorted(p.name for p in (port / ".agents/sync/events").iterdir()) == [
         "0001-advance.toml", "0002-stall.toml"]
-    stalled_open = re.findall(r"^- PORT-NOW open: `([0-9a-f]{10})`",
+    # A stalled report lists each unported commit once: as its unmet line.
+    stalled_open = re.findall(r"^- unmet: PORT-NOW `([0-9a-f]{10})`",
                               report_2.read_text(), re.MULTILINE)
     assert stalled_open
 

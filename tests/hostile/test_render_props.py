@@ -278,7 +278,8 @@ def test_a_state_event_of_hostile_text_reads_back_exactly(synthetic: Fixture, de
                           hostile_text), max_size=3, unique_by=lambda t: t[0]))
 def test_a_gate_record_of_hostile_text_reads_back_exactly(
         rows: list[tuple[str, str, str]]) -> None:
-    results = [gates.GateResult(name, "PENDING", command, None, "h", "t", handoff=command or "x",
+    results = [gates.GateResult(name, "PENDING", command, None, "h", "2026-01-02T03:04:05Z",
+                                handoff=command or "x",
                                 detail=detail) for name, command, detail in rows]
     again = gates.parse(gates.render_doc("b" * 40, results), "b" * 40, rel="g.json")
     assert again == sorted(results, key=lambda r: r.name)
