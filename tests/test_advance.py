@@ -574,6 +574,22 @@ def _golden_names_no_oracle(c: Copy, p: Prepared, mp: pytest.MonkeyPatch) -> Non
     rec.write_text(json.dumps(doc, indent=2) + "\n")
 
 
+def _golden_names_another_oracle(c: Copy, p: Prepared, mp: pytest.MonkeyPatch) -> None:
+    rec = c.port / ".agents" / "sync" / "gates" / f"{p.target[:7]}.json"
+    doc = json.loads(rec.read_text())
+    doc["gates"]["golden"]["oracle"].update(oracle="omni", runtime_version="9.9.9")
+    rec.write_text(json.dumps(doc, indent=2) + "\n")
+
+
+def _golden_shard_fails(c: Copy, p: Prepared, mp: pytest.MonkeyPatch) -> None:
+    """walk-s8 D1: only the first shard found was checked."""
+    rec = c.port / ".agents" / "sync" / "gates" / f"{p.target[:7]}.json"
+    doc = json.loads(rec.read_text())
+    doc["gates"]["golden[2/2]"] = {**doc["gates"]["golden"], "status": "FAIL",
+                                   "detail": "shard 2 broke"}
+    rec.write_text(json.dumps(doc, indent=2) + "\n")
+
+
 def _parity_from_the_future(c: Copy, p: Prepared, mp: pytest.MonkeyPatch) -> None:
     rec = c.port / ".agents" / "sync" / "gates" / f"{p.target[:7]}.json"
     doc = json.loads(rec.read_text())
@@ -613,8 +629,14 @@ CASES: dict[str, tuple[Breaker, str]] = {
     "golden dated in the future": (
         _golden_from_the_future, r"gate golden is dated 2099-01-01T00:00:00Z, in the future"),
     "golden names no oracle": (
-        _golden_names_no_oracle, r"gate golden PASSed with an oracle identity that names no "
-                                 r"oracle"),
+        _golden_names_no_oracle, r"gate golden PASSed with an oracle identity naming no "
+                                 r"oracle, not 'vllm' \(the golden oracle\)"),
+    "golden names another oracle": (
+        _golden_names_another_oracle, r"gate golden PASSed with an oracle identity naming "
+                                      r"'omni', not 'vllm'"),
+    "a golden shard fails": (
+        _golden_shard_fails, r"gate golden\[(1/2\] has not run at [0-9a-f]{10} — run `.+ "
+                             r"--shard 1/2`|2/2\] is FAIL: shard 2 broke — fix the cause)"),
     "parity dated in the future": (
         _parity_from_the_future, r"gate parity:op is dated 2099-01-01T00:00:00Z, in the future"),
     "golden without its goldens": (

@@ -400,6 +400,10 @@ def test_a_brace_list_after_a_folder_cites_each_file() -> None:
              f"protocol.py\n// @ {S}).\n")
     assert cited(h) == [(f"vllm/entrypoints/openai/{n}/protocol.py", S)
                         for n in ("engine", "completion")]
+    # A name of the list may hold a folder of its own (walk-s8 D5).
+    h = read(f"// Ported from: vllm/v1/core/{{sched/scheduler,kv_cache_manager}}.py @ {S}\n")
+    assert cited(h) == [("vllm/v1/core/sched/scheduler.py", S),
+                        ("vllm/v1/core/kv_cache_manager.py", S)]
     # A list that makes no file keeps the folder as it was cited.
     h = read(f"// Ported from: vllm/v1/kv_offload/cpu/{{x,y}} @ {S}\n")
     assert cited(h) == [("vllm/v1/kv_offload/cpu/", S)]

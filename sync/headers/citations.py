@@ -342,7 +342,7 @@ def _brace_list(text: str, folder: str, end: int) -> tuple[int, list[str]] | Non
 
 # A folder's files listed in braces after it: `cpu/policies/{base,lru,arc}.py`, and
 # `openai/{engine,completion}/protocol.py` (the list names folders of the same file).
-_BRACE = re.compile(r"\{(?P<names>[\w.-]+(?:,\s?[\w.-]+)+)\}"
+_BRACE = re.compile(r"\{(?P<names>[\w./-]+(?:,\s?[\w./-]+)+)\}"
                     r"(?P<tail>\.[A-Za-z]\w*|/[\w./-]*\w)?", re.A)
 
 

@@ -147,10 +147,12 @@ def _gates_unmet(port: Port, target: str) -> list[str]:
     recorded = {g.name: g for g in port.gates(target)}
     required = _required_gates(port)
     out = [line for name in required
-           if (line := _required_gate_unmet(name, recorded, target,
-                                            _gate_command(port, name, target))) is not None]
-    out += [f"gate {g.name} is {g.status}" for g in recorded.values()
-            if g.status != "PASS" and not any(g.name.startswith(n) for n in required)]
+           for line in _required_gate_unmet(name, recorded, target,
+                                            _gate_command(port, name, target))]
+    # Any other recorded gate (`oracle:vllm`) must not have failed or be dated ahead either.
+    out += [line for g in recorded.values()
+            if not any(g.name == n or g.name.startswith(n + "[") for n in required)
+            and (line := _one_gate_unmet(g, g.command)) is not None]
     return out
 
 
@@ -163,12 +165,29 @@ def _gate_command(port: Port, name: str, target: str) -> str:
 
 
 def _required_gate_unmet(name: str, recorded: dict[str, gates.GateResult],
-                         target: str, run: str) -> str | None:
-    # A sharded gate is recorded per shard (`golden[1/2]`): any shard stands for it.
-    g = recorded.get(name) or next((r for r in recorded.values()
-                                    if r.name.startswith(name + "[")), None)
-    if g is None:
-        return f"gate {name} has not run at {short(target)} — run {code(run)}"
+                         target: str, run: str) -> list[str]:
+    """A required gate, or every shard of it (`golden[1/2]`, `golden[2/2]`), PASSed."""
+    shards = [r for r in recorded.values() if r.name == name or r.name.startswith(name + "[")]
+    if not shards:
+        return [f"gate {name} has not run at {short(target)} — run {code(run)}"]
+    out = [f"gate {n} has not run at {short(target)} — run "
+           f"{code(run + ' --shard ' + n[len(name) + 1:-1])}"
+           for n in _missing_shards(name, [r.name for r in shards])]
+    return out + [line for g in shards if (line := _one_gate_unmet(g, run)) is not None]
+
+
+def _missing_shards(name: str, have: list[str]) -> list[str]:
+    """The shards of `name` a sharded run should have recorded and did not (`golden[2/3]`
+    when only `golden[1/3]` and `golden[3/3]` are there)."""
+    counts = {m[2] for n in have if (m := _SHARD.fullmatch(n[len(name):]))}
+    want = {f"{name}[{i}/{c}]" for c in counts for i in range(1, int(c) + 1)}
+    return sorted(want - set(have))
+
+
+_SHARD = re.compile(r"\[(\d{1,6})/(\d{1,6})\]")
+
+
+def _one_gate_unmet(g: gates.GateResult, run: str) -> str | None:
     if g.status == "PASS" and gates.future(g):
         return (f"gate {g.name} is dated {g.time}, in the future — run {code(run)} again (or "
                 "set the gate host's clock)")

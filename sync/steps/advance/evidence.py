@@ -35,18 +35,22 @@ def unmet(port: Port, target: str, probe: Probe) -> list[str]:
     cases = golden.manifests(port)
     out = []
     for g in passed:
-        out += _identity(g, target, probe) + _goldens(g, target, cases, port.config.golden_dir)
+        out += _identity(g, target, probe, port.config.golden_oracle)
+        out += _goldens(g, target, cases, port.config.golden_dir)
     return out
 
 
-def _identity(g: gates.GateResult, target: str, probe: Probe) -> list[str]:
+def _identity(g: gates.GateResult, target: str, probe: Probe, expected: str) -> list[str]:
+    """`golden` (and its shards) runs the configured golden oracle: its identity names that
+    one, and when it is the core oracle, the one verified here."""
     ident = g.oracle or {}
     oid = ident.get("oracle")
-    if oid is None:
-        return [f"gate {g.name} PASSed with an oracle identity that names no oracle — run "
-                f"{code(g.command)} again"]
+    if oid != expected:
+        return [f"gate {g.name} PASSed with an oracle identity naming "
+                f"{'no oracle' if oid is None else repr(oid)}, not {expected!r} (the golden "
+                f"oracle) — run {code(g.command)} again"]
     if oid != probe.oracle:
-        return []  # another oracle's golden gate (omni): the core verification says nothing
+        return []  # the golden oracle is not the core one (omni): its verification says nothing
     ran = ident.get("commit") or ""
     if ran != target:
         return [f"gate {g.name} PASSed with the {probe.oracle} oracle at {code(short(ran))}, "
