@@ -95,6 +95,27 @@ def test_check_on_the_example_is_clean(copy: Path) -> None:
     assert j.rc == 0 and json.loads(j.out)["errors"] == []
 
 
+def test_check_refuses_a_gate_record_no_gate_wrote(copy: Path) -> None:
+    """walk-s8 D4: CI's `check` passed a future-dated or mis-timed gate record that every
+    other reader (and `advance`) refuses."""
+    from sync import port as port_mod
+    from sync.records import gates
+
+    assert run(copy, "sync").rc == 0
+    p = port_mod.locate(str(copy))
+    target = p.open_cycle().target
+    rec = gates.path(p, target)
+    rec.parent.mkdir(parents=True, exist_ok=True)
+    ahead = gates.GateResult("parity:op", "PASS", "c", 1.0, "h", "2099-01-01T00:00:00Z")
+    rec.write_text(gates.render_doc(target, [ahead]))
+    r = run(copy, "check")
+    assert r.rc == 7
+    assert "gate 'parity:op' is dated 2099-01-01T00:00:00Z, in the future" in r.out
+    rec.write_text(rec.read_text().replace("2099-01-01T00:00:00Z", "2099-01-01 00:00:00"))
+    r = run(copy, "check")
+    assert r.rc == 7 and "not one a gate writes" in r.out, r.out
+
+
 def test_an_all_clear_that_skipped_the_audit_says_so(copy: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """walk-s3 D9: with no reference checkout the per-file pin audit is skipped (CI may run

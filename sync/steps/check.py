@@ -21,6 +21,7 @@ from sync.records import (
     cycle,
     decisions,
     events,
+    gates,
     inventory,
     ledger,
     oraclefile,
@@ -146,7 +147,23 @@ def _records(port: Port) -> list[Finding]:
     out += _loads(lambda: cycle.load(port))
     out += _loads(lambda: inventory.load(port))  # it must read as text, like every record
     out += _loads(lambda: _report(port))
+    out += _guarded(lambda: _gates(port))
     return out
+
+
+def _gates(port: Port) -> list[Finding]:
+    """The open cycle's gate record reads (each gate's shape, a gate's time) and holds no
+    result dated in the future: CI would pass what `advance` then refuses."""
+    try:
+        c = port.cycle()
+    except SyncError:
+        return []  # the cycle's own finding says why
+    if c is None:
+        return []
+    rel = port.rel(gates.path(port, c.target))
+    return [Finding(f"{rel}: gate {g.name!r} is dated {g.time}, in the future (no run wrote "
+                    "that) — run the gate again, or set the gate host's clock")
+            for g in port.gates(c.target) if gates.future(g)]
 
 
 def _report(port: Port) -> None:
