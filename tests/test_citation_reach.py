@@ -72,6 +72,9 @@ def _port_files(marks: dict[str, str]) -> dict[str, str]:
         "src/body_mention.cpp": (f"// Ported from: {OTHER} @ {pin}\nint j;\n\n"
                                  f"// See {MOD}:5 (do_g) for the shape.\nint jj;\n"),
         "src/h.cpp": f"// Ported from: {MOD}::do_h @ {pin}\nint k;\n",
+        # walk-s8 D3: one name stale, one found: the lines are not dropped for the name.
+        "src/stale_name.cpp": (f"// Ported from: {MOD}:1-2 (do_f), :5-6 (gone_name) @ {pin}\n"
+                               "int q;\n"),
         "src/box_lines.cpp": f"// Ported from: {MOD}:14-15 (class Box) @ {pin}\nint m;\n",
         "src/box_pinless.cpp": f"// Ported from: {MOD}:14-15 (class Box)\nint n;\n",
         "src/big.cpp": f"// Ported from: {MOD}:{BIG_FIELD},{BIG_M}-{BIG_M + 1} @ {pin}\nint o;\n",
@@ -101,7 +104,7 @@ def _verdicts(world: World, name: str = "change_g") -> dict[str, str]:
                                        "src/cont_syms.cpp", "src/cont_parens.cpp",
                                        "src/cont_wrapped.cpp", "src/cont_aside.cpp",
                                        "src/body.cpp", "src/relative.cpp",
-                                       "src/body_wrapped.cpp"])
+                                       "src/body_wrapped.cpp", "src/stale_name.cpp"])
 def test_a_change_to_a_cited_definition_is_a_hit_however_it_is_cited(
         world: World, port_file: str) -> None:
     assert _verdicts(world).get(port_file) == "hit", _verdicts(world)

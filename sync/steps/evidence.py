@@ -24,7 +24,7 @@ import difflib
 import gc
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from sync.infra import globs
@@ -335,8 +335,27 @@ class _Reader:
             return Cited(cite, "whole-file", at=at, note=f"{self.path} not readable at {at}")
         if cite.symbols:
             named = self._by_name(cite, where, at, ranges)
+            if cite.lines and named.how == "symbols" and self._stale_name(cite, where):
+                return self._with_lines(cite, where, at, ranges, named)
             return self._narrowed(cite, where, at, ranges, named)
         return self._by_lines(cite, where, at, ranges)
+
+    def _stale_name(self, cite: Cite, where: symbols.Outline) -> bool:
+        """Some name the citation gives is no definition where it is read."""
+        return any(not (where.find(s) or (self.parent.find(s) if self.parent else ()))
+                   for s in cite.symbols)
+
+    def _with_lines(self, cite: Cite, where: symbols.Outline, at: str,
+                    ranges: tuple[tuple[int, int], ...], named: Cited) -> Cited:
+        """Names of which some are stale (`(a, b, c):875-962,1640-1649`, only `a` found):
+        the definitions its lines lie in are cited too, not dropped for the name."""
+        lines = self._by_lines(cite, where, at, ranges)
+        more = tuple(n for n in lines.names if n not in named.names) if lines.how == "lines" \
+            else ()
+        if not more:
+            return named
+        note = f"{named.note}; its lines name {', '.join(more)}, cited too"
+        return replace(named, names=named.names + more, note=note.lstrip("; "))
 
     def _narrowed(self, cite: Cite, where: symbols.Outline, at: str,
                   ranges: tuple[tuple[int, int], ...], named: Cited) -> Cited:
