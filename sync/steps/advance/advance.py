@@ -219,7 +219,8 @@ class LeftBehind:
             out += [f"  {f}" for f in self.behind]
         if self.gone:
             out.append(f"{len(self.gone)} ported file(s) will cite a path the new pin "
-                       f"{short(target)} does not have — follow the move in each header:")
+                       f"{short(target)} does not have (renamed or deleted) — re-point or "
+                       "drop each such citation:")
             out += [f"  {f}" for f in self.gone]
         return out
 
