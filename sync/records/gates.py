@@ -111,7 +111,10 @@ def check_target(port: Layout, given: str | None) -> str:
 
 
 def _bad(rel: str, message: str) -> MalformedRecord:
-    return MalformedRecord(message, "delete the file and run the gates again", path=rel)
+    # Deleting the file would drop every valid gate in it too: restore or rerun first.
+    return MalformedRecord(message, "restore the file from git (or from the gate run's "
+                           "artifact), or fix the entry named by hand; deleting the file drops "
+                           "every gate it records", path=rel)
 
 
 def _parse_gate(name: str, raw: object, rel: str) -> GateResult:
