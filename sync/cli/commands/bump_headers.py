@@ -12,8 +12,9 @@ from sync.cli.context import Context, add_json
 from sync.headers.citations import Header
 from sync.infra.errors import SyncError, UsageError
 from sync.port import Port
-from sync.records import cycle, ledger, reportdoc
-from sync.steps import bump, surface
+from sync.records import cycle
+from sync.steps import bump, carry, queue, surface
+from sync.steps.classify import Entry
 from sync.upstream import gitio
 from sync.upstream.gitio import short
 
@@ -165,39 +166,38 @@ def _target_rev(port: Port, args: argparse.Namespace) -> str:
 
 def _claimed(port: Port, plans: list[bump.FilePlan]) -> list[str]:
     """For files bumped by name over a changed upstream file: the open cycle's PORT-NOW
-    commits that change that file and have no ledger row yet. The bump says each is ported
-    (the header then claims every change up to the target), so each is named."""
+    commits that change that file and are not ported yet (no ledger row, as `advance`
+    counts it). The bump says each is ported (the header then claims every change up to
+    the target), so each is named."""
     changed = {p for plan in plans if plan.status == "bump" for ch in plan.changes
                for p in (ch.changed or ((ch.path,) if ch.content == "changed" else ()))}
     if not changed:
         return []
-    refs = ledger.Refs.of(port.ledger_read().rows)
+    refs = carry.ledger_refs(port)
     out = []
-    for sha, pr, upstream in _port_now(port):
-        paths = sorted(changed & upstream)
-        if paths and not refs.names(sha, pr):
-            out.append(f"warning: this bump says PORT-NOW `{short(sha)}`"
-                       + (f" vllm#{pr}" if pr is not None else "")
+    for e in _port_now(port):
+        paths = sorted(changed & set(e.upstream_paths))
+        if paths and not carry.ported(e, refs):
+            out.append(f"warning: this bump says PORT-NOW `{short(e.sha)}`"
+                       + (f" vllm#{e.pr}" if e.pr is not None else "")
                        + f" is ported: it changes {', '.join(paths)} and has no ledger row "
                        "yet — port it too (and add its row), or bump after it is ported")
     return out
 
 
-def _port_now(port: Port) -> list[tuple[str, int | None, set[str]]]:
-    """(sha, PR, upstream paths) of the open cycle report's PORT-NOW entries, as its JSON
-    companion has them; none when there is no report (or one `sync` would rewrite)."""
+def _port_now(port: Port) -> list[Entry]:
+    """The open cycle report's PORT-NOW entries, as its JSON companion has them (read as
+    `queue` reads it); none when there is no report, or one `sync` would rewrite."""
     c = port.cycle()
     if c is None:
         return []
-    rel = port.rel(port.sync_dir / cycle.report_name(c)).removesuffix(".md") + ".json"
+    path = queue.report_json(port, c)
+    text = port.text(path)
     try:
-        doc = reportdoc.load_doc(port.text(port.path(rel)) or "", rel)
+        _pin, _target, entries = queue.entries_from_json(text or "", path=port.rel(path))
     except SyncError:
         return []
-    entries = [e for e in doc.get("entries", []) if isinstance(e, dict)]
-    return [(str(e.get("sha", "")), e["pr"] if isinstance(e.get("pr"), int) else None,
-             set(e.get("upstream_paths") or ())) for e in entries
-            if e.get("disposition") == "PORT-NOW"]
+    return [e for e in entries if e.disposition == "PORT-NOW"]
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
