@@ -340,10 +340,13 @@ class _Reader:
             return self._narrowed(cite, where, at, ranges, named)
         return self._by_lines(cite, where, at, ranges)
 
+    def _find(self, where: symbols.Outline, sym: str) -> tuple[str, ...]:
+        """The definitions a cited name means where it is read, else in the parent."""
+        return where.find(sym) or (self.parent.find(sym) if self.parent else ())
+
     def _stale_name(self, cite: Cite, where: symbols.Outline) -> bool:
         """Some name the citation gives is no definition where it is read."""
-        return any(not (where.find(s) or (self.parent.find(s) if self.parent else ()))
-                   for s in cite.symbols)
+        return any(not self._find(where, s) for s in cite.symbols)
 
     def _with_lines(self, cite: Cite, where: symbols.Outline, at: str,
                     ranges: tuple[tuple[int, int], ...], named: Cited) -> Cited:
@@ -394,7 +397,7 @@ class _Reader:
         names: list[str] = []
         missing: list[str] = []
         for sym in cite.symbols:
-            found = where.find(sym) or (self.parent.find(sym) if self.parent else ())
+            found = self._find(where, sym)
             (names.extend(found) if found else missing.append(sym))
         note = f"anchor {', '.join(missing)} names no definition at {at}" if missing else ""
         if not names:

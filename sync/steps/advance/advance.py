@@ -179,12 +179,20 @@ def _required_gate_unmet(name: str, recorded: dict[str, gates.GateResult],
 def _missing_shards(name: str, have: list[str]) -> list[str]:
     """The shards of `name` a sharded run should have recorded and did not (`golden[2/3]`
     when only `golden[1/3]` and `golden[3/3]` are there)."""
-    counts = {m[2] for n in have if (m := _SHARD.fullmatch(n[len(name):]))}
-    want = {f"{name}[{i}/{c}]" for c in counts for i in range(1, int(c) + 1)}
+    counts = {s.count for n in have if (s := _shard_of(name, n)) is not None}
+    want = {f"{name}[{i}/{c}]" for c in counts for i in range(1, c + 1)}
     return sorted(want - set(have))
 
 
-_SHARD = re.compile(r"\[(\d{1,6})/(\d{1,6})\]")
+def _shard_of(name: str, gate: str) -> golden.Shard | None:
+    """The shard a gate record's name says it is (`golden[2/3]`), as `--shard` reads it."""
+    inner = gate[len(name):]
+    if not (inner.startswith("[") and inner.endswith("]")):
+        return None
+    try:
+        return golden.parse_shard(inner[1:-1])
+    except UsageError:
+        return None
 
 
 def _one_gate_unmet(g: gates.GateResult, run: str) -> str | None:
@@ -352,7 +360,7 @@ def release_label(port: Port, c: cycle.Cycle, new: pins.Pin, given: str | None) 
 def _golden_drift(port: Port, target_sha: str) -> str | None:
     """The golden gate's measured drift at the target (shards folded), None when none ran."""
     passed = [g for g in port.gates(target_sha)
-              if (g.name == "golden" or g.name.startswith("golden[")) and g.status == "PASS"]
+              if gate_evidence.is_golden(g.name) and g.status == "PASS"]
     details = [g.detail or "" for g in passed]
     if not details:
         return None
