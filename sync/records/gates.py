@@ -67,12 +67,8 @@ def now() -> str:
     return datetime.now(UTC).strftime(TIME)
 
 
-def when(result: GateResult) -> datetime | None:
-    """The result's time, or None when it is not a time a gate writes."""
-    return _parsed_time(result.time)
-
-
 def _parsed_time(text: str) -> datetime | None:
+    """The time a gate wrote, or None when `text` is not one."""
     try:
         return datetime.strptime(text, TIME).replace(tzinfo=UTC)
     except (TypeError, ValueError):
@@ -81,7 +77,7 @@ def _parsed_time(text: str) -> datetime | None:
 
 def future(result: GateResult, at: datetime | None = None) -> bool:
     """Dated later than now (beyond clock skew): no run wrote that, a hand did."""
-    t = when(result)
+    t = _parsed_time(result.time)
     return t is not None and t > (at or datetime.now(UTC)) + SKEW
 
 
