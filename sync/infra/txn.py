@@ -1,8 +1,9 @@
 """All-or-nothing multi-file writes: stage every file, commit with one journal, then replace.
 
 An intent file names the targets first; each new content is then written to a
-temp file beside its target; the journal (temp -> target pairs) is written
-atomically last: that is the commit point. A process killed before the journal
+temp file beside its target (a file the transaction removes gets an empty marker
+instead); the journal (temp -> target pairs) is written atomically last: that is
+the commit point. A process killed before the journal
 exists leaves the records entirely old (recovery removes the temps); killed after,
 `recover` finishes the replacements (entirely new). Every command calls `recover`
 before it reads a record.
@@ -13,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from sync.infra.atomic import port_lock, read_text, write_bytes
@@ -36,11 +37,17 @@ def _tmp(target: Path) -> Path:
     return target.with_name(f".{target.name}.txn")
 
 
-def commit(state_dir: Path, writes: dict[Path, bytes]) -> None:
-    pairs = [[str(_tmp(t)), str(t)] for t in writes]
+def _gone(target: Path) -> Path:
+    """The marker that stages the removal of `target`."""
+    return target.with_name(f".{target.name}.txn-gone")
+
+
+def commit(state_dir: Path, writes: Mapping[Path, bytes | None]) -> None:
+    """Write every file of `writes` (`None`: remove it), all or nothing."""
+    pairs = [[str(_tmp(t) if d is not None else _gone(t)), str(t)] for t, d in writes.items()]
     write_bytes(state_dir / INTENT, json.dumps(pairs).encode())
     for target, data in writes.items():
-        write_bytes(_tmp(target), data)
+        write_bytes(_tmp(target) if data is not None else _gone(target), data or b"")
         _fault(f"staged {target.name}")
     write_bytes(state_dir / JOURNAL, json.dumps(pairs).encode())
     _fault("journal written")
@@ -50,7 +57,8 @@ def commit(state_dir: Path, writes: dict[Path, bytes]) -> None:
 def _pairs(path: Path, root: Path | None) -> list[tuple[Path, Path]]:
     """The (staged temp, target) pairs a journal or intent file lists, each checked: a
     record that names paths must name only this transaction's (a target inside the port,
-    its temp the `.<name>.txn` beside it), never any file the tool was not writing."""
+    its temp the `.<name>.txn` or removal marker `.<name>.txn-gone` beside it), never any
+    file the tool was not writing."""
     fix = ("inspect it, then delete it (and the .txn files beside the records it names) to "
            "discard the transaction")
     try:
@@ -65,7 +73,7 @@ def _pairs(path: Path, root: Path | None) -> list[tuple[Path, Path]]:
                               path=str(path))
     pairs = [(Path(tmp), Path(target)) for tmp, target in raw]
     for tmp, target in pairs:
-        if (not target.is_absolute() or tmp != _tmp(target)
+        if (not target.is_absolute() or tmp not in (_tmp(target), _gone(target))
                 or (root is not None and not inside(root, target.parent))):
             raise MalformedRecord(f"names a file outside this port's records: {target}", fix,
                                   path=str(path))
@@ -77,7 +85,13 @@ def _apply(state_dir: Path, root: Path | None = None) -> int:
     done = 0
     for tmp, target in _pairs(journal, root):
         if tmp.exists():
-            os.replace(tmp, target)
+            if tmp == _gone(target):
+                # The target first: killed between the two, the marker makes a rerun of
+                # the journal remove it again (a no-op) before the marker goes.
+                target.unlink(missing_ok=True)
+                tmp.unlink()
+            else:
+                os.replace(tmp, target)
             done += 1
             _fault(f"replaced {target.name}")
     journal.unlink()
@@ -106,7 +120,7 @@ def recover(state_dir: Path, root: Path | None = None) -> str | None:
 def _recover(state_dir: Path, root: Path | None) -> str | None:
     if (state_dir / JOURNAL).exists():
         n = _apply(state_dir, root)
-        return f"finished an interrupted transaction ({n} file(s) replaced)"
+        return f"finished an interrupted transaction ({n} file(s) replaced or removed)"
     intent = state_dir / INTENT
     if not intent.exists():
         return None

@@ -1,0 +1,91 @@
+"""The journaled multi-file write: files written and files removed, all or nothing."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sync.infra import txn
+from sync.infra.errors import MalformedRecord
+
+
+class Killed(BaseException):
+    """A kill between two steps: no handler of ours may catch it."""
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Iterator[Path]:
+    state = tmp_path / ".agents" / "sync"
+    state.mkdir(parents=True)
+    yield tmp_path
+    txn.FAULT = None
+
+
+def _seed(root: Path) -> dict[Path, bytes | None]:
+    state = root / ".agents" / "sync"
+    (state / "kept.toml").write_text("old kept\n")
+    (state / "gone.toml").write_text("old gone\n")
+    return {state / "kept.toml": b"new kept\n", state / "gone.toml": None,
+            state / "new.toml": b"new file\n"}
+
+
+def _state(root: Path) -> dict[str, str]:
+    return {p.name: p.read_text() for p in sorted((root / ".agents" / "sync").iterdir())
+            if p.name != txn.LOCK}
+
+
+OLD = {"gone.toml": "old gone\n", "kept.toml": "old kept\n"}
+NEW = {"kept.toml": "new kept\n", "new.toml": "new file\n"}
+
+
+def test_a_transaction_writes_and_removes(tree: Path) -> None:
+    writes = _seed(tree)
+    txn.commit(tree / ".agents" / "sync", writes)
+    assert _state(tree) == NEW
+
+
+def test_removing_a_file_that_is_not_there_is_no_error(tree: Path) -> None:
+    state = tree / ".agents" / "sync"
+    txn.commit(state, {state / "absent.toml": None})
+    assert _state(tree) == {}
+
+
+def test_a_kill_at_any_point_recovers_to_all_old_or_all_new(tree: Path) -> None:
+    state = tree / ".agents" / "sync"
+    points: list[str] = []
+    txn.FAULT = points.append
+    txn.commit(state, _seed(tree))
+    txn.FAULT = None
+    assert "replaced gone.toml" in points and "staged gone.toml" in points
+    journal = points.index("journal written")
+    for i, point in enumerate(points):
+        for p in state.iterdir():
+            p.unlink()
+        writes = _seed(tree)
+
+        def kill(at: str, point: str = point) -> None:
+            if at == point:
+                raise Killed(at)
+
+        txn.FAULT = kill
+        with pytest.raises(Killed):
+            txn.commit(state, writes)
+        txn.FAULT = None
+        said = txn.recover(state, tree)
+        assert said is not None, point
+        assert _state(tree) == (OLD if i < journal else NEW), point
+
+
+def test_a_journal_may_name_only_its_own_markers(tree: Path) -> None:
+    state = tree / ".agents" / "sync"
+    target = state / "record.toml"
+    target.write_text("kept\n")
+    # A marker beside another file than its target would remove a file the tool never wrote.
+    (state / txn.JOURNAL).write_text(json.dumps([[str(state / ".other.toml.txn-gone"),
+                                                  str(target)]]))
+    with pytest.raises(MalformedRecord, match="outside this port's records"):
+        txn.recover(state, tree)
+    assert target.read_text() == "kept\n"
