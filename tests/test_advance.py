@@ -16,6 +16,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tomllib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -352,6 +353,37 @@ def test_rollback_dry_run_shows_the_diff_and_writes_nothing(
     ok("rollback")
     # The rolled-back cycle is open again and owes its items itself: nothing stays carried.
     assert the_port(c.port).carried() == {}
+    ok("check")
+
+
+def test_rollback_after_the_next_sync_restores_the_cycle_and_the_carry_over_record(
+        prepared: Prepared, copy: Callable[[str], Copy], tmp: Path) -> None:
+    # walk-s6b D11: a `sync` after the advance froze the next cycle (from the advanced pin);
+    # the rollback left that cycle, and an empty carry-over record where there was none.
+    c = copy("ready")
+    port = the_port(c.port)
+    assert not port.carry_over_path.exists()
+    before = files(c.port)
+    ok("advance")
+    assert port.carry_over_path.exists()
+    _push_newer_target(c, tmp, later=True, than=prepared.target)
+    ok("fetch")
+    ok("sync")
+    moved = tomllib.loads(read_text(c.port / ".agents/sync/cycle.toml"))
+    assert moved["pin"] == prepared.target
+    out = ok("rollback", "--dry-run")
+    assert "--- a/.agents/sync/carry-over.toml\n+++ /dev/null\n" in out
+    ok("rollback", "--commit")
+    now = files(c.port)
+    for rel in (".agents/sync/cycle.toml", PROTOCOL, CORE_FILE, SPANS):
+        assert now[rel] == before[rel], rel
+    assert ".agents/sync/carry-over.toml" not in now
+    assert git(c.port, "status", "--porcelain", "--untracked-files=all",
+               "--", ".agents/sync/carry-over.toml") == ""
+    # The reopened cycle is the one advanced: its report and target, ready to advance again.
+    rc, out, _ = cmd("advance", "--dry-run")
+    assert rc == 0, out
+    assert f"+vllm_commit = {prepared.target}\n" in out
     ok("check")
 
 

@@ -68,32 +68,32 @@ def _read(p: Path, rel: str) -> dict[str, Any]:
                               "fix it or delete it and run fetch again", path=rel) from None
 
 
-def _validate(doc: dict[str, Any], rel: str) -> None:
+def _validate(doc: dict[str, Any], rel: str, fix: str = _REDO) -> None:
     if "schema" not in doc:
-        raise MalformedRecord("missing key 'schema'", _REDO, path=rel)
+        raise MalformedRecord("missing key 'schema'", fix, path=rel)
     if doc["schema"] != SCHEMA:
-        raise MalformedRecord(f"schema {doc['schema']!r}, expected {SCHEMA}", _REDO, path=rel)
+        raise MalformedRecord(f"schema {doc['schema']!r}, expected {SCHEMA}", fix, path=rel)
     absent = schema.missing(doc, Cycle)
     if absent is not None:
-        raise MalformedRecord(f"missing key {absent!r}", _REDO, path=rel)
+        raise MalformedRecord(f"missing key {absent!r}", fix, path=rel)
     problem = schema.mistyped(doc, Cycle)
     if problem is not None:
-        raise MalformedRecord(problem.text, _REDO, path=rel)
+        raise MalformedRecord(problem.text, fix, path=rel)
     for key in ("pin", "target"):
         # A hand-edited target that is not a full SHA would no longer be frozen.
         if not _SHA.fullmatch(doc[key]):
-            raise MalformedRecord(f"{key} {doc[key][:50]!r} is not a full lowercase SHA", _REDO,
+            raise MalformedRecord(f"{key} {doc[key][:50]!r} is not a full lowercase SHA", fix,
                                   path=rel)
     # These become the report's file name and a ref the report shows: only their shapes.
     if not _FROZEN_AT.fullmatch(doc["frozen_at"]) or not blocks.is_date(doc["frozen_at"][:10]):
         raise MalformedRecord(f"frozen_at {doc['frozen_at'][:50]!r} is not a UTC time "
-                              "YYYY-MM-DDTHH:MM:SSZ", _REDO, path=rel)
+                              "YYYY-MM-DDTHH:MM:SSZ", fix, path=rel)
     previous = doc.get("previous_report", "")
     if previous and not REPORT_NAME.fullmatch(previous):
         raise MalformedRecord(f"previous_report {previous[:50]!r} is not a report's name",
-                              _REDO, path=rel)
+                              fix, path=rel)
     if not _REF.fullmatch(doc["target_ref"]):
-        raise MalformedRecord(f"target_ref {doc['target_ref'][:50]!r} is not a git ref", _REDO,
+        raise MalformedRecord(f"target_ref {doc['target_ref'][:50]!r} is not a git ref", fix,
                               path=rel)
 
 
@@ -122,9 +122,23 @@ def save(port: Layout, pin: str, target: str, target_ref: str,
 
 def store(port: Layout, c: Cycle) -> Cycle:
     """Write `c` as the open cycle (its frozen date kept)."""
-    write_text(path(port), "# Frozen target of the current sync cycle (written by upstream-sync).\n"
-               + tomli_w.dumps({"schema": SCHEMA, **schema.as_doc(c)}))
+    write_text(path(port), render(c))
     return c
+
+
+def render(c: Cycle) -> str:
+    return ("# Frozen target of the current sync cycle (written by upstream-sync).\n"
+            + tomli_w.dumps({"schema": SCHEMA, **schema.as_doc(c)}))
+
+
+def from_doc(doc: object, rel: str, fix: str) -> Cycle:
+    """A cycle as `schema.as_doc` gives it (an advance's event records the cycle it closed),
+    checked as the file is; `rel` names where it was read, `fix` what to do if it is bad."""
+    if not isinstance(doc, dict):
+        raise MalformedRecord("the recorded cycle is not a table", fix, path=rel)
+    full = {"schema": SCHEMA, **doc}
+    _validate(full, rel, fix)
+    return Cycle(**schema.values(full, Cycle))
 
 
 def require(port: Layout) -> Cycle:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import difflib
 import json
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -24,7 +25,7 @@ from sync.infra.atomic import write_bytes
 from sync.infra.errors import BlockedCycle, SyncError, UsageError
 from sync.infra.notes import Notes
 from sync.port import Port
-from sync.records import config, cycle, events, gates, oraclefile, paragraph, pins, spans
+from sync.records import config, cycle, events, gates, oraclefile, paragraph, pins, schema, spans
 from sync.records.mdtext import code
 from sync.steps import audit, carry, report, surface, syncrun
 from sync.steps import target as target_mod
@@ -47,7 +48,7 @@ class Plan:
     report: Path
     writes: dict[Path, bytes]  # every pin surface, the report ADVANCED, the state event
     olds: dict[Path, bytes]
-    detail: dict[str, dict[str, str]]
+    detail: dict[str, dict[str, object]]
     event: Path  # the advance event among the writes
 
 
@@ -306,8 +307,12 @@ def plan(port: Port, m: Measured) -> Plan:
     writes, before = _surfaces(port, rw, new)
     writes.update(span_writes(port, writes, new))
     writes.update(carry_writes(port, result, "advance"))
-    detail = {"before": {**old.fields(), **before},
-              "after": {**new.fields(), "oracle_env": _env_label(port, probe.env)}}
+    # What a rollback restores besides the pin surfaces: the cycle (a `sync` after the
+    # advance opens the next one) and whether there was a carry-over record at all.
+    detail: dict[str, dict[str, object]] = {
+        "before": {**old.fields(), **before, "cycle": schema.as_doc(m.cycle),
+                   "carry_over": port.carry_over_path.exists()},
+        "after": {**new.fields(), "oracle_env": _env_label(port, probe.env)}}
     ev_path, ev_bytes = events.staged(
         port, "advance", pin_before=old.commit, pin_after=new.commit,
         report=port.rel(result.path), detail=json.dumps(detail, sort_keys=True))
@@ -475,13 +480,15 @@ def diff(p: Plan, port: Port) -> str:
     return unified(port, p.writes, p.olds)
 
 
-def unified(port: Port, writes: dict[Path, bytes], olds: dict[Path, bytes]) -> str:
-    """The unified diff from `olds` to `writes`, file by file (port-relative names)."""
+def unified(port: Port, writes: Mapping[Path, bytes | None], olds: dict[Path, bytes]) -> str:
+    """The unified diff from `olds` to `writes` (`None`: removed), file by file
+    (port-relative names)."""
     out: list[str] = []
     for path, data in writes.items():
         old = olds[path].decode("utf-8", "replace").splitlines(keepends=True)
-        new = data.decode("utf-8", "replace").splitlines(keepends=True)
-        out += difflib.unified_diff(old, new, f"a/{port.rel(path)}", f"b/{port.rel(path)}")
+        new = (data or b"").decode("utf-8", "replace").splitlines(keepends=True)
+        after = f"b/{port.rel(path)}" if data is not None else "/dev/null"
+        out += difflib.unified_diff(old, new, f"a/{port.rel(path)}", after)
     return "".join(out)
 
 

@@ -2,8 +2,9 @@
 
 The plan restores every pin surface the advance rewrote (block, PARITY PIN
 paragraph, core oracle file, pin spans) from the `before` the advance recorded,
-re-opens the advance's report, drops from the carry-over record what that advance
-carried (its cycle is open again and owes those items itself) and stages a rollback
+re-opens the advance's report and its frozen cycle, drops from the carry-over record
+what that advance carried (its cycle is open again and owes those items itself; the
+record goes when the advance made it and nothing else is in it) and stages a rollback
 event that supersedes it; the command commits it in one transaction (or, with
 `--dry-run`, shows it). The reference checkout is never moved back (it is never reset).
 """
@@ -13,11 +14,12 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sync.infra.atomic import read_record, read_text
 from sync.infra.errors import BlockedCycle, MalformedRecord, SyncError, UsageError
 from sync.port import Port
-from sync.records import carryover, events, oraclefile, paragraph, pins
+from sync.records import carryover, cycle, events, oraclefile, paragraph, pins
 from sync.steps import report
 from sync.steps.advance import advance
 from sync.steps.verify import oracle
@@ -30,7 +32,7 @@ class Rollback:
     pin: pins.Pin  # the pin restored
     oracle_env: str  # the restored pin's oracle environment, or why it is unknown
     event: Path  # the rollback event the writes add
-    writes: dict[Path, bytes]
+    writes: dict[Path, bytes | None]  # None: the file goes
 
 
 def plan_rollback(port: Port) -> Rollback:
@@ -43,10 +45,11 @@ def plan_rollback(port: Port) -> Rollback:
     old = pins.from_values(before["vllm_commit"], before["vllm_runtime_version"],
                            before["vllm_distribution_version"], before["flashinfer_version"],
                            path=port.rel(port.protocol), commit_id=before.get(pins.COMMIT_ID))
-    writes = _surfaces(port, record, old, before)
-    writes.update(advance.span_writes(port, writes, old))
-    writes.update(reopened(port, last.report))
-    writes.update(_uncarried(port, last.report))
+    surfaces = _surfaces(port, record, old, before)
+    surfaces.update(advance.span_writes(port, surfaces, old))
+    writes: dict[Path, bytes | None] = {**surfaces, **reopened(port, last.report)}
+    writes.update(_uncarried(port, last.report, made=before.get("carry_over") is False))
+    writes.update(_cycle(port, last, before))
     env_note, label = oracle_env(port, old.commit)
     ev_path, ev_bytes = events.staged(port, "rollback", pin_before=last.pin_after,
                                       pin_after=old.commit, report=last.report,
@@ -61,11 +64,14 @@ _BEFORE = ("vllm_commit", "vllm_runtime_version", "vllm_distribution_version",
            "oracle_pin", "oracle_pin_label", "oracle_pinned_on")
 
 
-def _before(port: Port, last: events.Event) -> dict[str, str]:
+_FIX = "restore the event from git (events are immutable); roll back by hand otherwise"
+
+
+def _before(port: Port, last: events.Event) -> dict[str, Any]:
     """What the advance recorded it replaced (its event's `detail`), refused when it is not
     the JSON an advance writes."""
     rel = port.rel(last.path)
-    fix = "restore the event from git (events are immutable); roll back by hand otherwise"
+    fix = _FIX
     try:
         doc = json.loads(last.detail)
     except (ValueError, RecursionError):
@@ -112,14 +118,35 @@ def _surfaces(port: Port, record: pins.PinRecord, old: pins.Pin,
     return writes
 
 
-def _uncarried(port: Port, report_rel: str) -> dict[Path, bytes]:
-    """The carry-over record without what the rolled-back advance carried."""
+def _uncarried(port: Port, report_rel: str, *, made: bool) -> dict[Path, bytes | None]:
+    """The carry-over record without what the rolled-back advance carried; no record when
+    the advance `made` it and nothing is left."""
     items = port.carried()
     kept = {sha: c for sha, c in items.items()
             if not (c.by == "advance" and c.since == report_rel)}
     if kept == items:
         return {}
-    return {port.carry_over_path: carryover.render(kept).encode()}
+    return {port.carry_over_path: carryover.render(kept).encode() if kept or not made else None}
+
+
+def _cycle(port: Port, last: events.Event, before: dict[str, Any]) -> dict[Path, bytes]:
+    """The cycle the advance closed, frozen again as it was: a `sync` after the advance
+    froze the next cycle, from the pin the rollback takes back."""
+    if "cycle" not in before:
+        return {}  # an advance recorded before advances kept their cycle
+    rel = port.rel(last.path)
+    closed = cycle.from_doc(before["cycle"], rel, _FIX)
+    if (closed.pin, closed.target) != (last.pin_before, last.pin_after):
+        raise MalformedRecord(f"the advance's recorded cycle is {short(closed.pin)}.."
+                              f"{short(closed.target)}, not the pins it moved, "
+                              f"{short(last.pin_before)}..{short(last.pin_after)}", _FIX,
+                              path=rel)
+    try:
+        if port.cycle() == closed:
+            return {}
+    except MalformedRecord:
+        pass  # a broken cycle record is replaced by the one the rollback reopens
+    return {cycle.path(port): cycle.render(closed).encode()}
 
 
 def oracle_env(port: Port, commit: str) -> tuple[str, str]:

@@ -12,6 +12,7 @@ the ledger lost or changed a row since HEAD (rows are appended, never edited).
 from __future__ import annotations
 
 import difflib
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,15 +45,16 @@ def staged(port: Port) -> list[str]:
     return [p for p in out.split("\0") if p]
 
 
-def changed_records(port: Port, writes: dict[Path, bytes]) -> list[str]:
-    """The sync records this commit carries: those changed since HEAD, plus `writes`."""
+def changed_records(port: Port, writes: Mapping[Path, bytes | None]) -> list[str]:
+    """The sync records this commit carries: those changed since HEAD, plus `writes` (a
+    removed file only as git sees it: one it never tracked is in no commit)."""
     records = owned.of(port)
     paths = {p for _, p in _porcelain(port) if records.owns(p)}
-    paths.update(port.rel(p) for p in writes)
+    paths.update(port.rel(p) for p, data in writes.items() if data is not None)
     return sorted(paths)
 
 
-def refuse(port: Port, commit: bool, writes: dict[Path, bytes]) -> None:
+def refuse(port: Port, commit: bool, writes: Mapping[Path, bytes | None]) -> None:
     """Refuse `--commit` before anything is written: foreign staged paths, edited ledger."""
     if not commit:
         return
@@ -82,7 +84,7 @@ def _ledger_edits(port: Port) -> list[str]:
     return [line[1:] for line in difflib.ndiff(old, new) if line.startswith("- ")]
 
 
-def commit(port: Port, writes: dict[Path, bytes], message: Commit) -> str:
+def commit(port: Port, writes: Mapping[Path, bytes | None], message: Commit) -> str:
     """Commit every changed sync record (after `writes` were written); the new HEAD."""
     rels = changed_records(port, writes)
     try:
