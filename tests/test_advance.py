@@ -373,6 +373,9 @@ def test_rollback_after_the_next_sync_restores_the_cycle_and_the_carry_over_reco
     assert moved["pin"] == prepared.target
     out = ok("rollback", "--dry-run")
     assert "--- a/.agents/sync/carry-over.toml\n+++ /dev/null\n" in out
+    doc = json.loads(ok("rollback", "--dry-run", "--json"))
+    assert doc["removed"] == [".agents/sync/carry-over.toml"]
+    assert ".agents/sync/cycle.toml" in doc["files"]
     ok("rollback", "--commit")
     now = files(c.port)
     for rel in (".agents/sync/cycle.toml", PROTOCOL, CORE_FILE, SPANS):

@@ -35,7 +35,9 @@ def _rollback(args: argparse.Namespace, ctx: Context, port: Port) -> int:
     undone, pin, env_note = plan.undone, plan.pin, plan.oracle_env
     doc = {"rolled_back": not args.dry_run, "dry_run": bool(args.dry_run),
            "pin_before": undone.pin_after, "pin_after": pin.commit, "oracle_env": env_note,
-           "event": port.rel(plan.event), "files": sorted(port.rel(k) for k in plan.writes)}
+           "event": port.rel(plan.event),
+           "files": sorted(port.rel(k) for k, v in plan.writes.items() if v is not None),
+           "removed": sorted(port.rel(k) for k, v in plan.writes.items() if v is None)}
     if args.dry_run:
         olds = {p: (p.read_bytes() if p.exists() else b"") for p in plan.writes}
         diff = advance.unified(port, plan.writes, olds)
