@@ -380,6 +380,15 @@ def test_rollback_after_the_next_sync_restores_the_cycle_and_the_carry_over_reco
     now = files(c.port)
     for rel in (".agents/sync/cycle.toml", PROTOCOL, CORE_FILE, SPANS):
         assert now[rel] == before[rel], rel
+    # The next cycle's report is no longer the open cycle's: one report is ACTIVE.
+    states = {p.name: re.findall(r"^- Cycle state: (\w+)", read_text(p), re.MULTILINE)
+              for p in (c.port / ".agents/sync").glob("*.md")}
+    assert sorted(states.values()) == [["ACTIVE"], ["RETARGETED"]], states
+    (reopened,) = (name for name, state in states.items() if state == ["ACTIVE"])
+    assert reopened.endswith(f"-{prepared.target[:7]}.md")
+    json_states = {p.name: json.loads(read_text(p))["state"]
+                   for p in (c.port / ".agents/sync").glob("2*.json")}
+    assert json_states == {n.replace(".md", ".json"): s[0] for n, s in states.items()}
     assert ".agents/sync/carry-over.toml" not in now
     assert git(c.port, "status", "--porcelain", "--untracked-files=all",
                "--", ".agents/sync/carry-over.toml") == ""

@@ -13,7 +13,8 @@ from typing import Any, Literal, cast, get_args
 
 from sync.infra.errors import MalformedRecord
 
-# RETARGETED: a retarget moved the cycle to another target; this report is no longer its.
+# RETARGETED: a retarget moved the cycle to another target, or a rollback reopened the cycle
+# before it; this report is no longer the open cycle's.
 State = Literal["ACTIVE", "STALLED", "ADVANCED", "RETARGETED"]
 STATE_LINE = re.compile(r"^- Cycle state: (?P<state>[A-Z]+)(?=\r?$)", re.MULTILINE)
 _DOC_KEYS = {"state": str, "counts": dict, "carry_over": list}

@@ -2,7 +2,8 @@
 
 The plan restores every pin surface the advance rewrote (block, PARITY PIN
 paragraph, core oracle file, pin spans) from the `before` the advance recorded,
-re-opens the advance's report and its frozen cycle, drops from the carry-over record
+re-opens the advance's report and its frozen cycle (retiring the report of any cycle
+opened since from the pin it takes back), drops from the carry-over record
 what that advance carried (its cycle is open again and owes those items itself; the
 record goes when the advance made it and nothing else is in it) and stages a rollback
 event that supersedes it; the command commits it in one transaction (or, with
@@ -47,7 +48,8 @@ def plan_rollback(port: Port) -> Rollback:
                            path=port.rel(port.protocol), commit_id=before.get(pins.COMMIT_ID))
     surfaces = _surfaces(port, record, old, before)
     surfaces.update(advance.span_writes(port, surfaces, old))
-    writes: dict[Path, bytes | None] = {**surfaces, **reopened(port, last.report)}
+    writes: dict[Path, bytes | None] = {**surfaces, **reopened(port, last.report),
+                                        **retired(port, last.pin_after)}
     writes.update(_uncarried(port, last.report, made=before.get("carry_over") is False))
     writes.update(_cycle(port, last, before))
     env_note, label = oracle_env(port, old.commit)
@@ -160,6 +162,28 @@ def oracle_env(port: Port, commit: str) -> tuple[str, str]:
     env = oracle.env_path(home, advance.CORE, commit)
     missing = "" if env.exists() else " (missing: rebuild it)"
     return str(env) + missing, oracle.env_label(env, home) + missing
+
+
+def retired(port: Port, pin: str) -> dict[Path, bytes]:
+    """The ACTIVE reports of cycles from `pin` (the pin taken back), marked RETARGETED: a
+    `sync` after the advance opened the next cycle, which the rollback replaces with the
+    one it reopens. A report whose JSON does not say its pin is left as it is."""
+    out: dict[Path, bytes] = {}
+    for path in sorted(port.sync_dir.glob("*.md")):
+        jpath = path.with_suffix(".json")
+        if not cycle.REPORT_NAME.fullmatch(path.name) or not jpath.is_file():
+            continue
+        jtext = read_text(jpath)
+        try:
+            doc = json.loads(jtext)
+        except (ValueError, RecursionError):
+            continue
+        new_md = report.restate(read_record(path, rel=port.rel(path)), ("ACTIVE",),
+                                "RETARGETED")
+        new_json = report.restate_json(jtext, ("ACTIVE",), "RETARGETED")
+        if isinstance(doc, dict) and doc.get("pin") == pin and new_md and new_json:
+            out |= {path: new_md.encode(), jpath: new_json.encode()}
+    return out
 
 
 def reopened(port: Port, rel: str) -> dict[Path, bytes]:
