@@ -276,6 +276,18 @@ def test_rewrite_of_its_own_output_is_stable() -> None:
     assert "FLIPPED from the prior a1b2c3d4/0.27.0 pin" in again.paragraph
 
 
+@pytest.mark.parametrize("torch", ["2.13.0+cpu", "2.13.0+cu128"])
+def test_a_local_version_is_one_version_and_its_rewrite_is_stable(torch: str) -> None:
+    # walk-s9 D2: `Torch 2.13.0+cpu`, written by one advance, was split at its `+` by the next.
+    versions = (("Torch", torch), ("FlashInfer", "0.6.15.post1"))
+    once = rewrite(TEXT.replace(REAL, CLEAN), versions=versions)
+    assert f"(vLLM 0.27.0 + Torch {torch}, FlashInfer 0.6.15.post1)" in once.paragraph
+    again = paragraph.rewrite(once.text, paragraph.find(once.text, path="p.md"),
+                              measured(prior=NEW, prior_label="0.27.0", versions=versions))
+    assert again.unchecked == () and again.dropped == ()
+    assert f"+ Torch {torch}, FlashInfer" in again.paragraph
+
+
 def test_no_golden_gate_says_so_and_a_drift_claim_is_then_unchecked() -> None:
     r = rewrite(TEXT.replace(REAL, REAL + " Goldens are bit-identical."), drift=None)
     assert "No golden gate ran for this advance." in r.paragraph

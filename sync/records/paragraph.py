@@ -197,7 +197,8 @@ def _versions(inner: str, m: Measured) -> tuple[str, list[str], list[str]]:
     named: list[str] = []
     unchecked: list[str] = []
     dropped: list[str] = []
-    for raw in (p.strip() for p in re.split(r"\s*[+,]\s*", inner)):
+    # `+` between items has a blank beside it; inside a version (`2.13.0+cpu`) it has none.
+    for raw in (p.strip() for p in re.split(r"\s*,\s*|\s+\+\s*|\s*\+\s+", inner)):
         item = _ITEM.fullmatch(raw)
         name = _ALIASES.get(item["name"].lower()) if item else None
         if name is None:
