@@ -285,3 +285,24 @@ def test_a_named_bump_names_the_open_port_now_commits_it_claims(world: World) ->
     # A file whose cited file the cycle's PORT-NOW commits do not change gets no warning.
     quiet = run(world.root, "bump-headers", "--check", "src/gone.cpp")
     assert "warning: this bump says" not in quiet.err
+
+
+def test_a_named_bump_names_the_carried_port_now_commits_it_claims(world: World) -> None:
+    """walk-s9 D1: a PORT-NOW item an earlier cycle carried in is as open as one of the
+    range; a bump of a file over its changes names it too."""
+    write(world.root, ".agents/sync/carry-over.toml", (
+        "schema = 1\n\n"
+        f"[carried.{world.up.base}]\n"
+        'disposition = "PORT-NOW"\n'
+        'subject = "Initial (#1)"\n'
+        'reason = "carry-over: next cycle"\n'
+        'since = ".agents/sync/2026-01-01-0000000.md"\n'
+        f'since_target = "{world.up.base}"\n'
+        'by = "advance"\n'
+        "pr = 1\n"))
+    assert run(world.root, "sync").rc == 0
+    r = run(world.root, "bump-headers", "--check", "src/a.cpp")
+    assert r.rc == 0, r.err
+    assert (f"warning: this bump says PORT-NOW `{world.up.base[:10]}` vllm#1 is ported: it "
+            "changes vllm/a.py and has no ledger row yet") in r.err
+    assert r.err.count(f"`{world.up.base[:10]}`") == 1

@@ -186,18 +186,24 @@ def _claimed(port: Port, plans: list[bump.FilePlan]) -> list[str]:
 
 
 def _port_now(port: Port) -> list[Entry]:
-    """The open cycle report's PORT-NOW entries, as its JSON companion has them (read as
-    `queue` reads it); none when there is no report, or one `sync` would rewrite."""
+    """The open cycle report's PORT-NOW entries and the PORT-NOW items earlier cycles
+    carried into it, as its JSON companion has them (read as `queue` reads it); none when
+    there is no report, or one `sync` would rewrite."""
     c = port.cycle()
     if c is None:
         return []
     path = queue.report_json(port, c)
-    text = port.text(path)
+    text = port.text(path) or ""
     try:
-        _pin, _target, entries = queue.entries_from_json(text or "", path=port.rel(path))
+        entries = [e for key in ("entries", "carried")
+                   for e in queue.entries_from_json(text, path=port.rel(path), key=key)[2]]
     except SyncError:
         return []
-    return [e for e in entries if e.disposition == "PORT-NOW"]
+    first: dict[str, Entry] = {}
+    for e in entries:
+        if e.disposition == "PORT-NOW":
+            first.setdefault(e.sha, e)
+    return list(first.values())
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
