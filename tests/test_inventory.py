@@ -251,9 +251,20 @@ def test_annotate_finds_a_row_citing_the_path_below_its_root_or_a_folder(
     ("vllm/v1/k/c/a.py", "`v1/k/`", True),
     ("vllm/v1/k/c/a.py", "`v1/k/c.py`", False),
     ("vllm/a.py", "`a.py`", False),  # a bare name is no citation of one file
+    # A brace list names the files it makes, not its folder (walk-s9 D4).
+    ("vllm/v1/w/gpu/pp_utils.py", "`v1/w/gpu/{dp,pp,eplb}_utils.py`", True),
+    ("vllm/v1/w/gpu/pool/runner.py", "`v1/w/gpu/{dp,pp,eplb}_utils.py`", False),
+    ("vllm/v1/w/gpu/x_utils.py", "`v1/w/gpu/{dp,pp,eplb}_utils.py`", False),
+    ("vllm/v1/k/lru/a.py", "`v1/k/{lru,arc}/`", True),
 ])
 def test_cites_path(path: str, text: str, cited: bool) -> None:
     assert inventory.cites_path(path, text) is cited
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet="v1/ak{},._- `", max_size=60))
+def test_cites_path_on_any_text_only_answers(text: str) -> None:
+    assert inventory.cites_path("vllm/v1/k/a.py", text) in (True, False)
 
 
 def test_annotate_multiline_bullet_at_its_end_keeping_crlf() -> None:

@@ -232,9 +232,19 @@ def cycle_title(date: str, target: str) -> str:
 def cites_path(path: str, text: str) -> bool:
     """Whether `text` names `path` as inventories write it: whole, without its root
     (`v1/engine/async_llm.py` for `vllm/v1/engine/async_llm.py`), or by a folder holding it
-    (`v1/kv_offload/`, two parts at least below the root)."""
-    return any(re.search(rf"(?<![\w./-]){re.escape(s)}(?![\w/-]|\.\w)", text) is not None
+    (`v1/kv_offload/`, two parts at least below the root). A brace list names each path it
+    makes (`v1/worker/gpu/{dp,pp}_utils.py`), not the folder before it."""
+    text = _BRACES.sub(_expand, text) if "{" in text else text
+    return any(re.search(rf"(?<![\w./-]){re.escape(s)}(?![\w/{{-]|\.\w)", text) is not None
                for s in _spellings(path))
+
+
+_BRACES = re.compile(r"(?P<head>[\w./-]*)\{(?P<names>[\w.-]+(?:,\s?[\w.-]+)+)\}"
+                     r"(?P<tail>[\w./-]*)", re.A)
+
+
+def _expand(m: re.Match[str]) -> str:
+    return " ".join(f"{m['head']}{n.strip()}{m['tail']}" for n in m["names"].split(","))
 
 
 def _spellings(path: str) -> list[str]:
