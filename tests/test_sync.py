@@ -666,6 +666,41 @@ def test_a_carried_item_stays_until_a_decision_closes_it(fx: Fixture) -> None:
     assert record.read_bytes() == before  # closed by the decision, not by an edit
 
 
+def _carry(sha: str, since_target: str) -> str:
+    return ("schema = 1\n\n"
+            f"[carried.{sha}]\n"
+            'disposition = "PORT-NOW"\n'
+            'subject = "Initial import (#1)"\n'
+            'reason = "carry-over: the import itself"\n'
+            'since = ".agents/sync/2026-01-01-0000000.md"\n'
+            f'since_target = "{since_target}"\n'
+            'by = "advance"\n'
+            "pr = 1\n")
+
+
+def test_a_carried_sha_that_names_no_commit_is_a_malformed_record(fx: Fixture) -> None:
+    """walk-s9 D5: a carried SHA edited by hand (one digit off) was kept as "not in the
+    reference checkout: fetch it", although the checkout has the cycle that carried it."""
+    base = fx.marks["base"]
+    typo = base[:-1] + ("0" if base[-1] != "0" else "1")
+    write(fx.port, ".agents/sync/carry-over.toml", _carry(typo, fx.pin))
+    r = run(fx.port, "sync")
+    assert r.rc == 4, r.err
+    assert r.err.strip() == (
+        f"upstream-sync: error: .agents/sync/carry-over.toml:3: carried {typo[:10]} is no "
+        f"commit of the reference checkout, which has the target {fx.pin[:10]} of the cycle "
+        "that carried it (a mistyped SHA?) — correct the table's SHA ('git log' in the "
+        "reference checkout finds the commit) or remove the table")
+    check = run(fx.port, "check")
+    assert check.rc == 7 and f"carry-over.toml:3: carried {typo[:10]} is no commit" in check.out
+    # A record from a checkout that lacks the carrying cycle too may be behind: fetch it.
+    write(fx.port, ".agents/sync/carry-over.toml", _carry(typo, "e" * 40))
+    doc = synced(fx)
+    (line,) = [x for x in doc["carry_over"] if f"`{typo[:10]}`" in x]
+    assert "(not in the reference checkout: fetch it)" in line
+    assert "is no commit" not in run(fx.port, "check").out
+
+
 @pytest.mark.parametrize(("text", "why"), [
     ("schema = 1\n[carried.abc]\n", "is not a full lowercase SHA"),
     ("schema = 2\n", "expected schema = 1"),

@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from sync.infra.errors import MalformedRecord
 from sync.port import Port
 from sync.records import carryover, cycle, gates, ledger
 from sync.records.carryover import Carried
@@ -152,6 +153,9 @@ def imported(port: Port, ref: gitio.Reference, surf: Surface, entries: Iterable[
                    for sha in outside if sha not in decided}
     inputs = Inputs(surf, (), {**as_recorded, **decided})
     now = {c.sha: classify_one(c, inputs) for c in history.log_commits(ref, outside)}
+    bad = mistyped(port, ref, [sha for sha in outside if sha not in now])
+    if bad:
+        raise bad[0]
     later = history.not_reached(ref, list(now), target) if now else set()
     owed = Owed.of(port)
     out = []
@@ -160,6 +164,35 @@ def imported(port: Port, ref: gitio.Reference, surf: Surface, entries: Iterable[
         if sha not in later and owed.open(e):
             out.append(Imported(e, rec, sha in by_sha))
     return Carry(out, tuple(sorted(later)))
+
+
+def mistyped(port: Port, ref: gitio.Reference, shas: list[str] | None = None
+             ) -> list[MalformedRecord]:
+    """Carried SHAs (of `shas`, default every one) that are no commit of the reference
+    checkout although it has the target of the cycle that carried them: that target
+    reaches every commit its cycle carried, so such a SHA was never one (a hand edit)."""
+    record = port.carried()
+    shas = list(record) if shas is None else [s for s in shas if s in record]
+    if not shas:
+        return []
+    rows = gitio.batch_check(ref, [*shas, *(record[s].since_target for s in shas)])
+    have, targets = rows[:len(shas)], rows[len(shas):]
+    rel = port.rel(port.carry_over_path)
+    text = port.text(port.carry_over_path) or ""
+    return [MalformedRecord(
+        f"carried {short(sha)} is no commit of the reference checkout, which has the target "
+        f"{short(record[sha].since_target)} of the cycle that carried it (a mistyped SHA?)",
+        "correct the table's SHA ('git log' in the reference checkout finds the commit) or "
+        "remove the table", path=rel, line=_table_line(text, sha))
+        for sha, row, target in zip(shas, have, targets, strict=True)
+        if (row is None or row[1] != "commit") and target is not None and target[1] == "commit"]
+
+
+def _table_line(text: str, sha: str) -> int | None:
+    """The line of `[carried.<sha>]` in the record's text."""
+    m = re.search(rf"^[ \t]*\[[ \t]*carried[ \t]*\.[ \t]*\"?{sha}\"?[ \t]*\]", text,
+                  re.MULTILINE)
+    return None if m is None else text.count("\n", 0, m.start()) + 1
 
 
 def _unresolved(rec: Carried) -> Entry:

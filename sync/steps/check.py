@@ -31,6 +31,7 @@ from sync.records import (
     spans,
 )
 from sync.steps.advance import pincopies
+from sync.upstream import gitio
 
 
 @dataclass(frozen=True)
@@ -237,6 +238,17 @@ def _relative(port: Port, text: str) -> str:
     return text[len(root):] if text.startswith(root) else text
 
 
+def _carried(port: Port, ref: gitio.Reference) -> list[Finding]:
+    """Carried SHAs that name no commit (`carry.mistyped`); a record that does not load is
+    `_records`' finding already."""
+    from sync.steps import carry
+
+    try:
+        return [Finding(str(exc)) for exc in carry.mistyped(port, ref)]
+    except MalformedRecord:
+        return []
+
+
 def _audit(port: Port, pin: pins.Pin, notes: list[str]) -> list[Finding]:
     from sync.steps import audit, surface
 
@@ -255,10 +267,11 @@ def _audit(port: Port, pin: pins.Pin, notes: list[str]) -> list[Finding]:
         # a CI maintainer must see that (a warning, in the output and the JSON).
         return [Finding(f"per-file pin audit not run: {exc} (or pass --no-audit)",
                         "warning")]
+    out = _carried(port, ref)
     surf = surface.build(port)
     result = audit.run_audit(port, ref, pin.commit, f"{prefs.remote}/{prefs.branch}", surf)
     # Read with replacement characters here, such a file is refused where it is written.
-    out = [Finding(f"{rel}: is not UTF-8, so bump-headers will refuse to rewrite its header "
+    out += [Finding(f"{rel}: is not UTF-8, so bump-headers will refuse to rewrite its header "
                    "— re-save it as UTF-8", "warning") for rel in surf.not_utf8]
     if not result.control_ok:
         out.append(Finding("per-file pin audit: the positive control failed (a header citing the "
