@@ -4,9 +4,12 @@ import json
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from stepfixture import World, make_world, run, with_port_cmd, write
 
 from sync.headers import verify as sha_verify
+from sync.records import ledger
 from sync.steps import audit, check, surface
 from sync.upstream import gitio
 
@@ -88,6 +91,43 @@ def test_ledger_note_naming_the_file_clears_the_finding(world: World) -> None:
     assert r.rc == 0, r.err
     doc = json.loads(run(world.root, "audit", "--json").out)
     assert doc["findings"] == [] and doc["counts"] == COUNTS
+
+
+def test_a_row_older_than_the_change_is_no_ledger_note(world: World) -> None:
+    """walk-s9 D3: any row that ever named the file counted as the note of a change made
+    after it. The change of vllm/b.py is dated 2026-01-01 (the fixture's clock)."""
+    ledger = world.root / ".agents/parity-ledger.md"
+    row = "| 2025-12-20 / `abc1234` | e ported | `src/e.cpp` | ok |\n"
+    text = ledger.read_text()
+    write(world.root, ".agents/parity-ledger.md", text.replace("\n\nTrailing", "\n" + row
+                                                                + "\nTrailing"))
+    doc = json.loads(run(world.root, "audit", "--json").out)
+    assert doc["findings"] == ["src/e.cpp"]
+    lines = run(world.root, "audit").out.splitlines()
+    assert any(line.endswith("; ledger note: MISSING (the latest row naming it is of "
+                             "2025-12-20, older than the change of 2026-01-01)")
+               for line in lines), lines
+    # The same row written on the day of the change, or after it, is the note.
+    write(world.root, ".agents/parity-ledger.md", text.replace(
+        "\n\nTrailing", "\n" + row.replace("2025-12-20", "2026-01-01") + "\nTrailing"))
+    assert json.loads(run(world.root, "audit", "--json").out)["findings"] == []
+
+
+_WORD = st.text(alphabet="ab/.", min_size=1, max_size=6)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["2026-01-02", "2026-03-04", "", "2025-12-31"]),
+                          st.lists(_WORD, max_size=4)), max_size=6), _WORD)
+def test_latest_mention_is_the_latest_row_that_names_the_path(
+        rows: list[tuple[str, list[str]]], needle: str) -> None:
+    lines = "".join(f"| {day or 'none'} / x | {' '.join(words) or '-'} | - | - |\n"
+                    for day, words in rows)
+    table = ledger.find_table("| Date / commit | What it does | Upstream equivalent | Parity "
+                              "status |\n|---|---|---|---|\n" + lines, path="l.md")
+    days = [day for day, words in rows if any(needle in w for w in words)]
+    assert ledger.latest_mention(table, needle) == (max(days) if days else None)
+    assert (ledger.latest_mention(table, needle) is not None) == ledger.mentions(table, needle)
 
 
 def test_check_reports_the_finding(world: World) -> None:

@@ -118,6 +118,9 @@ class Content:
     namesakes: tuple[str, ...] = ()
     # missing: `against` has no top folder of that name either (`aten/`: another project's)
     outside: bool = False
+    # changed: the day (YYYY-MM-DD, its author's) of the oldest of `since`: a ledger row
+    # older than it cannot be a note about the change
+    first_day: str = ""
 
 
 @dataclass(frozen=True)
@@ -266,9 +269,10 @@ class _History:
     def explain(self, commit: str, path: str, *, changed: bool) -> Content:
         after = self._after(commit)
         if changed:
-            since = tuple(c.sha for c in after if any(_under(path, ch.path) or (
-                ch.old_path is not None and _under(path, ch.old_path)) for ch in c.changes))
-            return Content("changed", path, since)
+            since = [c for c in after if any(_under(path, ch.path) or (
+                ch.old_path is not None and _under(path, ch.old_path)) for ch in c.changes)]
+            return Content("changed", path, tuple(c.sha for c in since),
+                           first_day=since[0].date[:10] if since else "")
         for c in after:
             for ch in c.changes:
                 if ch.status == "R" and ch.old_path == path:

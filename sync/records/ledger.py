@@ -15,8 +15,9 @@ unreadable, and then no command treats it as empty (`Read.problem` says why).
 from __future__ import annotations
 
 import functools
+import itertools
 import re
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -29,6 +30,8 @@ COLUMNS = ("Date / commit", "What it does", "Upstream equivalent", "Parity statu
 _SEP = re.compile(r"^\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?\s*$")
 _CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
 _DATE_CELL = re.compile(r"\d{4}-\d{2}-\d{2}\b")
+# A row's date opens its first cell (`2026-07-24 (...)`, `2026-07-02 `462d673``).
+_ROW_DATE = re.compile(r"[\s|]*(\d{4}-\d{2}-\d{2})\b")
 PR_REF = re.compile(r"vllm#(\d+)\b|github\.com/vllm-project/vllm/pull/(\d+)\b")
 _HEX = re.compile(r"(?<![0-9A-Za-z_])[0-9a-f]{7,40}(?![0-9A-Za-z_])")
 # The characters of a path as ports write them; `words` holds each maximal run of them.
@@ -65,11 +68,28 @@ class Table:
         return "\n".join(r.text for r in self.rows)
 
     @functools.cached_property
+    def word_days(self) -> tuple[str, list[int], list[str]]:
+        """`words`, the offset each word starts at, and the latest date of a row holding it
+        ("" when none of them says a date)."""
+        latest: dict[str, str] = {}
+        for r in self.rows:
+            m = _ROW_DATE.match(r.text)
+            day = m.group(1) if m else ""
+            for w in set(_PATH_RUN.findall(r.text)):
+                if day > latest.get(w, ""):
+                    latest[w] = day
+                else:
+                    latest.setdefault(w, "")
+        ordered = sorted(latest)
+        starts = list(itertools.accumulate((len(w) + 1 for w in ordered), initial=0))[:-1]
+        return "\n".join(ordered), starts, [latest[w] for w in ordered]
+
+    @property
     def words(self) -> str:
         """Each distinct run of path characters in the rows, one per line: a needle made of
         those characters occurs in the rows exactly when it occurs in one run, and the runs
         of a real ledger (a megabyte of rows naming the same paths) are a fraction of it."""
-        return "\n".join(sorted(set(_PATH_RUN.findall(self.joined))))
+        return self.word_days[0]
 
 
 def split_row(line: str) -> list[str]:
@@ -287,6 +307,19 @@ def append(path: Path, cells: tuple[str, str, str, str], *, rel: str) -> str:
     new, row = appended(_read(path, rel), cells, rel=rel)
     write_text(path, new)
     return row
+
+
+def latest_mention(table: Table, needle: str) -> str | None:
+    """The date (YYYY-MM-DD) of the latest row that names `needle`, a path; "" when rows
+    name it but none says its date, None when no row names it."""
+    words, starts, days = table.word_days
+    found: str | None = None
+    at = words.find(needle)
+    while at != -1:
+        day = days[bisect_right(starts, at) - 1]
+        found = day if found is None or day > found else found
+        at = words.find(needle, at + 1)
+    return found
 
 
 def mentions(table: Table, needle: str) -> bool:

@@ -3,8 +3,9 @@
 A SHA behind the pin says nothing by itself: what matters is whether the cited file
 changed since. So "behind" splits by content: *behind-unchanged* (the cited file's blob
 is the same at the pin: safe to bump to the pin, no warning), *behind-changed* (a warning
-naming the commits since, unless a ledger row names the file or its upstream path) and
-*path-gone* (renamed: to what; deleted: in which commit; or never there: a wrong path).
+naming the commits since, unless a ledger row dated on or after the oldest of them names
+the file or its upstream path) and *path-gone* (renamed: to what; deleted: in which
+commit; or never there: a wrong path).
 Citations of another oracle's upstream are attributed to it ("cites llama.cpp at
 237ad9b96"), verified against its checkout when the preferences name one, never called
 "not an upstream commit" of vLLM. Mentions and watched paths are listed as references.
@@ -60,9 +61,12 @@ class FileStatus:
     path: str
     status: Status
     cites: tuple[CiteStatus, ...]
-    noted: bool | None  # a ledger row names the file or a path it cites; None: unreadable
+    # A ledger row names the file or a path it cites (behind-changed: for each changed
+    # citation, a row dated on or after the change); None: the ledger is unreadable.
+    noted: bool | None
     references: tuple[headers.Mention, ...] = ()
     watched: tuple[headers.Citation, ...] = ()
+    note_day: str | None = None  # the latest row naming the file or its paths ("": undated)
 
     @property
     def citations(self) -> tuple[headers.Citation, ...]:
@@ -268,26 +272,42 @@ def _worst(cites: tuple[CiteStatus, ...], h: headers.Header) -> Status:
 
 
 class _Noted:
-    """Whether the ledger names a path, each path searched for once (many files cite the
-    same upstream path)."""
+    """The latest ledger row naming a path, each path searched for once (many files cite
+    the same upstream path)."""
 
     def __init__(self, table: ledger.Table) -> None:
         self.table = table
-        self.seen: dict[str, bool] = {}
+        self.seen: dict[str, str | None] = {}
 
-    def __call__(self, path: str) -> bool:
-        found = self.seen.get(path)
-        if found is None:
-            found = self.seen[path] = ledger.mentions(self.table, path)
-        return found
+    def __call__(self, *paths: str) -> str | None:
+        """The date of the latest row naming any of `paths` ("": undated), None: no row."""
+        days = [self._one(p) for p in paths]
+        named = [d for d in days if d is not None]
+        return max(named) if named else None
+
+    def _one(self, path: str) -> str | None:
+        if path not in self.seen:
+            self.seen[path] = ledger.latest_mention(self.table, path)
+        return self.seen[path]
 
 
 def _file_status(rel: str, h: headers.Header, facts: _Facts,
                  noted_in: _Noted | None) -> FileStatus:
     cites = tuple(_cite_status(c, facts) for c in h.pins)
-    noted = None if noted_in is None else (
-        noted_in(rel) or any(noted_in(c.path) for c in h.pins))
-    return FileStatus(rel, _worst(cites, h), cites, noted, h.mentions, h.watched)
+    if noted_in is None:
+        return FileStatus(rel, _worst(cites, h), cites, None, h.mentions, h.watched)
+    day = noted_in(rel, *(c.path for c in h.pins))
+    # A note of a change is written after it: each changed citation needs a row naming the
+    # file or its path dated on or after the oldest commit the file lacks.
+    changed = [c for c in cites if c.status == "behind-changed"]
+    noted = day is not None and all(
+        (got := noted_in(rel, c.citation.path)) is not None and got >= _first_day(c)
+        for c in changed)
+    return FileStatus(rel, _worst(cites, h), cites, noted, h.mentions, h.watched, day)
+
+
+def _first_day(c: CiteStatus) -> str:
+    return c.content.first_day if c.content is not None else ""
 
 
 @dataclass(frozen=True)
@@ -339,8 +359,17 @@ def file_line(f: FileStatus) -> str:
     note = ""
     if f.status == "behind-changed":
         note = ("; ledger note: unknown (ledger unreadable)" if f.noted is None else
-                "; ledger note: yes" if f.noted else "; ledger note: MISSING")
+                "; ledger note: yes" if f.noted else "; ledger note: MISSING" + _stale(f))
     return f"- {code(f.path)} {f.status}: {said}{note}"
+
+
+def _stale(f: FileStatus) -> str:
+    """Why a row that names the file is no note: it is older than the change."""
+    if f.note_day is None:
+        return ""
+    first = min((_first_day(c) for c in f.cites if c.status == "behind-changed"), default="")
+    row = f"of {f.note_day}" if f.note_day else "undated"
+    return f" (the latest row naming it is {row}, older than the change of {first})"
 
 
 def no_sha_text(f: FileStatus) -> str:
