@@ -121,7 +121,7 @@ _WORD = st.text(alphabet="ab/.", min_size=1, max_size=6)
                           st.lists(_WORD, max_size=4)), max_size=6), _WORD)
 def test_latest_mention_is_the_latest_row_that_names_the_path(
         rows: list[tuple[str, list[str]]], needle: str) -> None:
-    lines = "".join(f"| {day or 'none'} / x | {' '.join(words) or '-'} | - | - |\n"
+    lines = "".join(f"| {day or 'none'} x | {' '.join(words) or '-'} | - | - |\n"
                     for day, words in rows)
     table = ledger.find_table("| Date / commit | What it does | Upstream equivalent | Parity "
                               "status |\n|---|---|---|---|\n" + lines, path="l.md")

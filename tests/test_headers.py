@@ -91,6 +91,36 @@ def test_line_and_symbol_suffixes(suffix: str, lines: str | None, symbol: str | 
         assert shape(h) == [cite(SCHED, "e24d1b24", lines, symbol)]
 
 
+@pytest.mark.parametrize("text", [
+    # walk-s6b D6 / walk-s9: the real glm47.h and minimax_m2.h headers.
+    ("// Reimplemented from the WIRE FORMAT of: vllm/x.py @ e24d1b24 (registry name \"x\"),\n"
+     "// whose upstream parser is the declarative engine (vllm/parser/x.py + the engine\n"
+     "// under vllm/parser/engine/). This is NOT a port of that engine: it reimplements\n"
+     "// the wire surface, held to the upstream tests (tests/parser/test_x.py).\n"),
+    ("// Ported from: vllm/x.py @ e24d1b24, which\n"
+     "// drives the shared tests/parser/common.py::Matrix cases.\n"),
+    ("// Ported from: vllm/x.py @ e24d1b24 (which drives the shared\n"
+     "// tests/parser/common.py::Matrix cases). We port its data.\n"),
+])
+def test_paths_that_describe_the_cited_file_or_follow_a_negated_verb_are_mentions(
+        text: str) -> None:
+    h = parsed(text, "x.h")
+    assert shape(h) == [cite("vllm/x.py", "e24d1b24")]
+    assert {m.path for m in h.mentions} >= {p for p in ("vllm/parser/x.py",
+                                                         "vllm/parser/engine/",
+                                                         "tests/parser/test_x.py",
+                                                         "tests/parser/common.py")
+                                            if p in text}
+
+
+@pytest.mark.parametrize("text", [
+    "// Not ported from vllm/x.py @ e24d1b24: written for the port.\n",
+    "// This is no port of vllm/x.py @ e24d1b24.\n",
+])
+def test_a_negated_verb_cites_nothing(text: str) -> None:
+    assert parsed(text, "x.h").citations == ()
+
+
 def test_sha_in_parentheses_is_not_a_symbol() -> None:
     h = parsed("// Ported from vllm/x.py (e24d1b24)\n", "a.cpp")
     assert shape(h) == [cite("vllm/x.py", "e24d1b24")]

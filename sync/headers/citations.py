@@ -469,6 +469,8 @@ _ORIGINAL_LEAD = re.compile(r"original\b", re.I)
 _SENTENCE_END = re.compile(r"[.!?;](?=\s|\Z)")
 _ABBREV = re.compile(r"(?:\be\.g|\bi\.e|\betc|\bvs|\bcf|\bapprox|\bincl|\bNo)\.\Z", re.I)
 _SEE = re.compile(r"\b(?:see|cf\.)\s", re.I)
+_RELATIVE = re.compile(r"(?:whose|which|where)\b", re.I)
+_NEGATED = re.compile(r"\b(?:not|never|no)\s+(?:an?\s+|the\s+)?\Z", re.I)
 # A comment line that opens new prose: a capitalised word (`See`, `The`) or a heading in
 # capitals (`DEVIATIONS, recorded:`), not an identifier (`DeepseekV2Params <- ...`).
 _PROSE_LINE = re.compile(r"(?:[A-Z][a-z]+|[A-Z]{2,})(?=[\s,:]|\.\s|\Z)(?!\s*<-)", re.A)
@@ -554,6 +556,11 @@ def _stops(s: _Scan, i: int, body: int) -> bool:
         s.depth -= 1
     elif s.depth == 0 and _SENTENCE_END.match(text, i):
         return ch != "." or _ABBREV.search(text, max(0, i - 8), i + 1) is None
+    if ch in "wW" and s.seen_path and (s.depth == 0 or text[i - 1] == "(") and (
+            i == 0 or not text[i - 1].isalnum()):
+        # `Ported from: x.py @ sha, whose parser is ... (y.py)`, `x.py (which drives y.py)`:
+        # what follows describes the cited file; the paths it names are mentions.
+        return _RELATIVE.match(text, i) is not None
     return (ch in "sScC" and (i == 0 or not text[i - 1].isalnum())
             and _SEE.match(text, i) is not None)
 
@@ -565,6 +572,8 @@ def _statements(norm: _Norm, events: list[_Event]) -> list[_Statement]:
     for m in _VERB.finditer(norm.text):
         if m.start() < end:
             continue  # a verb inside a statement belongs to it
+        if _NEGATED.search(norm.text[max(0, m.start() - 16): m.start()]):
+            continue  # `This is NOT a port of that engine: ...` cites nothing
         e = _statement_end(norm, m.end(), paths)
         project = _verb_project(norm.text, m.end())
         out.append(_Statement(m.start(), m.end(), e, " ".join(m.group().split()), project))
