@@ -491,6 +491,29 @@ def test_commit_is_refused_when_another_path_is_staged(
     assert git(c.port, "diff", "--cached", "--name-only").split() == ["README.md"]
 
 
+def test_after_an_advance_commit_a_sync_at_the_pin_writes_nothing(
+        prepared: Prepared, copy: Callable[[str], Copy]) -> None:
+    """walk-s9: the no-op sync after an advance froze a cycle of no commits, rewriting
+    cycle.toml, and dirtied the tree the advance commit had left clean; `status` spoke of
+    the advanced cycle as the open one."""
+    c = copy("ready")
+    ok("advance", "--commit")
+    status_before = git(c.port, "status", "--porcelain", "--untracked-files=all")
+    cycle_file = c.port / ".agents/sync/cycle.toml"
+    before = cycle_file.read_bytes()
+    assert ok("sync") == f"nothing to sync: the target {prepared.target[:10]} is the pin\n"
+    assert ok("fetch").endswith(f"nothing to sync: the target {prepared.target[:10]} is the "
+                                "pin\n")
+    assert cycle_file.read_bytes() == before
+    assert git(c.port, "status", "--porcelain", "--untracked-files=all") == status_before
+    lines = ok("status").splitlines()
+    assert (f"cycle: none open; the last one, to {prepared.target[:10]}, is ADVANCED (run "
+            "'upstream-sync fetch' or 'upstream-sync sync' for the next)") in lines
+    assert not any("keeps its target" in line for line in lines)
+    doc = json.loads(ok("status", "--json"))["cycle"]
+    assert doc["open"] is False and doc["pin"] == prepared.pin
+
+
 def test_a_failed_commit_says_the_records_are_written_and_how_to_commit_them(
         prepared: Prepared, copy: Callable[[str], Copy]) -> None:
     c = copy("ready")

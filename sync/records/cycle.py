@@ -112,12 +112,15 @@ def report_name(c: Cycle) -> str:
     return f"{c.frozen_at[:10]}-{c.target7}.md"
 
 
+def now() -> str:
+    """The time a cycle frozen now is stamped with."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 def save(port: Layout, pin: str, target: str, target_ref: str,
          previous_report: str = "", *, divergent_ok: bool = False) -> Cycle:
     """Freeze a new cycle (stamped now)."""
-    return store(port, Cycle(pin, target, target_ref,
-                             datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), previous_report,
-                             divergent_ok))
+    return store(port, Cycle(pin, target, target_ref, now(), previous_report, divergent_ok))
 
 
 def store(port: Layout, c: Cycle) -> Cycle:

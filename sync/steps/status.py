@@ -25,7 +25,7 @@ def collect(port: Port) -> tuple[dict[str, Any], SyncError | None]:
     doc["oracle_build"] = _oracle_build(port, pin)
     doc["spans"] = spans.check(port.root, port.config.span_globs, pin,
                                  (port.config.sync_dir,))
-    doc["cycle"] = _cycle(port)
+    doc["cycle"] = _cycle(port, pin.commit)
     missing = _target_missing(port, doc)
     return doc, problem or missing
 
@@ -34,7 +34,7 @@ def _target_missing(port: Port, doc: dict[str, Any]) -> SyncError | None:
     """The open cycle's frozen target, when a readable checkout lacks it (every range read
     fails then): said in the cycle's part of the document, and as the problem."""
     c, r = doc["cycle"], doc["reference"]
-    if not c or not r or not r.get("pin_present"):
+    if not c or not c["open"] or not r or not r.get("pin_present"):
         return None
     present = gitio.has_commit(port.reference(), c["target"])
     c["target_present"] = present
@@ -138,8 +138,9 @@ def _oracle_build(port: Port, pin: pins.Pin) -> dict[str, Any]:
     return doc
 
 
-def _cycle(port: Port) -> dict[str, Any] | None:
-    """The open cycle and what its report's JSON says of it."""
+def _cycle(port: Port, pin: str) -> dict[str, Any] | None:
+    """The cycle record and what its report's JSON says of it; `open` when it is from the
+    pin (after an advance the record is the advanced cycle's until the next one is frozen)."""
     c = port.cycle()
     if c is None:
         return None
@@ -147,6 +148,7 @@ def _cycle(port: Port) -> dict[str, Any] | None:
     text = port.text(rpath)
     rep = reportdoc.load_doc(text, port.rel(rpath)) if text is not None else None
     return {
+        "open": c.pin == pin, "pin": c.pin,
         "target": c.target, "target_ref": c.target_ref, "frozen_at": c.frozen_at,
         "report": port.rel(rpath.with_suffix(".md")) if rep else None,
         "state": rep["state"] if rep else None,

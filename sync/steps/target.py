@@ -106,6 +106,12 @@ def _freeze(port: Port, ref: gitio.Reference, wanted: Wanted) -> Frozen:
             port.keep("cycle", kept.cycle)
         return kept
     _needs_retarget(ref, current, wanted, (want, sha))
+    if sha == wanted.pin and wanted.target is None and (current is None
+                                                         or current.pin != wanted.pin):
+        # The remote at the pin (as right after an advance) opens no cycle: there is nothing
+        # to sync, the last cycle's record stays as it was and the tree stays clean. A target
+        # named on the command line is frozen, even the pin.
+        return Frozen(cycle.Cycle(wanted.pin, sha, want, cycle.now()), None)
     previous = ""
     if current is not None and (port.sync_dir / cycle.report_name(current)).exists():
         previous = cycle.report_name(current)

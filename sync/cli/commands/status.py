@@ -111,6 +111,10 @@ def _build_lines(b: dict[str, Any]) -> list[str]:
 def _cycle_lines(c: dict[str, Any] | None) -> list[str]:
     if not c:
         return ["cycle: none open (run 'upstream-sync fetch' or 'upstream-sync sync')"]
+    if not c["open"]:
+        last = f"; the last one, to {short(c['target'])}, is {c['state'] or 'without a report'}"
+        return [f"cycle: none open{last} (run 'upstream-sync fetch' or 'upstream-sync sync' "
+                "for the next)"]
     lines = [f"cycle: target {short(c['target'])} ({c['target_ref']}), frozen {c['frozen_at']}"
              + (", NOT in the reference checkout" if c.get("target_present") is False else "")]
     if c["report"]:
@@ -123,7 +127,7 @@ def _cycle_lines(c: dict[str, Any] | None) -> list[str]:
 def _moved_line(doc: dict[str, Any]) -> list[str]:
     """The remote past the open cycle's frozen target: `sync` keeps the target, and says so."""
     c, b = doc["cycle"], doc["behind"]
-    if not c or not b or b["relation"] != "ahead" or b["tip"] == c["target"]:
+    if not c or not c["open"] or not b or b["relation"] != "ahead" or b["tip"] == c["target"]:
         return []
     return [f"  {b['ref']} moved to {short(b['tip'])}; this cycle keeps its target "
             f"{short(c['target'])} ('upstream-sync sync --retarget' moves it)"]
