@@ -10,6 +10,8 @@ import re
 from collections.abc import Sequence
 
 from sync.infra.errors import UsageError
+from sync.port import Port
+from sync.upstream import history
 from sync.upstream.gitio import short
 from sync.upstream.history import Commit
 
@@ -66,3 +68,12 @@ def _one(commits: Sequence[Commit], hits: list[int], what: str, scope: str,
     shown = ", ".join(short(commits[i].sha) for i in hits[:5])
     more = f" and {len(hits) - 5} more" if len(hits) > 5 else ""
     raise UsageError(f"{what} matches {len(hits)} commits: {shown}{more}", narrow)
+
+
+def nameable(port: Port) -> list[Commit]:
+    """The commits a command may name: the cycle's range, then those carried into it."""
+    c = port.open_cycle()
+    ref = port.reference()
+    commits = history.log_range(ref, port.pin_record().pin.commit, c.target)
+    seen = {x.sha for x in commits}
+    return commits + history.log_commits(ref, [s for s in port.carried() if s not in seen])

@@ -13,7 +13,6 @@ from datetime import UTC, datetime
 
 from sync.cli.context import Context, add_json
 from sync.infra.errors import UsageError
-from sync.port import Port
 from sync.records import decisions
 from sync.steps import pick
 from sync.steps.syncrun import CycleRequest, run_cycle
@@ -42,15 +41,6 @@ def _find(commits: list[history.Commit], key: str) -> history.Commit:
     return commits[pick.index(commits, key, carried=True)]
 
 
-def decidable(port: Port) -> list[history.Commit]:
-    """The commits a decision may name: the cycle's range, then those carried into it."""
-    c = port.open_cycle()
-    ref = port.reference()
-    commits = history.log_range(ref, port.pin_record().pin.commit, c.target)
-    seen = {x.sha for x in commits}
-    return commits + history.log_commits(ref, [s for s in port.carried() if s not in seen])
-
-
 def _replaces(old: decisions.Decision | None, new: decisions.Decision,
               force: bool) -> decisions.Decision | None:
     """The earlier decision `new` replaces (refused without `force` when it differs)."""
@@ -71,7 +61,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     # Everything is read under the lock the decision is saved under, and the report is
     # refreshed under it too: a concurrent sync or decide is refused, never overwritten.
     with port.lock():
-        commit = _find(decidable(port), args.commit)
+        commit = _find(pick.nameable(port), args.commit)
         table = port.decisions()
         new = decisions.Decision(commit.sha, args.disposition, reason,
                                  args.by or getpass.getuser(),
