@@ -659,6 +659,17 @@ def test_a_carried_item_stays_until_a_decision_closes_it(fx: Fixture) -> None:
         assert [c["sha"] for c in doc["carried"]] == [base]
     q = json.loads(run(fx.port, "queue", "--json").out)
     assert q["items"][-1]["sha"] == base
+    # explain names it too (walk-s9 U1), classified as sync classifies it.
+    ex = run(fx.port, "explain", base[:10])
+    assert ex.rc == 0, ex.err
+    lines = ex.out.splitlines()
+    assert lines[1].startswith(f"carried into the open cycle {fx.pin[:10]}..")
+    assert "since .agents/sync/2026-01-01-0000000.md (outside its range)" in lines[1]
+    assert lines[2] == ("decision: PORT-NOW: carry-over: the import itself (the carry-over "
+                        "record) — decides it; rules and the symbol pass are not consulted")
+    assert lines[-2].startswith("result: PORT-NOW: carry-over: the import itself")
+    assert json.loads(run(fx.port, "explain", base[:10], "--json").out)["carried_since"] == (
+        ".agents/sync/2026-01-01-0000000.md")
     assert q["items"][-1]["carried_since"] == "2026-01-01-0000000.md"
     assert run(fx.port, "decide", base[:10], "IGNORE", "nothing to port after all").rc == 0
     doc = synced(fx)

@@ -1,11 +1,11 @@
-"""`explain`: how one commit of the open cycle was classified, every step of it.
+"""`explain`: how one commit of the open cycle (or carried into it) was classified.
 
 The derivation is recomputed, not read from the report: the decision (if any), each
 rule in order with why it does not match, the paths the commit changes (cited or
 not), and per cited path the hunks with their line ranges, the definitions they
 change, and each citation (port file:line) they were compared with and its verdict.
-Git: one `git log -z` for the cycle's range, one patch listing and one blob read for
-the commit.
+Git: one `git log -z` for the cycle's range (and one for the commits carried into it),
+one patch listing and one blob read for the commit.
 """
 
 from __future__ import annotations
@@ -36,30 +36,33 @@ class Derivation:
     cited: tuple[str, ...]  # changed paths some port file cites
     entry: Entry
     git_processes: int
-
-
-def find(commits: list[history.Commit], which: str) -> tuple[int, history.Commit]:
-    """The commit `which` names (`#N`, its PR, or a SHA prefix) and its 1-based position."""
-    i = pick.index(commits, which)
-    return i + 1, commits[i]
+    carried_since: str | None = None  # outside the range: the report that carried it in
 
 
 def derive(port: Port, which: str, notes: Notes | None = None) -> Derivation:
+    """How a commit of the range was classified; or one an earlier cycle carried into it,
+    classified as `sync` classifies those (its decision, else what the record says)."""
     before = gitio.PROCESS_COUNT
     c = port.open_cycle()
     pin = port.pin_record().pin.commit
     ref = port.reference()
-    commits = history.log_range(ref, pin, c.target)
-    index, commit = find(commits, which)
+    named = pick.nameable(port)
+    i = pick.index(named.all, which, carried=bool(named.carried))
+    commit, commits = named.all[i], named.range
     # Aliased over the whole range, as `sync` files them, so both read a commit alike.
     surf = surface.aliased(surface.build(port), (p for c in commits for p in c.paths))
     found = evidence.gather(ref, [commit], surf, pin, notes)
     decided = port.decisions()
-    rules = port.config.rules
+    record = port.carried().get(commit.sha) if i >= len(commits) else None
+    rules = port.config.rules if record is None else ()
+    if record is not None and commit.sha not in decided:
+        decided = {**decided, commit.sha: Decision(commit.sha, record.disposition,
+                                                   record.reason, by="the carry-over record")}
     entry = classify.classify_one(commit, classify.Inputs(surf, rules, decided, found))
-    return Derivation(commit, index, len(commits), pin, c.target, decided.get(commit.sha),
+    return Derivation(commit, i + 1, len(commits), pin, c.target, decided.get(commit.sha),
                       tuple(_rule(r, commit) for r in rules),
-                      surf.ported(commit.paths), entry, gitio.PROCESS_COUNT - before)
+                      surf.ported(commit.paths), entry, gitio.PROCESS_COUNT - before,
+                      record.since if record is not None else None)
 
 
 # -- rendering ------------------------------------------------------------------------------------
@@ -150,17 +153,23 @@ def _rule_lines(rules: tuple[tuple[str, str | None, str], ...]) -> list[str]:
 def render(d: Derivation) -> list[str]:
     c, e = d.commit, d.entry
     pr = f"vllm#{c.pr}" if c.pr is not None else "(no PR)"
-    lines = [f"{short(c.sha)} {pr} {' '.join(c.subject.split())}",
-             f"commit {d.index} of {d.total} in {short(d.pin)}..{short(d.target)}"
-             f" (the open cycle), {c.date}"]
+    where = (f"commit {d.index} of {d.total} in {short(d.pin)}..{short(d.target)}"
+             " (the open cycle)" if d.carried_since is None else
+             f"carried into the open cycle {short(d.pin)}..{short(d.target)} since "
+             f"{d.carried_since} (outside its range)")
+    lines = [f"{short(c.sha)} {pr} {' '.join(c.subject.split())}", f"{where}, {c.date}"]
     if d.decision is not None:
+        by = " ".join(x for x in (d.decision.by or "recorded", d.decision.at) if x)
         lines.append(f"decision: {d.decision.disposition}: {d.decision.reason} "
-                     f"({d.decision.by or 'recorded'} {d.decision.at}) — decides it; "
-                     "rules and the symbol pass are not consulted")
+                     f"({by}) — decides it; rules and the symbol pass are not consulted")
     else:
         lines.append("decision: none recorded")
-    lines.append("rules (the first that matches decides):" if d.rules else "rules: none "
-                 "configured")
+    if d.carried_since is not None:
+        lines.append("rules: not consulted (a carried commit keeps its decision or the "
+                     "disposition it was carried as)")
+    else:
+        lines.append("rules (the first that matches decides):" if d.rules else "rules: none "
+                     "configured")
     lines += _rule_lines(d.rules)
     cited = set(d.cited)
     lines.append(f"paths changed ({len(c.paths)}):")
@@ -190,6 +199,7 @@ def to_json(d: Derivation) -> dict[str, Any]:
             "by": d.decision.by, "at": d.decision.at},
         "rules": [{"id": rid, "matches": why is None, "why_not": why, "why": hit or None}
                   for rid, why, hit in d.rules],
+        "carried_since": d.carried_since,
         "paths": list(c.paths), "cited_paths": list(d.cited),
         "entry": report.entry_doc(d.entry), "git_processes": d.git_processes,
     }

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from sync.infra.errors import UsageError
 from sync.port import Port
@@ -70,10 +71,22 @@ def _one(commits: Sequence[Commit], hits: list[int], what: str, scope: str,
     raise UsageError(f"{what} matches {len(hits)} commits: {shown}{more}", narrow)
 
 
-def nameable(port: Port) -> list[Commit]:
+@dataclass(frozen=True)
+class Nameable:
     """The commits a command may name: the cycle's range, then those carried into it."""
+
+    range: list[Commit]
+    carried: list[Commit]  # carried over by an earlier cycle, outside the range
+
+    @property
+    def all(self) -> list[Commit]:
+        return self.range + self.carried
+
+
+def nameable(port: Port) -> Nameable:
     c = port.open_cycle()
     ref = port.reference()
     commits = history.log_range(ref, port.pin_record().pin.commit, c.target)
     seen = {x.sha for x in commits}
-    return commits + history.log_commits(ref, [s for s in port.carried() if s not in seen])
+    return Nameable(commits, history.log_commits(ref, [s for s in port.carried()
+                                                       if s not in seen]))

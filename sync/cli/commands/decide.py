@@ -61,7 +61,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     # Everything is read under the lock the decision is saved under, and the report is
     # refreshed under it too: a concurrent sync or decide is refused, never overwritten.
     with port.lock():
-        commit = _find(pick.nameable(port), args.commit)
+        commit = _find(pick.nameable(port).all, args.commit)
         table = port.decisions()
         new = decisions.Decision(commit.sha, args.disposition, reason,
                                  args.by or getpass.getuser(),
