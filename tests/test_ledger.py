@@ -183,10 +183,28 @@ def test_ledger_add_refuses_a_pr_outside_the_cycle_range(world: World) -> None:
         assert r.err.strip() == (
             f"upstream-sync: error: vllm#{pr} is not in the cycle's range "
             f"{world.up.pin[:10]}..{world.up.target[:10]} (nor carried into it) — check the PR "
-            "number against the report, or pass --outside-range for a deliberate row")
+            "number or SHA against the report, or pass --outside-range for a deliberate row")
     assert run(world.root, *add, "--pr", "12", "--pr", "15").rc == 0
     r = run(world.root, *add, "--pr", "16", "--outside-range")
     assert r.rc == 0 and "vllm#16" in path.read_text().splitlines()[-3]
+
+
+def test_ledger_add_refuses_a_sha_in_the_text_that_names_no_commit_of_the_range(
+        world: World) -> None:
+    """walk-s9 U2: a SHA in --upstream counts as porting that commit, so it is checked as a
+    --pr is: a commit of the range, one carried into it, the pin or the target."""
+    world.freeze()
+    path = world.root / ".agents/parity-ledger.md"
+    add = ("ledger", "add", "--commit", "abc1234", "--what", "w", "--status", "s", "--path",
+           "vllm/a.py")
+    before = path.read_text()
+    for bad in ("f49967e5ff", world.up.older[:10]):  # no commit; one before the pin
+        r = run(world.root, *add, "--upstream", f"ports `{bad}` and `{world.up.a_again[:10]}`")
+        assert r.rc == 2 and path.read_text() == before
+        assert f"`{bad}` is not in the cycle's range" in r.err
+    for good in (world.up.a_again[:10], world.up.pin[:8], world.up.target):
+        assert run(world.root, *add, "--upstream", f"@ `{good}`").rc == 0
+    assert run(world.root, *add, "--upstream", "ports `f49967e5ff`", "--outside-range").rc == 0
 
 
 def test_ledger_needs_an_action(world: World) -> None:

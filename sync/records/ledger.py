@@ -330,6 +330,11 @@ def mentions(table: Table, needle: str) -> bool:
     return needle in table.joined
 
 
+def sha_words(text: str) -> list[str]:
+    """The words of `text` a row names a commit by: 7-40 lowercase hex with a digit."""
+    return [m.group() for m in _HEX.finditer(text) if any(ch.isdigit() for ch in m.group())]
+
+
 @dataclass(frozen=True)
 class Refs:
     """What the ledger's rows name: upstream PRs and commit SHAs (prefixes as written)."""
@@ -342,9 +347,7 @@ class Refs:
     def of(cls, rows: tuple[Row, ...]) -> Refs:
         text = "\n".join(r.text for r in rows)
         prs = frozenset(int(a or b) for a, b in PR_REF.findall(text))
-        shas = tuple(sorted({m.group() for m in _HEX.finditer(text)
-                             if any(ch.isdigit() for ch in m.group())}))
-        return cls(prs, shas, text)
+        return cls(prs, tuple(sorted(set(sha_words(text)))), text)
 
     def names(self, sha: str, pr: int | None) -> bool:
         """A row names the PR, or the commit by a prefix of its SHA (7+ characters)."""

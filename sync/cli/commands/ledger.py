@@ -37,8 +37,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                    "bit-identical')")
     a.add_argument("--date", help="YYYY-MM-DD (default: today, UTC)")
     a.add_argument("--outside-range", action="store_true",
-                   help="accept a --pr that is not in the open cycle's range (nor carried into "
-                   "it): a deliberate row, e.g. a hot-fix port ahead of the pin")
+                   help="accept a --pr (or a SHA in --upstream) that is not in the open "
+                   "cycle's range (nor carried into it): a deliberate row, e.g. a hot-fix "
+                   "port ahead of the pin")
     add_json(a)
     a.set_defaults(func=run)
 
@@ -83,22 +84,29 @@ def _cells(args: argparse.Namespace) -> tuple[str, str, str, str]:
     return (f"{date} / `{commit}`", args.what, up, args.status)
 
 
-def _in_range(port: Port, prs: list[int]) -> None:
-    """Every PR is one of the open cycle's range or carried into it (else refused)."""
+def _in_range(port: Port, prs: list[int], shas: list[str]) -> None:
+    """Every PR, and every commit the text names by a SHA, is one of the open cycle's range
+    or carried into it (a SHA may be the pin or the target too); else refused: a row is
+    never edited, and what it names is what it ports."""
     c = port.cycle()
     if c is None:
-        raise UsageError(f"no sync cycle is open, so vllm#{prs[0]} is in no cycle's range",
+        named = f"vllm#{prs[0]}" if prs else f"`{shas[0]}`"
+        raise UsageError(f"no sync cycle is open, so {named} is in no cycle's range",
                          "run 'upstream-sync sync' first, or pass --outside-range for a "
                          "deliberate row")
-    commits = history.log_range(port.reference(), port.pin_record().pin.commit, c.target)
-    known = {x.pr for x in commits} | {x.pr for x in port.carried().values()}
-    missing = [n for n in dict.fromkeys(prs) if n not in known]
+    pin = port.pin_record().pin.commit
+    commits = history.log_range(port.reference(), pin, c.target)
+    carried = port.carried()
+    known = {x.pr for x in commits} | {x.pr for x in carried.values()}
+    full = [x.sha for x in commits] + list(carried) + [pin, c.target]
+    missing = [f"vllm#{n}" for n in dict.fromkeys(prs) if n not in known]
+    missing += [f"`{s}`" for s in dict.fromkeys(shas) if not any(f.startswith(s) for f in full)]
     if missing:
-        listed = ", ".join(f"vllm#{n}" for n in missing)
+        listed = ", ".join(missing)
         raise UsageError(f"{listed} {'is' if len(missing) == 1 else 'are'} not in the cycle's "
                          f"range {short(c.pin)}..{short(c.target)} (nor carried into it)",
-                         "check the PR number against the report, or pass --outside-range "
-                         "for a deliberate row")
+                         "check the PR number or SHA against the report, or pass "
+                         "--outside-range for a deliberate row")
 
 
 def _port_has(port: Port, commit: str) -> bool:
@@ -112,8 +120,9 @@ def _port_has(port: Port, commit: str) -> bool:
 def run(args: argparse.Namespace, ctx: Context) -> int:
     port = ctx.port
     cells = _cells(args)
-    if args.pr and not args.outside_range:
-        _in_range(port, args.pr)
+    shas = ledger.sha_words(args.upstream or "")
+    if (args.pr or shas) and not args.outside_range:
+        _in_range(port, args.pr, shas)
     path = port.root / port.config.ledger
     rel = port.rel(path)
     with port.lock():
