@@ -834,8 +834,9 @@ def test_a_stale_paragraph_is_refused_naming_its_phrases(
     (line,) = doc["unmet"]
     assert line.startswith(f"the PARITY PIN paragraph in {PROTOCOL} states what this advance "
                            "cannot check — reword or remove: ")
-    assert "'zero drift' (the golden gate measured drift in 1 of 1 cases: new sampler)" in line
-    assert "'bit-identical' (the golden gate measured drift" in line
+    assert ("'zero drift' (the golden gate measured nothing to compare: 1 new case "
+            "(sampler))") in line
+    assert "'bit-identical' (the golden gate measured nothing to compare" in line
     assert "'9.9.9' (a version the advance did not measure)" in line
     assert "'vllm#123' (a PR outside the cycle's range)" in line
     assert doc["error"]["kind"] == "BlockedCycle" and doc["exit_code"] == 6

@@ -174,7 +174,7 @@ def test_golden_writes_manifests_and_reports_drift(world: World, port: Path,
     lines = out.splitlines()
     assert lines[0].startswith("golden PASS (")
     assert lines[1:] == ["  new: alpha", "  new: beta", "  new: gamma",
-                         "golden drift: drift in 3 of 3 cases: new alpha, beta, gamma"]
+                         "golden drift: nothing to compare: 3 new cases (alpha, beta, gamma)"]
     runtime = world.up.runtime(world.up.pin, 2)
     for case in ("alpha", "beta", "gamma"):
         d = port / "goldens" / case
@@ -196,7 +196,8 @@ def test_golden_writes_manifests_and_reports_drift(world: World, port: Path,
         assert sorted(m["files"]) == ["sub/raw.bin", "values.txt"]
         assert m["extra"]["device"] == "cpu"
     g = gate_doc(port, world.up.pin)["golden"]
-    assert g["status"] == "PASS" and g["detail"] == "drift in 3 of 3 cases: new alpha, beta, gamma"
+    assert g["status"] == "PASS"
+    assert g["detail"] == "nothing to compare: 3 new cases (alpha, beta, gamma)"
     assert g["command"] == f"upstream-sync golden --oracle vllm --target {world.up.pin}"
 
     commit_all(port, "Goldens at the pin")
@@ -209,6 +210,21 @@ def test_golden_writes_manifests_and_reports_drift(world: World, port: Path,
     assert rc == 0 and doc["detail"] == "drift in 1 of 3 cases: changed beta"
     assert doc["cases"][1] == {"case": "beta", "drift": "changed", "changed": ["values.txt"]}
     assert (port / "goldens/beta/values.txt").read_text().endswith(" salted\n")
+
+
+@pytest.mark.parametrize(("drifts", "said"), [
+    ("uu", "zero drift (2 cases)"),
+    ("n", "nothing to compare: 1 new case (c0)"),
+    ("un", "zero drift (1 compared case; 1 new: c1)"),
+    ("cnu", "drift in 1 of 2 compared cases: changed c0; 1 new: c1"),
+    ("cc", "drift in 2 of 2 cases: changed c0, c1"),
+])
+def test_a_new_case_is_counted_apart_from_drift(drifts: str, said: str) -> None:
+    """walk-s9 U3: a case run for the first time has no golden to drift from."""
+    kinds = {"u": "unchanged", "n": "new", "c": "changed"}
+    results = [golden.CaseResult(f"c{i}", kinds[k], ())  # type: ignore[arg-type]
+               for i, k in enumerate(drifts)]
+    assert golden.summary(results) == said
 
 
 def test_drift_without_git_compares_with_the_files_on_disk(world: World, port: Path) -> None:
@@ -243,7 +259,7 @@ def test_refuses_an_oracle_that_does_not_verify(world: World, port: Path) -> Non
 def test_shards_deal_scripts_round_robin(world: World, port: Path) -> None:
     rc, out, err = run_cli(["--port", str(port), "golden", "--shard", "2/2"])
     assert rc == 0, err
-    assert out.splitlines()[-1] == "golden drift: drift in 1 of 1 cases: new gamma"
+    assert out.splitlines()[-1] == "golden drift: nothing to compare: 1 new case (gamma)"
     assert sorted(p.name for p in (port / "goldens").iterdir()) == ["gamma"]
     assert gate_doc(port, world.up.pin)["golden[2/2]"]["status"] == "PASS"
     rc, _, err = run_cli(["--port", str(port), "golden", "--shard", "3/2"])

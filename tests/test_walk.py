@@ -116,9 +116,9 @@ def _cycle_1(ex: Path) -> tuple[Path, dict[int, str]]:
     ok("oracle", "build", "--commit", "target")
     ok("golden")
     ok("parity")
-    # The paragraph claims zero drift; the golden gate measured some: reword it first.
+    # The paragraph claims zero drift; the golden gate compared nothing (a new case): reword it.
     rc, out, _ = call("advance", "--json")
-    assert rc == 6 and "'zero drift' (the golden gate measured drift" in out
+    assert rc == 6 and "'zero drift' (the golden gate measured nothing to compare" in out
     assert not (port / ".agents/sync/events").exists()  # refused, not stalled
     protocol = port / ".agents/upstream-sync.md"
     protocol.write_text(protocol.read_text().replace(STALE, ""))
@@ -149,7 +149,7 @@ def test_carried_items_show_in_every_later_report_and_queue_until_closed(
     paragraph = next(line for line in (clone / ".agents/upstream-sync.md").read_text()
                      .splitlines() if line.startswith("Active pin"))
     assert "(vLLM 0.24.0" in paragraph and "FLIPPED from the prior 147b89ac/0.24.0.dev0 pin" \
-        in paragraph and "measured drift in 1 of 1 cases: new sampler" in paragraph
+        in paragraph and "measured nothing to compare: 1 new case (sampler)" in paragraph
 
     # -- cycle 2: a tag on main (divergent from the release pin); it stalls.
     ok("sync", "--target", "v0.25.0rc1", "--allow-divergent")

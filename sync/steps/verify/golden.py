@@ -317,16 +317,20 @@ def _against_disk(case: Case, base: Path) -> tuple[set[str], set[str]]:
 
 
 def summary(results: Sequence[CaseResult]) -> str:
-    moved = [r for r in results if r.drift != "unchanged"]
-    n = len(results)
-    if not moved:
-        return f"zero drift ({n} case{'s' if n != 1 else ''})"
-    parts = []
-    for kind in ("changed", "new"):
-        names = [r.name for r in moved if r.drift == kind]
-        if names:
-            parts.append(f"{kind} {', '.join(names)}")
-    return f"drift in {len(moved)} of {n} cases: " + "; ".join(parts)
+    """What the run measured: a new case has no golden to drift from, so it is counted
+    apart from the cases compared (and never as drift)."""
+    changed = [r.name for r in results if r.drift == "changed"]
+    new = [r.name for r in results if r.drift == "new"]
+    compared = len(results) - len(new)
+    fresh = f"{len(new)} new: {', '.join(new)}" if new else ""
+    if not compared and new:
+        return f"nothing to compare: {len(new)} new case{'s' if len(new) != 1 else ''} " \
+               f"({', '.join(new)})"
+    cases = f"{compared}{' compared' if new else ''} case{'s' if compared != 1 else ''}"
+    if not changed:
+        return f"zero drift ({cases}{'; ' + fresh if fresh else ''})"
+    return (f"drift in {len(changed)} of {cases}: changed {', '.join(changed)}"
+            + (f"; {fresh}" if fresh else ""))
 
 
 @dataclass(frozen=True)
