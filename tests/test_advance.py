@@ -514,6 +514,28 @@ def test_after_an_advance_commit_a_sync_at_the_pin_writes_nothing(
     assert doc["open"] is False and doc["pin"] == prepared.pin
 
 
+def test_advance_commit_names_the_uncommitted_paths_it_leaves_out(
+        prepared: Prepared, copy: Callable[[str], Copy]) -> None:
+    """walk-s9 U5: the advance reads headers from the work tree; a modified ported file is
+    not in the sync commit, and the commit says so."""
+    c = copy("ready")
+    tracked = [f for f in git(c.port, "ls-files").split() if not f.startswith(".agents/")]
+    edited = tracked[0]
+    (c.port / edited).write_text((c.port / edited).read_text() + "// edited\n")
+    rc, out, err = cmd("advance", "--commit", "--json")
+    assert rc == 0, err
+    doc = json.loads(out)
+    assert doc["left_out"] == [edited]
+    assert edited not in git(c.port, "show", "--name-only", "--format=", "HEAD").split()
+    ok("rollback")
+    (c.port / edited).write_text((c.port / edited).read_text() + "// again\n")
+    rc, out, err = cmd("advance", "--commit")
+    assert rc == 0, err
+    assert re.search(r"^committed [0-9a-f]{10} \(\d+ file\(s\)\)$", out, re.MULTILINE), out
+    assert (f"note: 1 other path(s) have uncommitted changes and are not in the commit (the "
+            f"records were checked against the work tree as it is): {edited}") in err
+
+
 def test_a_failed_commit_says_the_records_are_written_and_how_to_commit_them(
         prepared: Prepared, copy: Callable[[str], Copy]) -> None:
     c = copy("ready")

@@ -67,8 +67,8 @@ def _advance(args: argparse.Namespace, ctx: Context, port: Port) -> int:
             raise BlockedCycle("another run appended a state event meanwhile", "run again")
         txn.commit(port.sync_dir, p.writes)
     how = advance.fast_forward(port, p.new.commit)
-    sha = _git_commit(port, p) if args.commit else None
-    _print(ctx, p, sha, how, left)
+    done = _git_commit(port, p) if args.commit else None
+    _print(ctx, p, done, how, left)
     return 0
 
 
@@ -92,20 +92,21 @@ def _dry_run(ctx: Context, p: advance.Plan, m: advance.Measured,
     return 0
 
 
-def _print(ctx: Context, p: advance.Plan, sha: str | None, how: str,
+def _print(ctx: Context, p: advance.Plan, done: synccommit.Committed | None, how: str,
            left: advance.LeftBehind) -> None:
     port = ctx.port
     ctx.emit_json({"advanced": True, "pin_before": p.old.commit, "pin_after": p.new.commit,
                    "runtime_version": p.new.runtime_version, "report": port.rel(p.report),
-                   "event": port.rel(p.event), "commit": sha, "reference": how,
+                   "event": port.rel(p.event), "commit": done.sha if done else None,
+                   "left_out": list(done.left_out) if done else [], "reference": how,
                    "files": sorted(port.rel(k) for k in p.writes), "left_behind": left.doc()})
     if ctx.json:
         return
     ctx.say(f"advanced the parity pin {short(p.old.commit)} → {short(p.new.commit)} "
             f"({p.new.runtime_version}); {len(p.writes)} files; event {port.rel(p.event)}; "
             f"reference checkout {how}")
-    if sha:
-        ctx.say(f"committed {short(sha)}")
+    for line in done.lines() if done else ():
+        (ctx.note if line.startswith("note: ") else ctx.say)(line)
 
 
 def _refuse(ctx: Context, unmet: list[str]) -> NoReturn:
@@ -127,26 +128,27 @@ def _stall(ctx: Context, unmet: list[str], *, commit: bool) -> int:
     s = advance.stall(port, ctx, unmet)
     if s is None:
         raise UsageError("nothing to stall: " + unmet[0], "fetch a new target and sync")
-    sha = None
+    done = None
     if commit:
-        sha = synccommit.commit(port, {}, synccommit.Commit(
+        done = synccommit.commit(port, {}, synccommit.Commit(
             f"sync(upstream): stall the cycle to {short(port.open_cycle().target)}",
             f"Report: {port.rel(s.report)}\nUnmet: {len(unmet)}\nCarried over: {s.carried}"))
     doc: dict[str, Any] = {"stalled": True, "report": port.rel(s.report), "unmet": unmet,
                            "event": port.rel(s.event) if s.event else None,
-                           "carried": s.carried, "commit": sha}
+                           "carried": s.carried, "commit": done.sha if done else None,
+                           "left_out": list(done.left_out) if done else []}
     ctx.emit_json(doc)
     for line in unmet:
         ctx.say(f"unmet: {line}")
     ctx.say(f"stalled the cycle: {port.rel(s.report)} is STALLED with {len(unmet)} unmet "
             f"precondition(s); {s.carried} item(s) carried over; "
             + (f"event {port.rel(s.event)}" if s.event else "its stall was recorded already"))
-    if sha:
-        ctx.say(f"committed {short(sha)}")
+    for line in done.lines() if done else ():
+        (ctx.note if line.startswith("note: ") else ctx.say)(line)
     return 0
 
 
-def _git_commit(port: Port, p: advance.Plan) -> str:
+def _git_commit(port: Port, p: advance.Plan) -> synccommit.Committed:
     gates_line = ", ".join(f"{g.name} {g.status}" for g in port.gates(p.target))
     return synccommit.commit(port, p.writes, synccommit.Commit(
         f"sync(upstream): advance parity pin {short(p.old.commit)} → {short(p.new.commit)}",

@@ -50,14 +50,17 @@ def _rollback(args: argparse.Namespace, ctx: Context, port: Port) -> int:
     synccommit.refuse(port, args.commit, plan.writes)
     with port.lock():
         txn.commit(port.sync_dir, plan.writes)
-    sha = None
+    done = None
     if args.commit:
-        sha = synccommit.commit(port, plan.writes, synccommit.Commit(
+        done = synccommit.commit(port, plan.writes, synccommit.Commit(
             f"sync(upstream): roll back parity pin {short(undone.pin_after)} → {short(pin.commit)}",
             f"Supersedes state event {undone.index}.\nOracle: {env_note}"))
-    ctx.emit_json({**doc, "commit": sha})
+    ctx.emit_json({**doc, "commit": done.sha if done else None,
+                   "left_out": list(done.left_out) if done else []})
     if not ctx.json:
         ctx.say(f"rolled back the parity pin {short(undone.pin_after)} → {short(pin.commit)}; "
                 f"previous oracle environment: {env_note}")
         ctx.say("note: the reference checkout was not moved back (it is never reset)")
+        for line in done.lines() if done else ():
+            (ctx.note if line.startswith("note: ") else ctx.say)(line)
     return 0

@@ -84,8 +84,25 @@ def _ledger_edits(port: Port) -> list[str]:
     return [line[1:] for line in difflib.ndiff(old, new) if line.startswith("- ")]
 
 
-def commit(port: Port, writes: Mapping[Path, bytes | None], message: Commit) -> str:
-    """Commit every changed sync record (after `writes` were written); the new HEAD."""
+@dataclass(frozen=True)
+class Committed:
+    sha: str  # the new HEAD
+    files: int  # the sync records it holds
+    left_out: tuple[str, ...]  # other paths with uncommitted changes, not in the commit
+
+    def lines(self) -> list[str]:
+        """What a maintainer reads after the commit."""
+        out = [f"committed {gitio.short(self.sha)} ({self.files} file(s))"]
+        if self.left_out:
+            shown = ", ".join(self.left_out[:5]) + (" …" if len(self.left_out) > 5 else "")
+            out.append(f"note: {len(self.left_out)} other path(s) have uncommitted changes and "
+                       f"are not in the commit (the records were checked against the work "
+                       f"tree as it is): {shown}")
+        return out
+
+
+def commit(port: Port, writes: Mapping[Path, bytes | None], message: Commit) -> Committed:
+    """Commit every changed sync record (after `writes` were written)."""
     rels = changed_records(port, writes)
     try:
         gitio.run(port.root, ["add", "-A", "--", *rels])
@@ -99,4 +116,7 @@ def commit(port: Port, writes: Mapping[Path, bytes | None], message: Commit) -> 
             f"the records are written, but committing them failed: {exc.message}",
             f"fix what git says, then commit them by hand: git -C {port.root} add -A -- "
             f"{shown} && git -C {port.root} commit") from None
-    return gitio.run(port.root, ["rev-parse", "HEAD"]).stdout.decode().strip()
+    sha = gitio.run(port.root, ["rev-parse", "HEAD"]).stdout.decode().strip()
+    records = owned.of(port)
+    others = tuple(p for _, p in _porcelain(port) if not records.owns(p))
+    return Committed(sha, len(rels), others)
