@@ -77,7 +77,7 @@ def bad(text: str) -> str:
     with pytest.raises(MalformedRecord) as exc:
         decisions.parse(text, path="d.toml")
     message = str(exc.value)
-    assert "\n" not in message and message.startswith("d.toml: ")
+    assert "\n" not in message and re.match(r"d\.toml:(\d+:)? ", message)
     assert exc.value.exit_code == 4
     return message
 
@@ -95,20 +95,29 @@ def test_malformed() -> None:
     assert bad("schema = 2\n") == "d.toml: schema 2, expected 1 — upgrade upstream-sync"
     assert bad("decisions = 3\n").startswith("d.toml: 'decisions' must be a table")
     assert bad(entry("00f7f25828")).startswith(
-        "d.toml: decision key '00f7f25828' is not a full lowercase SHA")
+        "d.toml:1: decision key '00f7f25828' is not a full lowercase SHA")
     assert "is not a full lowercase SHA" in bad(entry(A.upper()))
     assert "is not a full lowercase SHA" in bad(entry("g" * 40))
     assert bad(tomli_w.dumps({"decisions": {A: "IGNORE"}})) == (
         "d.toml: decision 00f7f25828 is not a table — fix the file")
     assert bad(entry(disposition="SKIP")) == (
-        "d.toml: decision 00f7f25828: disposition 'SKIP' is not one of "
+        "d.toml:1: decision 00f7f25828: disposition 'SKIP' is not one of "
         "PORT-NOW, INVENTORY, IGNORE, UNCLASSIFIED — fix the file")
     assert "disposition None" in bad(entry(disposition=None))
-    assert bad(entry(reason=None)) == "d.toml: decision 00f7f25828 has no reason — add a reason"
+    assert bad(entry(reason=None)) == "d.toml:1: decision 00f7f25828 has no reason — add a reason"
     assert "has no reason" in bad(entry(reason="  "))
     assert "has no reason" in bad(entry(reason=3))
-    assert bad(entry(who="me")) == "d.toml: decision 00f7f25828 has unknown key 'who' — remove it"
+    assert bad(entry(who="me")) == ("d.toml:1: decision 00f7f25828 has unknown key 'who' — "
+                                 "remove it")
     assert "by/at/subject must be strings" in bad(entry(by=1))
+
+
+def test_a_bad_decision_is_refused_at_its_table_line() -> None:
+    """walk-s9 nit: the refusal names the line of the decision's table (`path:line:`)."""
+    b = "b" * 40
+    text = (f"schema = 1\n\n[decisions.{A}]\ndisposition = \"IGNORE\"\nreason = \"r\"\n\n"
+            f"[decisions.{b}]\ndisposition = \"IGNROE\"\nreason = \"r\"\n")
+    assert bad(text).startswith(f"d.toml:7: decision {b[:10]}: disposition 'IGNROE' is not")
 
 
 def test_load_not_utf8(tmp: Path) -> None:

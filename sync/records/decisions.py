@@ -100,7 +100,18 @@ def _decision(sha: str, d: object, path: str) -> Decision:
 
 def parse(text: str, *, path: str) -> dict[str, Decision]:
     table = _table(_toml(text, path), path)
-    return {sha: _decision(sha, d, path) for sha, d in table.items()}
+    out = {}
+    for sha, d in table.items():
+        try:
+            out[sha] = _decision(sha, d, path)
+        except MalformedRecord as exc:
+            line = schema.table_line(text, "decisions", sha)
+            if line is None:
+                raise
+            # Said where the table is: the message keeps its words, the path gets the line.
+            raise MalformedRecord(exc.message.removeprefix(f"{path}: "), exc.fix, path=path,
+                                  line=line) from None
+    return out
 
 
 def load(path: Path, *, rel: str) -> dict[str, Decision]:

@@ -12,6 +12,7 @@ checks here say *what* is wrong (`Problem`) and the record says it.
 
 from __future__ import annotations
 
+import re
 import types
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import MISSING, Field, dataclass, fields
@@ -158,3 +159,11 @@ _PLURALS: dict[Any, str] = {str: "strings", int: "integers", float: "numbers"}
 
 def _plural(hint: Any) -> str:
     return _PLURALS.get(hint, describe(hint))
+
+
+def table_line(text: str, parent: str, key: str) -> int | None:
+    """The line of `[parent.key]` in a TOML record's text (where a refusal points), None
+    when the table is not written so (an inline table, a dotted key)."""
+    m = re.search(rf'^[ \t]*\[[ \t]*{re.escape(parent)}[ \t]*\.[ \t]*"?{re.escape(key)}"?[ \t]*\]',
+                  text, re.MULTILINE)
+    return None if m is None else text.count("\n", 0, m.start()) + 1

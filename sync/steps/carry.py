@@ -22,7 +22,7 @@ from typing import Any
 
 from sync.infra.errors import MalformedRecord
 from sync.port import Port
-from sync.records import carryover, cycle, gates, ledger
+from sync.records import carryover, cycle, gates, ledger, schema
 from sync.records.carryover import Carried
 from sync.records.decisions import Decision
 from sync.records.mdtext import code, escape, short_subject
@@ -183,16 +183,9 @@ def mistyped(port: Port, ref: gitio.Reference, shas: list[str] | None = None
         f"carried {short(sha)} is no commit of the reference checkout, which has the target "
         f"{short(record[sha].since_target)} of the cycle that carried it (a mistyped SHA?)",
         "correct the table's SHA ('git log' in the reference checkout finds the commit) or "
-        "remove the table", path=rel, line=_table_line(text, sha))
+        "remove the table", path=rel, line=schema.table_line(text, "carried", sha))
         for sha, row, target in zip(shas, have, targets, strict=True)
         if (row is None or row[1] != "commit") and target is not None and target[1] == "commit"]
-
-
-def _table_line(text: str, sha: str) -> int | None:
-    """The line of `[carried.<sha>]` in the record's text."""
-    m = re.search(rf"^[ \t]*\[[ \t]*carried[ \t]*\.[ \t]*\"?{sha}\"?[ \t]*\]", text,
-                  re.MULTILINE)
-    return None if m is None else text.count("\n", 0, m.start()) + 1
 
 
 def _unresolved(rec: Carried) -> Entry:
