@@ -556,13 +556,17 @@ def _stops(s: _Scan, i: int, body: int) -> bool:
         s.depth -= 1
     elif s.depth == 0 and _SENTENCE_END.match(text, i):
         return ch != "." or _ABBREV.search(text, max(0, i - 8), i + 1) is None
-    if ch in "wW" and s.seen_path and (s.depth == 0 or text[i - 1] == "(") and (
-            i == 0 or not text[i - 1].isalnum()):
-        # `Ported from: x.py @ sha, whose parser is ... (y.py)`, `x.py (which drives y.py)`:
-        # what follows describes the cited file; the paths it names are mentions.
-        return _RELATIVE.match(text, i) is not None
-    return (ch in "sScC" and (i == 0 or not text[i - 1].isalnum())
-            and _SEE.match(text, i) is not None)
+    if i > 0 and text[i - 1].isalnum():
+        return False  # inside a word
+    return _describes(s, i) or (ch in "sScC" and _SEE.match(text, i) is not None)
+
+
+def _describes(s: _Scan, i: int) -> bool:
+    """`Ported from: x.py @ sha, whose parser is ... (y.py)`, `x.py (which drives y.py)`:
+    what follows describes the cited file; the paths it names are mentions."""
+    text = s.norm.text
+    return (text[i] in "wW" and s.seen_path and (s.depth == 0 or text[i - 1] == "(")
+            and _RELATIVE.match(text, i) is not None)
 
 
 def _statements(norm: _Norm, events: list[_Event]) -> list[_Statement]:

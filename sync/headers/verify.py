@@ -269,10 +269,7 @@ class _History:
     def explain(self, commit: str, path: str, *, changed: bool) -> Content:
         after = self._after(commit)
         if changed:
-            since = [c for c in after if any(_under(path, ch.path) or (
-                ch.old_path is not None and _under(path, ch.old_path)) for ch in c.changes)]
-            return Content("changed", path, tuple(c.sha for c in since),
-                           first_day=since[0].date[:10] if since else "")
+            return _changed(path, after)
         for c in after:
             for ch in c.changes:
                 if ch.status == "R" and ch.old_path == path:
@@ -280,6 +277,14 @@ class _History:
                 if ch.status == "D" and ch.path == path:
                     return Content("deleted", path, (c.sha,), None, c.sha)
         return Content("deleted", path)  # gone, but by no commit git names (a merge's tree)
+
+
+def _changed(path: str, after: list[history.Commit]) -> Content:
+    """`path` changed: by which of `after`, and on what day the first of them was made."""
+    since = [c for c in after if any(_under(path, ch.path) or (
+        ch.old_path is not None and _under(path, ch.old_path)) for ch in c.changes)]
+    return Content("changed", path, tuple(c.sha for c in since),
+                   first_day=since[0].date[:10] if since else "")
 
 
 def _under(cited: str, changed: str) -> bool:

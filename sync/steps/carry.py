@@ -147,15 +147,7 @@ def imported(port: Port, ref: gitio.Reference, surf: Surface, entries: Iterable[
               if not (rec.since == report and sha in by_sha)}
     if not record:
         return Carry([])
-    decided = port.decisions()
-    outside = [sha for sha in record if sha not in by_sha]
-    as_recorded = {sha: Decision(sha, record[sha].disposition, record[sha].reason)
-                   for sha in outside if sha not in decided}
-    inputs = Inputs(surf, (), {**as_recorded, **decided})
-    now = {c.sha: classify_one(c, inputs) for c in history.log_commits(ref, outside)}
-    bad = mistyped(port, ref, [sha for sha in outside if sha not in now])
-    if bad:
-        raise bad[0]
+    now = _outside(port, ref, surf, [sha for sha in record if sha not in by_sha])
     later = history.not_reached(ref, list(now), target) if now else set()
     owed = Owed.of(port)
     out = []
@@ -164,6 +156,22 @@ def imported(port: Port, ref: gitio.Reference, surf: Surface, entries: Iterable[
         if sha not in later and owed.open(e):
             out.append(Imported(e, rec, sha in by_sha))
     return Carry(out, tuple(sorted(later)))
+
+
+def _outside(port: Port, ref: gitio.Reference, surf: Surface, outside: list[str]
+             ) -> dict[str, Entry]:
+    """The carried commits outside the range, classified: their decision, else what the
+    record says they were carried as; one the checkout lacks is refused when it never was
+    a commit there (`mistyped`), and left out otherwise."""
+    record, decided = port.carried(), port.decisions()
+    as_recorded = {sha: Decision(sha, record[sha].disposition, record[sha].reason)
+                   for sha in outside if sha not in decided}
+    inputs = Inputs(surf, (), {**as_recorded, **decided})
+    now = {c.sha: classify_one(c, inputs) for c in history.log_commits(ref, outside)}
+    bad = mistyped(port, ref, [sha for sha in outside if sha not in now])
+    if bad:
+        raise bad[0]
+    return now
 
 
 def mistyped(port: Port, ref: gitio.Reference, shas: list[str] | None = None

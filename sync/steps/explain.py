@@ -150,26 +150,32 @@ def _rule_lines(rules: tuple[tuple[str, str | None, str], ...]) -> list[str]:
     return out
 
 
+def _where(d: Derivation) -> str:
+    if d.carried_since is None:
+        return (f"commit {d.index} of {d.total} in {short(d.pin)}..{short(d.target)} "
+                "(the open cycle)")
+    return (f"carried into the open cycle {short(d.pin)}..{short(d.target)} since "
+            f"{d.carried_since} (outside its range)")
+
+
+def _rules_head(d: Derivation) -> str:
+    if d.carried_since is not None:
+        return ("rules: not consulted (a carried commit keeps its decision or the disposition "
+                "it was carried as)")
+    return "rules (the first that matches decides):" if d.rules else "rules: none configured"
+
+
 def render(d: Derivation) -> list[str]:
     c, e = d.commit, d.entry
     pr = f"vllm#{c.pr}" if c.pr is not None else "(no PR)"
-    where = (f"commit {d.index} of {d.total} in {short(d.pin)}..{short(d.target)}"
-             " (the open cycle)" if d.carried_since is None else
-             f"carried into the open cycle {short(d.pin)}..{short(d.target)} since "
-             f"{d.carried_since} (outside its range)")
-    lines = [f"{short(c.sha)} {pr} {' '.join(c.subject.split())}", f"{where}, {c.date}"]
+    lines = [f"{short(c.sha)} {pr} {' '.join(c.subject.split())}", f"{_where(d)}, {c.date}"]
     if d.decision is not None:
         by = " ".join(x for x in (d.decision.by or "recorded", d.decision.at) if x)
         lines.append(f"decision: {d.decision.disposition}: {d.decision.reason} "
                      f"({by}) — decides it; rules and the symbol pass are not consulted")
     else:
         lines.append("decision: none recorded")
-    if d.carried_since is not None:
-        lines.append("rules: not consulted (a carried commit keeps its decision or the "
-                     "disposition it was carried as)")
-    else:
-        lines.append("rules (the first that matches decides):" if d.rules else "rules: none "
-                     "configured")
+    lines.append(_rules_head(d))
     lines += _rule_lines(d.rules)
     cited = set(d.cited)
     lines.append(f"paths changed ({len(c.paths)}):")

@@ -106,11 +106,7 @@ def _freeze(port: Port, ref: gitio.Reference, wanted: Wanted) -> Frozen:
             port.keep("cycle", kept.cycle)
         return kept
     _needs_retarget(ref, current, wanted, (want, sha))
-    if sha == wanted.pin and wanted.target is None and (current is None
-                                                         or current.pin != wanted.pin):
-        # The remote at the pin (as right after an advance) opens no cycle: there is nothing
-        # to sync, the last cycle's record stays as it was and the tree stays clean. A target
-        # named on the command line is frozen, even the pin.
+    if _opens_none(current, wanted, sha):
         return Frozen(cycle.Cycle(wanted.pin, sha, want, cycle.now()), None)
     previous = ""
     if current is not None and (port.sync_dir / cycle.report_name(current)).exists():
@@ -121,6 +117,14 @@ def _freeze(port: Port, ref: gitio.Reference, wanted: Wanted) -> Frozen:
     if previous and previous != cycle.report_name(saved):
         _retire(port, port.sync_dir / previous)
     return Frozen(saved, None)
+
+
+def _opens_none(current: cycle.Cycle | None, wanted: Wanted, sha: str) -> bool:
+    """The remote at the pin (as right after an advance) opens no cycle: there is nothing to
+    sync, the last cycle's record stays as it was and the tree stays clean. A target named on
+    the command line is frozen, even the pin; so is a retarget of an open cycle."""
+    open_here = current is not None and current.pin == wanted.pin
+    return sha == wanted.pin and wanted.target is None and not open_here
 
 
 def _retire(port: Port, path: Path) -> None:

@@ -97,16 +97,14 @@ def _print(ctx: Context, p: advance.Plan, done: synccommit.Committed | None, how
     port = ctx.port
     ctx.emit_json({"advanced": True, "pin_before": p.old.commit, "pin_after": p.new.commit,
                    "runtime_version": p.new.runtime_version, "report": port.rel(p.report),
-                   "event": port.rel(p.event), "commit": done.sha if done else None,
-                   "left_out": list(done.left_out) if done else [], "reference": how,
+                   "event": port.rel(p.event), **synccommit.as_doc(done), "reference": how,
                    "files": sorted(port.rel(k) for k in p.writes), "left_behind": left.doc()})
     if ctx.json:
         return
     ctx.say(f"advanced the parity pin {short(p.old.commit)} → {short(p.new.commit)} "
             f"({p.new.runtime_version}); {len(p.writes)} files; event {port.rel(p.event)}; "
             f"reference checkout {how}")
-    for line in done.lines() if done else ():
-        (ctx.note if line.startswith("note: ") else ctx.say)(line)
+    synccommit.tell(done, ctx.say, ctx.note)
 
 
 def _refuse(ctx: Context, unmet: list[str]) -> NoReturn:
@@ -135,16 +133,14 @@ def _stall(ctx: Context, unmet: list[str], *, commit: bool) -> int:
             f"Report: {port.rel(s.report)}\nUnmet: {len(unmet)}\nCarried over: {s.carried}"))
     doc: dict[str, Any] = {"stalled": True, "report": port.rel(s.report), "unmet": unmet,
                            "event": port.rel(s.event) if s.event else None,
-                           "carried": s.carried, "commit": done.sha if done else None,
-                           "left_out": list(done.left_out) if done else []}
+                           "carried": s.carried, **synccommit.as_doc(done)}
     ctx.emit_json(doc)
     for line in unmet:
         ctx.say(f"unmet: {line}")
     ctx.say(f"stalled the cycle: {port.rel(s.report)} is STALLED with {len(unmet)} unmet "
             f"precondition(s); {s.carried} item(s) carried over; "
             + (f"event {port.rel(s.event)}" if s.event else "its stall was recorded already"))
-    for line in done.lines() if done else ():
-        (ctx.note if line.startswith("note: ") else ctx.say)(line)
+    synccommit.tell(done, ctx.say, ctx.note)
     return 0
 
 

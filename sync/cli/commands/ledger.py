@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from sync.cli.context import Context, add_json, refreshed
 from sync.infra.errors import UsageError
 from sync.port import Port
-from sync.records import ledger
+from sync.records import cycle, ledger
 from sync.upstream import gitio, history
 from sync.upstream.gitio import short
 
@@ -94,13 +94,7 @@ def _in_range(port: Port, prs: list[int], shas: list[str]) -> None:
         raise UsageError(f"no sync cycle is open, so {named} is in no cycle's range",
                          "run 'upstream-sync sync' first, or pass --outside-range for a "
                          "deliberate row")
-    pin = port.pin_record().pin.commit
-    commits = history.log_range(port.reference(), pin, c.target)
-    carried = port.carried()
-    known = {x.pr for x in commits} | {x.pr for x in carried.values()}
-    full = [x.sha for x in commits] + list(carried) + [pin, c.target]
-    missing = [f"vllm#{n}" for n in dict.fromkeys(prs) if n not in known]
-    missing += [f"`{s}`" for s in dict.fromkeys(shas) if not any(f.startswith(s) for f in full)]
+    missing = _unknown(port, c, prs, shas)
     if missing:
         listed = ", ".join(missing)
         raise UsageError(f"{listed} {'is' if len(missing) == 1 else 'are'} not in the cycle's "
@@ -109,12 +103,40 @@ def _in_range(port: Port, prs: list[int], shas: list[str]) -> None:
                          "--outside-range for a deliberate row")
 
 
+def _unknown(port: Port, c: cycle.Cycle, prs: list[int], shas: list[str]) -> list[str]:
+    """The PRs (`vllm#N`) and SHAs (`` `sha` ``) that name no commit of the range, none
+    carried into it, and (a SHA) neither the pin nor the target."""
+    pin = port.pin_record().pin.commit
+    commits = history.log_range(port.reference(), pin, c.target)
+    carried = port.carried()
+    known = {x.pr for x in commits} | {x.pr for x in carried.values()}
+    full = [x.sha for x in commits] + list(carried) + [pin, c.target]
+    return ([f"vllm#{n}" for n in dict.fromkeys(prs) if n not in known]
+            + [f"`{s}`" for s in dict.fromkeys(shas) if not any(f.startswith(s) for f in full)])
+
+
 def _port_has(port: Port, commit: str) -> bool:
     """Whether the port's own repository has `commit` (True when the port is not one)."""
     if not (port.root / ".git").exists():
         return True
     probe = gitio.run(port.root, ["cat-file", "-e", f"{commit}^{{commit}}"], check=False)
     return probe.returncode == 0
+
+
+def _notes(port: Port, commit: str, bad: list[str], earlier: set[int]) -> list[str]:
+    """What to check about the row just appended (rows are never edited)."""
+    out = []
+    if bad:
+        out.append(f"note: {len(bad)} earlier ledger row(s) are malformed (first: "
+                   f"{bad[0].split(': ledger row')[0]}); 'upstream-sync check' lists them")
+    if not _port_has(port, commit):
+        out.append(f"warning: {commit} is not a commit of the port repository: the row names "
+                   "the port commit that ports the change (a typo, or not committed yet?) — "
+                   "rows are never edited, so check it before committing the ledger")
+    if earlier:
+        out.append(f"note: earlier ledger rows already name these PRs (lines "
+                   f"{', '.join(str(x) for x in sorted(earlier))}); rows are never edited")
+    return out
 
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
@@ -132,17 +154,9 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         row = ledger.append(path, cells, rel=rel)
         port.forget("ledger")
         report = refreshed(port, ctx)  # its carry-over reads the ledger: as decide does
-    bad = ledger.malformed_findings(table, rel=rel)
-    if bad:
-        ctx.note(f"note: {len(bad)} earlier ledger row(s) are malformed (first: "
-                 f"{bad[0].split(': ledger row')[0]}); 'upstream-sync check' lists them")
-    if not _port_has(port, args.commit.strip()):
-        ctx.note(f"warning: {args.commit.strip()} is not a commit of the port repository: the "
-                 "row names the port commit that ports the change (a typo, or not committed "
-                 "yet?) — rows are never edited, so check it before committing the ledger")
-    if earlier:
-        ctx.note(f"note: earlier ledger rows already name these PRs (lines "
-                 f"{', '.join(str(x) for x in sorted(earlier))}); rows are never edited")
+    for line in _notes(port, args.commit.strip(), ledger.malformed_findings(table, rel=rel),
+                       earlier):
+        ctx.note(line)
     if ctx.json:
         ctx.emit_json({"ledger": rel, "row": row, "cells": list(cells), "report": report})
     else:

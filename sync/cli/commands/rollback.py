@@ -32,35 +32,45 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
 
 def _rollback(args: argparse.Namespace, ctx: Context, port: Port) -> int:
     plan = rollback.plan_rollback(port)
-    undone, pin, env_note = plan.undone, plan.pin, plan.oracle_env
+    undone, pin = plan.undone, plan.pin
     doc = {"rolled_back": not args.dry_run, "dry_run": bool(args.dry_run),
-           "pin_before": undone.pin_after, "pin_after": pin.commit, "oracle_env": env_note,
-           "event": port.rel(plan.event),
-           "files": sorted(port.rel(k) for k, v in plan.writes.items() if v is not None),
-           "removed": sorted(port.rel(k) for k, v in plan.writes.items() if v is None)}
+           "pin_before": undone.pin_after, "pin_after": pin.commit, "oracle_env": plan.oracle_env,
+           "event": port.rel(plan.event), **_files(port, plan)}
+    moved = f"{short(undone.pin_after)} → {short(pin.commit)}"
     if args.dry_run:
         olds = {p: (p.read_bytes() if p.exists() else b"") for p in plan.writes}
         diff = advance.unified(port, plan.writes, olds)
         ctx.emit_json({**doc, "diff": diff, "commit": None})
         if not ctx.json:
             ctx.text.write(diff)
-            ctx.say(f"dry run: would roll back the parity pin {short(undone.pin_after)} → "
-                    f"{short(pin.commit)}; nothing written")
+            ctx.say(f"dry run: would roll back the parity pin {moved}; nothing written")
         return 0
+    done = _write(args, port, plan)
+    ctx.emit_json({**doc, **synccommit.as_doc(done)})
+    if not ctx.json:
+        ctx.say(f"rolled back the parity pin {moved}; previous oracle environment: "
+                f"{plan.oracle_env}")
+        ctx.say("note: the reference checkout was not moved back (it is never reset)")
+        synccommit.tell(done, ctx.say, ctx.note)
+    return 0
+
+
+def _files(port: Port, plan: rollback.Rollback) -> dict[str, list[str]]:
+    """The files the rollback writes, and those it removes."""
+    return {"files": sorted(port.rel(k) for k, v in plan.writes.items() if v is not None),
+            "removed": sorted(port.rel(k) for k, v in plan.writes.items() if v is None)}
+
+
+def _write(args: argparse.Namespace, port: Port,
+           plan: rollback.Rollback) -> synccommit.Committed | None:
+    """The writes, in one transaction; then the commit, when asked for."""
     synccommit.refuse(port, args.commit, plan.writes)
     with port.lock():
         txn.commit(port.sync_dir, plan.writes)
-    done = None
-    if args.commit:
-        done = synccommit.commit(port, plan.writes, synccommit.Commit(
-            f"sync(upstream): roll back parity pin {short(undone.pin_after)} → {short(pin.commit)}",
-            f"Supersedes state event {undone.index}.\nOracle: {env_note}"))
-    ctx.emit_json({**doc, "commit": done.sha if done else None,
-                   "left_out": list(done.left_out) if done else []})
-    if not ctx.json:
-        ctx.say(f"rolled back the parity pin {short(undone.pin_after)} → {short(pin.commit)}; "
-                f"previous oracle environment: {env_note}")
-        ctx.say("note: the reference checkout was not moved back (it is never reset)")
-        for line in done.lines() if done else ():
-            (ctx.note if line.startswith("note: ") else ctx.say)(line)
-    return 0
+    if not args.commit:
+        return None
+    undone = plan.undone
+    return synccommit.commit(port, plan.writes, synccommit.Commit(
+        f"sync(upstream): roll back parity pin {short(undone.pin_after)} → "
+        f"{short(plan.pin.commit)}",
+        f"Supersedes state event {undone.index}.\nOracle: {plan.oracle_env}"))

@@ -12,9 +12,10 @@ the ledger lost or changed a row since HEAD (rows are appended, never edited).
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from sync.infra.errors import EnvironmentUnresolved, UsageError
 from sync.port import Port
@@ -90,15 +91,24 @@ class Committed:
     files: int  # the sync records it holds
     left_out: tuple[str, ...]  # other paths with uncommitted changes, not in the commit
 
-    def lines(self) -> list[str]:
-        """What a maintainer reads after the commit."""
-        out = [f"committed {gitio.short(self.sha)} ({self.files} file(s))"]
-        if self.left_out:
-            shown = ", ".join(self.left_out[:5]) + (" …" if len(self.left_out) > 5 else "")
-            out.append(f"note: {len(self.left_out)} other path(s) have uncommitted changes and "
-                       f"are not in the commit (the records were checked against the work "
-                       f"tree as it is): {shown}")
-        return out
+
+def as_doc(done: Committed | None) -> dict[str, Any]:
+    """A command's JSON keys for its commit (`commit` null when it made none)."""
+    return {"commit": done.sha if done else None,
+            "left_out": list(done.left_out) if done else []}
+
+
+def tell(done: Committed | None, say: Callable[[str], None],
+         note: Callable[[str], None]) -> None:
+    """What a maintainer reads after a commit (nothing when none was made)."""
+    if done is None:
+        return
+    say(f"committed {gitio.short(done.sha)} ({done.files} file(s))")
+    if done.left_out:
+        shown = ", ".join(done.left_out[:5]) + (" …" if len(done.left_out) > 5 else "")
+        note(f"note: {len(done.left_out)} other path(s) have uncommitted changes and are not "
+             f"in the commit (the records were checked against the work tree as it is): "
+             f"{shown}")
 
 
 def commit(port: Port, writes: Mapping[Path, bytes | None], message: Commit) -> Committed:

@@ -322,15 +322,20 @@ def summary(results: Sequence[CaseResult]) -> str:
     changed = [r.name for r in results if r.drift == "changed"]
     new = [r.name for r in results if r.drift == "new"]
     compared = len(results) - len(new)
-    fresh = f"{len(new)} new: {', '.join(new)}" if new else ""
-    if not compared and new:
-        return f"nothing to compare: {len(new)} new case{'s' if len(new) != 1 else ''} " \
-               f"({', '.join(new)})"
-    cases = f"{compared}{' compared' if new else ''} case{'s' if compared != 1 else ''}"
-    if not changed:
-        return f"zero drift ({cases}{'; ' + fresh if fresh else ''})"
-    return (f"drift in {len(changed)} of {cases}: changed {', '.join(changed)}"
-            + (f"; {fresh}" if fresh else ""))
+    if not new:
+        cases = _cases(compared)
+        return (f"drift in {len(changed)} of {cases}: changed {', '.join(changed)}" if changed
+                else f"zero drift ({cases})")
+    fresh = f"{len(new)} new: {', '.join(new)}"
+    if not compared:
+        return f"nothing to compare: {_cases(len(new), 'new ')} ({', '.join(new)})"
+    cases = _cases(compared, "compared ")
+    return (f"drift in {len(changed)} of {cases}: changed {', '.join(changed)}; {fresh}"
+            if changed else f"zero drift ({cases}; {fresh})")
+
+
+def _cases(n: int, kind: str = "") -> str:
+    return f"{n} {kind}case{'s' if n != 1 else ''}"
 
 
 @dataclass(frozen=True)
