@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -105,12 +106,19 @@ def test_a_row_older_than_the_change_is_no_ledger_note(world: World) -> None:
     assert doc["findings"] == ["src/e.cpp"]
     lines = run(world.root, "audit").out.splitlines()
     assert any(line.endswith("; ledger note: MISSING (the latest row naming it is of "
-                             "2025-12-20, older than the change of 2026-01-01)")
+                             "2025-12-20, before the change of 2026-01-01, and no row naming it "
+                             "names one of its commits)")
                for line in lines), lines
     # The same row written on the day of the change, or after it, is the note.
     write(world.root, ".agents/parity-ledger.md", text.replace(
         "\n\nTrailing", "\n" + row.replace("2025-12-20", "2026-01-01") + "\nTrailing"))
     assert json.loads(run(world.root, "audit", "--json").out)["findings"] == []
+    # So is an older row that names the change's commit: by its PR, or by its SHA.
+    for names in ("vllm#11", f"`{world.up.pin[:10]}`"):
+        write(world.root, ".agents/parity-ledger.md", text.replace(
+            "\n\nTrailing", "\n" + row.replace("e ported", f"e stays behind {names}")
+            + "\nTrailing"))
+        assert json.loads(run(world.root, "audit", "--json").out)["findings"] == [], names
 
 
 _WORD = st.text(alphabet="ab/.", min_size=1, max_size=6)
@@ -128,6 +136,34 @@ def test_latest_mention_is_the_latest_row_that_names_the_path(
     days = [day for day, words in rows if any(needle in w for w in words)]
     assert ledger.latest_mention(table, needle) == (max(days) if days else None)
     assert (ledger.latest_mention(table, needle) is not None) == ledger.mentions(table, needle)
+
+
+_SHAS = ["a1b2c3d4e5", "a1b2c3d", "f00dfeed12"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.lists(_WORD, max_size=3),
+                          st.lists(st.sampled_from(["vllm#7", "vllm#8", *_SHAS]), max_size=2)),
+                max_size=5), _WORD,
+       st.lists(st.tuples(st.sampled_from(["a1b2c3d4e5" + "0" * 30, "f00dfeed" + "1" * 32]),
+                          st.sampled_from([7, 9, None])), max_size=2))
+def test_names_change_is_a_row_naming_the_path_and_one_of_the_commits(
+        rows: list[tuple[list[str], list[str]]], needle: str,
+        commits: list[tuple[str, int | None]]) -> None:
+    lines = "".join(f"| 2026-01-01 x | {' '.join(words) or '-'} | {' '.join(refs) or '-'} | - |\n"
+                    for words, refs in rows)
+    table = ledger.find_table("| Date / commit | What it does | Upstream equivalent | Parity "
+                              "status |\n|---|---|---|---|\n" + lines, path="l.md")
+
+    def names(refs: list[str]) -> bool:
+        return any(r == f"vllm#{pr}" or (not r.startswith("vllm#") and sha.startswith(r))
+                   for sha, pr in commits for r in refs)
+
+    def holds(words: list[str], refs: list[str]) -> bool:  # any run of path characters
+        return any(needle in w for w in re.findall(r"[A-Za-z0-9_./+-]+", " ".join(words + refs)))
+
+    expected = any(holds(words, refs) and names(refs) for words, refs in rows)
+    assert ledger.names_change(table, (needle,), commits) is expected
 
 
 def test_check_reports_the_finding(world: World) -> None:

@@ -119,8 +119,9 @@ class Content:
     # missing: `against` has no top folder of that name either (`aten/`: another project's)
     outside: bool = False
     # changed: the day (YYYY-MM-DD, its author's) of the oldest of `since`: a ledger row
-    # older than it cannot be a note about the change
+    # older than it cannot be a note about the change (unless it names one of them)
     first_day: str = ""
+    since_prs: tuple[int | None, ...] = ()  # the PR of each of `since`
 
 
 @dataclass(frozen=True)
@@ -284,7 +285,8 @@ def _changed(path: str, after: list[history.Commit]) -> Content:
     since = [c for c in after if any(_under(path, ch.path) or (
         ch.old_path is not None and _under(path, ch.old_path)) for ch in c.changes)]
     return Content("changed", path, tuple(c.sha for c in since),
-                   first_day=since[0].date[:10] if since else "")
+                   first_day=since[0].date[:10] if since else "",
+                   since_prs=tuple(c.pr for c in since))
 
 
 def _under(cited: str, changed: str) -> bool:

@@ -18,6 +18,7 @@ import functools
 import itertools
 import re
 from bisect import bisect_left, bisect_right
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -83,6 +84,19 @@ class Table:
         ordered = sorted(latest)
         starts = list(itertools.accumulate((len(w) + 1 for w in ordered), initial=0))[:-1]
         return "\n".join(ordered), starts, [latest[w] for w in ordered]
+
+    @functools.cached_property
+    def row_refs(self) -> RowRefs:
+        """Which rows name each PR and SHA word, and each row's path words."""
+        prs: dict[int, set[int]] = {}
+        shas: list[tuple[str, int]] = []
+        words: list[str] = []
+        for i, r in enumerate(self.rows):
+            for a, b in PR_REF.findall(r.text):
+                prs.setdefault(int(a or b), set()).add(i)
+            shas += [(w, i) for w in set(sha_words(r.text))]
+            words.append("\n".join(set(_PATH_RUN.findall(r.text))))
+        return RowRefs(prs, sorted(shas), words)
 
     @property
     def words(self) -> str:
@@ -307,6 +321,32 @@ def append(path: Path, cells: tuple[str, str, str, str], *, rel: str) -> str:
     new, row = appended(_read(path, rel), cells, rel=rel)
     write_text(path, new)
     return row
+
+
+@dataclass(frozen=True)
+class RowRefs:
+    prs: dict[int, set[int]]  # PR -> the rows naming it
+    shas: list[tuple[str, int]]  # (SHA word, row), sorted
+    words: list[str]  # each row's path words, one per line
+
+    def rows_naming(self, sha: str, pr: int | None) -> set[int]:
+        """The rows that name the commit: its PR, or a prefix of its SHA (7+ characters)."""
+        out = set(self.prs.get(pr, ())) if pr is not None else set()
+        i = bisect_left(self.shas, (sha[:7], -1))
+        while i < len(self.shas) and self.shas[i][0].startswith(sha[:7]):
+            if sha.startswith(self.shas[i][0]):
+                out.add(self.shas[i][1])
+            i += 1
+        return out
+
+
+def names_change(table: Table, paths: Sequence[str],
+                 commits: Sequence[tuple[str, int | None]]) -> bool:
+    """Whether a row names one of `paths` and one of `commits` ((SHA, PR) pairs): a note of
+    that change, whenever it was written."""
+    refs = table.row_refs
+    rows = set().union(*(refs.rows_naming(sha, pr) for sha, pr in commits)) if commits else set()
+    return any(p in refs.words[i] for i in rows for p in paths)
 
 
 def latest_mention(table: Table, needle: str) -> str | None:

@@ -3,9 +3,9 @@
 A SHA behind the pin says nothing by itself: what matters is whether the cited file
 changed since. So "behind" splits by content: *behind-unchanged* (the cited file's blob
 is the same at the pin: safe to bump to the pin, no warning), *behind-changed* (a warning
-naming the commits since, unless a ledger row dated on or after the oldest of them names
-the file or its upstream path) and *path-gone* (renamed: to what; deleted: in which
-commit; or never there: a wrong path).
+naming the commits since, unless a ledger row names the file or its upstream path and is
+dated on or after the oldest of them, or names one of them) and *path-gone* (renamed: to
+what; deleted: in which commit; or never there: a wrong path).
 Citations of another oracle's upstream are attributed to it ("cites llama.cpp at
 237ad9b96"), verified against its checkout when the preferences name one, never called
 "not an upstream commit" of vLLM. Mentions and watched paths are listed as references.
@@ -290,6 +290,18 @@ class _Noted:
             self.seen[path] = ledger.latest_mention(self.table, path)
         return self.seen[path]
 
+    def covers(self, rel: str, c: CiteStatus) -> bool:
+        """A row naming the file or the cited path notes the change: written on or after
+        the day of its oldest commit, or naming one of its commits (by PR or SHA)."""
+        day = self(rel, c.citation.path)
+        if day is None:
+            return False
+        got = c.content
+        if got is None or day >= got.first_day:
+            return True
+        return ledger.names_change(self.table, (rel, c.citation.path),
+                                   tuple(zip(got.since, got.since_prs, strict=True)))
+
 
 def _file_status(rel: str, h: headers.Header, facts: _Facts,
                  noted_in: _Noted | None) -> FileStatus:
@@ -297,12 +309,11 @@ def _file_status(rel: str, h: headers.Header, facts: _Facts,
     if noted_in is None:
         return FileStatus(rel, _worst(cites, h), cites, None, h.mentions, h.watched)
     day = noted_in(rel, *(c.path for c in h.pins))
-    # A note of a change is written after it: each changed citation needs a row naming the
-    # file or its path dated on or after the oldest commit the file lacks.
-    changed = [c for c in cites if c.status == "behind-changed"]
-    noted = day is not None and all(
-        (got := noted_in(rel, c.citation.path)) is not None and got >= _first_day(c)
-        for c in changed)
+    # A note of a change is written after it, or names it: each changed citation needs a
+    # row naming the file or its path, dated on or after the oldest commit the file lacks or
+    # naming one of those commits.
+    noted = day is not None and all(noted_in.covers(rel, c) for c in cites
+                                    if c.status == "behind-changed")
     return FileStatus(rel, _worst(cites, h), cites, noted, h.mentions, h.watched, day)
 
 
@@ -369,7 +380,8 @@ def _stale(f: FileStatus) -> str:
         return ""
     first = min((_first_day(c) for c in f.cites if c.status == "behind-changed"), default="")
     row = f"of {f.note_day}" if f.note_day else "undated"
-    return f" (the latest row naming it is {row}, older than the change of {first})"
+    return (f" (the latest row naming it is {row}, before the change of {first}, and no row "
+            "naming it names one of its commits)")
 
 
 def no_sha_text(f: FileStatus) -> str:
