@@ -73,15 +73,14 @@ def _before(port: Port, last: events.Event) -> dict[str, Any]:
     """What the advance recorded it replaced (its event's `detail`), refused when it is not
     the JSON an advance writes."""
     rel = port.rel(last.path)
-    fix = _FIX
     try:
         doc = json.loads(last.detail)
     except (ValueError, RecursionError):
-        raise MalformedRecord("the advance's detail is not JSON", fix, path=rel) from None
+        raise MalformedRecord("the advance's detail is not JSON", _FIX, path=rel) from None
     before = doc.get("before") if isinstance(doc, dict) else None
     if not isinstance(before, dict) or not all(isinstance(before.get(k), str) for k in _BEFORE):
         raise MalformedRecord("the advance's detail has no 'before' pin (the strings "
-                              + ", ".join(_BEFORE) + ")", fix, path=rel)
+                              + ", ".join(_BEFORE) + ")", _FIX, path=rel)
     return before
 
 
