@@ -1,10 +1,11 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from stepfixture import LEDGER, World, make_world, run, with_port_cmd, write
 
@@ -37,7 +38,9 @@ def test_append_keeps_every_existing_byte(tmp_path: Path) -> None:
     assert [r.cells for r in table.rows][-1] == (
         "2026-01-05 / `abc1234`", "Fix a \\| b <br> and c", "vllm#12 (`vllm/a.py`)", "✅ parity")
     assert table.rows[-1].line == 8
-    assert ledger.mentions(table, "vllm#12") and not ledger.mentions(table, "vllm#99")
+    assert ledger.latest_mention(table, "vllm/a.py") == "2026-01-05"
+    assert ledger.latest_mention(table, "vllm/b.py") is None
+    assert 12 in ledger.Refs.of(table.rows).prs and 99 not in ledger.Refs.of(table.rows).prs
 
 
 def test_append_keeps_crlf(tmp_path: Path) -> None:
@@ -250,11 +253,13 @@ _NEEDLE = st.text(alphabet="ab/._-+|` \n7é", max_size=8)
 
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(_NEEDLE, _NEEDLE, _NEEDLE, _NEEDLE), max_size=6), _NEEDLE)
-def test_mentions_is_a_substring_search_of_the_rows(rows: list[tuple[str, ...]],
-                                                    needle: str) -> None:
-    # The path-word index must answer exactly what one search over the rows would.
+def test_latest_mention_is_a_substring_search_of_the_rows(rows: list[tuple[str, ...]],
+                                                          needle: str) -> None:
+    # The path-word index must answer exactly what one search over the rows would (for a
+    # needle of path characters: a path, as every caller passes).
+    assume(re.fullmatch(r"[A-Za-z0-9_./+-]+", needle) is not None)
     table = ledger.Table(tuple(ledger.Row(r, i) for i, r in enumerate(rows)), 0, "\n", False)
-    assert ledger.mentions(table, needle) == (needle in table.joined)
+    assert (ledger.latest_mention(table, needle) is not None) == (needle in table.joined)
 
 
 # -- the real ledger's shape (`late-july`: 94 blocks, 48 malformed rows of kinds A-F) ---------
@@ -316,7 +321,7 @@ def test_every_block_and_every_malformed_row_is_read(tmp_path: Path) -> None:
     assert refs.prs == {501, 777, 778, 779}  # vllm#N in malformed rows still count
     assert refs.names("702f4814fe54" + "0" * 28, None)  # a SHA prefix the row writes
     assert refs.names("e24d1b24" + "f" * 32, None) and not refs.names("e24d1b25" + "0" * 32, None)
-    assert ledger.mentions(table, "vllm/h.py") and not ledger.mentions(table, "not | ledger")
+    assert ledger.latest_mention(table, "vllm/h.py") is not None
 
 
 def test_append_goes_after_the_last_row_of_the_file(tmp_path: Path) -> None:

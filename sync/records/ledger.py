@@ -35,7 +35,7 @@ _DATE_CELL = re.compile(r"\d{4}-\d{2}-\d{2}\b")
 _ROW_DATE = re.compile(r"[\s|]*(\d{4}-\d{2}-\d{2})\b")
 PR_REF = re.compile(r"vllm#(\d+)\b|github\.com/vllm-project/vllm/pull/(\d+)\b")
 _HEX = re.compile(r"(?<![0-9A-Za-z_])[0-9a-f]{7,40}(?![0-9A-Za-z_])")
-# The characters of a path as ports write them; `words` holds each maximal run of them.
+# The characters of a path as ports write them; `word_days` holds each maximal run of them.
 _PATH_RUN = re.compile(r"[A-Za-z0-9_./+-]+")
 
 
@@ -70,8 +70,10 @@ class Table:
 
     @functools.cached_property
     def word_days(self) -> tuple[str, list[int], list[str]]:
-        """`words`, the offset each word starts at, and the latest date of a row holding it
-        ("" when none of them says a date)."""
+        """Each distinct run of path characters in the rows, one per line (a needle made of
+        those characters occurs in the rows exactly when it occurs in one run, and the runs
+        of a real ledger, a megabyte of rows naming the same paths, are a fraction of it);
+        the offset each starts at; the latest date of a row holding it ("": undated)."""
         latest: dict[str, str] = {}
         for r in self.rows:
             m = _ROW_DATE.match(r.text)
@@ -97,13 +99,6 @@ class Table:
             shas += [(w, i) for w in set(sha_words(r.text))]
             words.append("\n".join(set(_PATH_RUN.findall(r.text))))
         return RowRefs(prs, sorted(shas), words)
-
-    @property
-    def words(self) -> str:
-        """Each distinct run of path characters in the rows, one per line: a needle made of
-        those characters occurs in the rows exactly when it occurs in one run, and the runs
-        of a real ledger (a megabyte of rows naming the same paths) are a fraction of it."""
-        return self.word_days[0]
 
 
 def split_row(line: str) -> list[str]:
@@ -360,14 +355,6 @@ def latest_mention(table: Table, needle: str) -> str | None:
         found = day if found is None or day > found else found
         at = words.find(needle, at + 1)
     return found
-
-
-def mentions(table: Table, needle: str) -> bool:
-    """Whether a row names `needle` (one search over every row's text, joined once; over
-    its distinct path words when `needle` is a path, as it nearly always is)."""
-    if _PATH_RUN.fullmatch(needle):
-        return needle in table.words
-    return needle in table.joined
 
 
 def sha_words(text: str) -> list[str]:
