@@ -246,17 +246,36 @@ class Port:
                                lambda: carryover_mod.load(path, rel=self.rel(path))))
 
     def cycle(self) -> Cycle | None:
-        """The open cycle's frozen target, or None when no cycle is open."""
+        """The cycle record (`cycle.toml`): the open cycle, or the last one when an advance
+        closed it (its pin is then no longer the pin); None when there is none."""
         from sync.records import cycle
 
         return self._once("cycle", lambda: cycle.load(self))
 
-    def open_cycle(self) -> Cycle:
-        """The open cycle; refused when there is none."""
+    def last_cycle(self) -> Cycle:
+        """The cycle record, open or closed; refused when there is none."""
         from sync.records import cycle
 
         # No cycle means no cycle.toml, so `require` only finds it absent and says so.
         return self.cycle() or cycle.require(self)
+
+    def live_cycle(self) -> Cycle | None:
+        """The open cycle: the record, when it is from the pin (after an advance it is the
+        closed cycle's until the next is frozen); None otherwise."""
+        c = self.cycle()
+        return c if c is not None and c.pin == self.pin_record().pin.commit else None
+
+    def open_cycle(self) -> Cycle:
+        """The open cycle; refused when there is none (or only a closed one)."""
+        c = self.last_cycle()
+        pin = self.pin_record().pin.commit
+        if c.pin != pin:
+            how = ("an advance moved the pin to its target" if c.target == pin else
+                   f"it is from {c.pin[:10]}, and the pin is {pin[:10]}")
+            raise UsageError(f"no sync cycle is open: the last one, to {c.target[:10]}, is "
+                             f"closed ({how})", "run 'upstream-sync fetch' or 'upstream-sync "
+                             "sync' to open the next")
+        return c
 
     def gates(self, target: str) -> list[GateResult]:
         """The gate results recorded for `target` (full SHA), sorted by name."""

@@ -512,6 +512,21 @@ def test_after_an_advance_commit_a_sync_at_the_pin_writes_nothing(
     assert not any("keeps its target" in line for line in lines)
     doc = json.loads(ok("status", "--json"))["cycle"]
     assert doc["open"] is False and doc["pin"] == prepared.pin
+    # The commands that work in a cycle say there is none (walk-s10 D2: they read the closed
+    # one, and queue's advice, to sync again, could not be followed).
+    closed = (f"no sync cycle is open: the last one, to {prepared.target[:10]}, is closed (an "
+              "advance moved the pin to its target) — run 'upstream-sync fetch' or "
+              "'upstream-sync sync' to open the next")
+    for argv in (("queue",), ("explain", prepared.ported), ("decide", prepared.ported,
+                                                           "IGNORE", "late")):
+        rc, _, err = cmd(*argv)
+        assert (rc, err.strip().splitlines()[-1]) == (2, f"upstream-sync: error: {closed}"), argv
+    rc, _, err = cmd("ledger", "add", "--commit", "abc1234", "--what", "w", "--status", "s",
+                     "--pr", "1")
+    assert rc == 2 and (f"no sync cycle is open (the last one, to {prepared.target[:10]}, is "
+                        "closed), so vllm#1 is in no cycle's range") in err
+    rc, out, _ = cmd("advance")
+    assert rc == 6 and "already advanced" in out
 
 
 def test_advance_commit_names_the_uncommitted_paths_it_leaves_out(

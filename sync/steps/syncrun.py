@@ -134,7 +134,7 @@ def refresh(port: Port, notes: Notes | None = None) -> Path | None:
     """Rewrite the open cycle's report after a record it reads changed (a ledger row, an
     inventory annotation), as `decide` does; None when no cycle is open or its report was
     never written (the next `sync` writes it)."""
-    c = port.cycle()
+    c = port.live_cycle()
     if c is None or not report_path(port, c).exists():
         return None
     return run_cycle(port, notes).path

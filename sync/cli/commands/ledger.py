@@ -88,12 +88,14 @@ def _in_range(port: Port, prs: list[int], shas: list[str]) -> None:
     """Every PR, and every commit the text names by a SHA, is one of the open cycle's range
     or carried into it (a SHA may be the pin or the target too); else refused: a row is
     never edited, and what it names is what it ports."""
-    c = port.cycle()
+    c = port.live_cycle()
     if c is None:
         named = f"vllm#{prs[0]}" if prs else f"`{shas[0]}`"
-        raise UsageError(f"no sync cycle is open, so {named} is in no cycle's range",
-                         "run 'upstream-sync sync' first, or pass --outside-range for a "
-                         "deliberate row")
+        last = port.cycle()
+        closed = f" (the last one, to {short(last.target)}, is closed)" if last else ""
+        raise UsageError(f"no sync cycle is open{closed}, so {named} is in no cycle's range",
+                         "run 'upstream-sync sync' to open one, or pass --outside-range for "
+                         "a deliberate row")
     missing = _unknown(port, c, prs, shas)
     if missing:
         listed = ", ".join(missing)

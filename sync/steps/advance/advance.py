@@ -74,7 +74,7 @@ def _required_gates(port: Port) -> list[str]:
 def preconditions(port: Port, ctx: Notes | None, *, release_label: str | None = None
                   ) -> tuple[list[str], Measured]:
     """Every unmet precondition, one line each, plus what a passing check measured."""
-    c = port.open_cycle()
+    c = port.last_cycle()  # an advanced one says so (`_report_unmet`)
     unmet = _report_unmet(port, c, ctx)
     if unmet:
         return unmet, Measured(c)
@@ -523,7 +523,7 @@ class Stalled:
 def stall(port: Port, ctx: Notes | None, unmet: list[str]) -> Stalled | None:
     """Mark the report STALLED, carry every open item into the record and append one stall
     event (once per report); None when there is nothing to stall (no report, or advanced)."""
-    c = port.open_cycle()
+    c = port.last_cycle()
     path = syncrun.report_path(port, c)
     if not path.exists() or _advanced(port.text(path) or ""):
         return None
