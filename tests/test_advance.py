@@ -551,6 +551,30 @@ def test_advance_commit_names_the_uncommitted_paths_it_leaves_out(
             f"records were checked against the work tree as it is): {edited}") in err
 
 
+def test_a_row_older_than_the_cycle_that_brought_a_change_is_no_note_after_the_advance(
+        prepared: Prepared, copy: Callable[[str], Copy]) -> None:
+    """walk-s10 D1: the upstream commits are dated 2026-01-01; the cycle that brought them
+    was frozen today. A row of 2026-06-01 was written before the port saw them."""
+    c = copy("ready")
+    ok("advance")
+    # The advance records the ledger's length: a row appended after it is of a later cycle.
+    detail = json.loads(events.load_all(the_port(c.port))[-1].detail)
+    assert detail["after"]["ledger_rows"] == len(the_port(c.port).ledger_read().rows)
+    doc = json.loads(ok("audit", "--json"))
+    behind = next(f for f in doc["files"] if f["status"] == "behind-changed"
+                  and all(x["since"] for x in f["citations"] if x["status"] == "behind-changed"))
+    ledger_path = c.port / ".agents/parity-ledger.md"
+    text = ledger_path.read_text()
+    last = [line for line in text.splitlines() if line.startswith("| 20")][-1]
+    row = f"| 2026-06-01 / `abc1234` | waits | `{behind['path']}` | 🚧 |"
+    ledger_path.write_text(text.replace(last, last + "\n" + row, 1))
+    today = datetime.now(UTC).strftime("%Y-%m-%d")
+    line = next(x for x in ok("audit").splitlines() if f"`{behind['path']}` behind" in x)
+    assert ("ledger note: MISSING (the latest row naming it (of 2026-06-01) was written before "
+            "the cycle that brought `") in line
+    assert line.endswith(f"(frozen on {today}))"), line
+
+
 def test_a_failed_commit_says_the_records_are_written_and_how_to_commit_them(
         prepared: Prepared, copy: Callable[[str], Copy]) -> None:
     c = copy("ready")

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from stepfixture import World, make_world, run, with_port_cmd, write
 
+from sync.headers import citations as headers
 from sync.headers import verify as sha_verify
 from sync.records import ledger
 from sync.steps import audit, check, surface
@@ -106,8 +107,7 @@ def test_a_row_older_than_the_change_is_no_ledger_note(world: World) -> None:
     assert doc["findings"] == ["src/e.cpp"]
     lines = run(world.root, "audit").out.splitlines()
     assert any(line.endswith("; ledger note: MISSING (the latest row naming it is of "
-                             "2025-12-20, before the change of 2026-01-01, and no row naming it "
-                             "names one of its commits)")
+                             f"2025-12-20, before `{world.up.pin[:10]}` of 2026-01-01)")
                for line in lines), lines
     # The same row written on the day of the change, or after it, is the note.
     write(world.root, ".agents/parity-ledger.md", text.replace(
@@ -121,20 +121,104 @@ def test_a_row_older_than_the_change_is_no_ledger_note(world: World) -> None:
         assert json.loads(run(world.root, "audit", "--json").out)["findings"] == [], names
 
 
+def _covers(rows: str, *, open_port_now: frozenset[str] = frozenset(),
+            entered: dict[str, audit.Entered] | None = None) -> bool:
+    """Whether `rows` note src/x.cpp's citation of vllm/x.py, behind two commits: #1 (S1,
+    2026-01-10) and #2 (S2, 2026-02-10)."""
+    table = ledger.find_table("| Date / commit | What it does | Upstream equivalent | Parity "
+                              "status |\n|---|---|---|---|\n" + rows, path="l.md")
+    (cite,) = headers.parse_header("// Ported from: vllm/x.py @ abcdef12\n", "x.cpp").pins
+    got = sha_verify.Content("changed", "vllm/x.py", (S1, S2), since_prs=(1, 2),
+                             since_days=("2026-01-10", "2026-02-10"))
+    noted = audit._Noted(table, open_port_now, entered)
+    return noted.covers("src/x.cpp", audit.CiteStatus(cite, "behind-changed", "", got))
+
+
+S1, S2 = "1" * 40, "2" * 40
+
+
+@pytest.mark.parametrize(("rows", "noted"), [
+    ("| 2026-02-10 x | `src/x.cpp` stays | - | - |\n", True),  # after both commits
+    ("| 2026-01-20 x | `src/x.cpp` stays | - | - |\n", False),  # after #1 only
+    ("| 2026-01-20 x | `src/x.cpp` waits for vllm#2 | - | - |\n", True),  # #1 by date, #2 named
+    # walk-s10 D1: one commit named is no note of the other.
+    ("| 2025-12-01 x | `vllm/x.py` | vllm#1 | - |\n", False),
+    ("| 2025-12-01 x | `vllm/x.py` | vllm#1, `2222222222` | - |\n", True),
+    ("| 2026-03-01 x | `src/y.cpp` | vllm#1 vllm#2 | - |\n", False),  # names another file
+])
+def test_each_commit_of_a_change_needs_its_note(rows: str, noted: bool) -> None:
+    assert _covers(rows) is noted
+
+
+def test_a_row_written_before_the_cycle_that_brought_a_commit_is_no_note_of_it() -> None:
+    """walk-s10 D1: a row dated after the commit's own day, but written before the cycle that
+    brought the commit was frozen (the port had not seen it), notes nothing of it."""
+    row = "| 2026-02-15 x | `src/x.cpp` stays | - | - |\n"
+    assert _covers(row) is True
+    assert _covers(row, entered={S2: audit.Entered("2026-02-20")}) is False
+    on_the_day = {S1: audit.Entered("2026-02-15"), S2: audit.Entered("2026-02-15")}
+    assert _covers(row, entered=on_the_day) is True
+    # The same day, but a row the advance before already counted: written before the cycle.
+    assert _covers(row, entered={S2: audit.Entered("2026-02-15", first_row=1)}) is False
+    assert _covers(row + row, entered={S2: audit.Entered("2026-02-15", first_row=1)}) is True
+
+
+def test_an_open_carried_port_now_is_noted_only_by_a_row_naming_it() -> None:
+    """walk-s10 D1: the carry-over record says S2 is not ported; a later row about another
+    change of the path does not say why the file lacks it."""
+    later = "| 2026-03-01 x | `vllm/x.py` | vllm#7 | - |\n"
+    assert _covers(later) is True
+    assert _covers(later, open_port_now=frozenset({S2})) is False
+    table = ledger.find_table("| Date / commit | What it does | Upstream equivalent | Parity "
+                              "status |\n|---|---|---|---|\n" + later, path="l.md")
+    (cite,) = headers.parse_header("// Ported from: vllm/x.py @ abcdef12\n", "x.cpp").pins
+    got = sha_verify.Content("changed", "vllm/x.py", (S1, S2), since_prs=(1, 2),
+                             since_days=("2026-01-10", "2026-02-10"))
+    assert audit._Noted(table, frozenset({S2})).gap(
+        "src/x.cpp", audit.CiteStatus(cite, "behind-changed", "", got)) == (
+        "`2222222222` is a carried PORT-NOW still open, and no row names it")
+    assert _covers(later + "| 2026-03-02 x | `src/x.cpp` waits for vllm#2 | - | - |\n",
+                   open_port_now=frozenset({S2})) is True
+
+
+def test_audit_reads_the_open_carried_port_now_from_the_record(world: World) -> None:
+    ledger_text = (world.root / ".agents/parity-ledger.md").read_text()
+    later = "| 2026-03-01 / `abc1234` | e touched | `src/e.cpp` | ok |\n"
+    write(world.root, ".agents/parity-ledger.md",
+          ledger_text.replace("\n\nTrailing", "\n" + later + "\nTrailing"))
+    assert json.loads(run(world.root, "audit", "--json").out)["findings"] == []
+    write(world.root, ".agents/sync/carry-over.toml", (
+        "schema = 1\n\n"
+        f"[carried.{world.up.pin}]\n"
+        'disposition = "PORT-NOW"\n'
+        'subject = "[Core] Tweak b (#11)"\n'
+        'reason = "carry-over: next cycle"\n'
+        'since = ".agents/sync/2026-01-01-0000000.md"\n'
+        f'since_target = "{world.up.pin}"\n'
+        'by = "advance"\n'
+        "pr = 11\n"))
+    assert json.loads(run(world.root, "audit", "--json").out)["findings"] == ["src/e.cpp"]
+    # Decided IGNORE, it is closed: the later row notes the file again.
+    write(world.root, ".agents/sync/decisions.toml", (
+        f'schema = 1\n\n[decisions.{world.up.pin}]\ndisposition = "IGNORE"\n'
+        'reason = "nothing to port"\n'))
+    assert json.loads(run(world.root, "audit", "--json").out)["findings"] == []
+
+
 _WORD = st.text(alphabet="ab/.", min_size=1, max_size=6)
 
 
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.tuples(st.sampled_from(["2026-01-02", "2026-03-04", "", "2025-12-31"]),
                           st.lists(_WORD, max_size=4)), max_size=6), _WORD)
-def test_latest_mention_is_the_latest_row_that_names_the_path(
+def test_latest_mention_is_the_last_row_that_names_the_path(
         rows: list[tuple[str, list[str]]], needle: str) -> None:
     lines = "".join(f"| {day or 'none'} x | {' '.join(words) or '-'} | - | - |\n"
                     for day, words in rows)
     table = ledger.find_table("| Date / commit | What it does | Upstream equivalent | Parity "
                               "status |\n|---|---|---|---|\n" + lines, path="l.md")
-    days = [day for day, words in rows if any(needle in w for w in words)]
-    assert ledger.latest_mention(table, needle) == (max(days) if days else None)
+    hits = [(i, day) for i, (day, words) in enumerate(rows) if any(needle in w for w in words)]
+    assert ledger.latest_mention(table, needle) == (ledger.Mention(*hits[-1]) if hits else None)
 
 
 _SHAS = ["a1b2c3d4e5", "a1b2c3d", "f00dfeed12"]
@@ -144,11 +228,10 @@ _SHAS = ["a1b2c3d4e5", "a1b2c3d", "f00dfeed12"]
 @given(st.lists(st.tuples(st.lists(_WORD, max_size=3),
                           st.lists(st.sampled_from(["vllm#7", "vllm#8", *_SHAS]), max_size=2)),
                 max_size=5), _WORD,
-       st.lists(st.tuples(st.sampled_from(["a1b2c3d4e5" + "0" * 30, "f00dfeed" + "1" * 32]),
-                          st.sampled_from([7, 9, None])), max_size=2))
-def test_names_change_is_a_row_naming_the_path_and_one_of_the_commits(
-        rows: list[tuple[list[str], list[str]]], needle: str,
-        commits: list[tuple[str, int | None]]) -> None:
+       st.sampled_from(["a1b2c3d4e5" + "0" * 30, "f00dfeed" + "1" * 32]),
+       st.sampled_from([7, 9, None]))
+def test_names_change_is_a_row_naming_the_path_and_the_commit(
+        rows: list[tuple[list[str], list[str]]], needle: str, sha: str, pr: int | None) -> None:
     lines = "".join(f"| 2026-01-01 x | {' '.join(words) or '-'} | {' '.join(refs) or '-'} | - |\n"
                     for words, refs in rows)
     table = ledger.find_table("| Date / commit | What it does | Upstream equivalent | Parity "
@@ -156,13 +239,13 @@ def test_names_change_is_a_row_naming_the_path_and_one_of_the_commits(
 
     def names(refs: list[str]) -> bool:
         return any(r == f"vllm#{pr}" or (not r.startswith("vllm#") and sha.startswith(r))
-                   for sha, pr in commits for r in refs)
+                   for r in refs)
 
     def holds(words: list[str], refs: list[str]) -> bool:  # any run of path characters
         return any(needle in w for w in re.findall(r"[A-Za-z0-9_./+-]+", " ".join(words + refs)))
 
     expected = any(holds(words, refs) and names(refs) for words, refs in rows)
-    assert ledger.names_change(table, (needle,), commits) is expected
+    assert ledger.names_change(table, (needle,), sha, pr) is expected
 
 
 def test_check_reports_the_finding(world: World) -> None:

@@ -37,7 +37,8 @@ def test_append_keeps_every_existing_byte(tmp_path: Path) -> None:
     assert [r.cells for r in table.rows][-1] == (
         "2026-01-05 / `abc1234`", "Fix a \\| b <br> and c", "vllm#12 (`vllm/a.py`)", "✅ parity")
     assert table.rows[-1].line == 8
-    assert ledger.latest_mention(table, "vllm/a.py") == "2026-01-05"
+    assert ledger.latest_mention(table, "vllm/a.py") == ledger.Mention(len(table.rows) - 1,
+                                                                         "2026-01-05")
     assert ledger.latest_mention(table, "vllm/b.py") is None
     assert 12 in ledger.Refs.of(table.rows).prs and 99 not in ledger.Refs.of(table.rows).prs
 

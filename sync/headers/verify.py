@@ -118,10 +118,14 @@ class Content:
     namesakes: tuple[str, ...] = ()
     # missing: `against` has no top folder of that name either (`aten/`: another project's)
     outside: bool = False
-    # changed: the day (YYYY-MM-DD, its author's) of the oldest of `since`: a ledger row
-    # older than it cannot be a note about the change (unless it names one of them)
-    first_day: str = ""
-    since_prs: tuple[int | None, ...] = ()  # the PR of each of `since`
+    # changed: the PR and the day (YYYY-MM-DD, its author's) of each of `since`: a ledger
+    # row older than a commit cannot be a note of it (unless it names it)
+    since_prs: tuple[int | None, ...] = ()
+    since_days: tuple[str, ...] = ()
+
+    @property
+    def first_day(self) -> str:
+        return min(self.since_days, default="")
 
 
 @dataclass(frozen=True)
@@ -285,8 +289,8 @@ def _changed(path: str, after: list[history.Commit]) -> Content:
     since = [c for c in after if any(_under(path, ch.path) or (
         ch.old_path is not None and _under(path, ch.old_path)) for ch in c.changes)]
     return Content("changed", path, tuple(c.sha for c in since),
-                   first_day=since[0].date[:10] if since else "",
-                   since_prs=tuple(c.pr for c in since))
+                   since_prs=tuple(c.pr for c in since),
+                   since_days=tuple(c.date[:10] for c in since))
 
 
 def _under(cited: str, changed: str) -> bool:

@@ -35,7 +35,7 @@ _DATE_CELL = re.compile(r"\d{4}-\d{2}-\d{2}\b")
 _ROW_DATE = re.compile(r"[\s|]*(\d{4}-\d{2}-\d{2})\b")
 PR_REF = re.compile(r"vllm#(\d+)\b|github\.com/vllm-project/vllm/pull/(\d+)\b")
 _HEX = re.compile(r"(?<![0-9A-Za-z_])[0-9a-f]{7,40}(?![0-9A-Za-z_])")
-# The characters of a path as ports write them; `word_days` holds each maximal run of them.
+# The characters of a path as ports write them; `word_rows` holds each maximal run of them.
 _PATH_RUN = re.compile(r"[A-Za-z0-9_./+-]+")
 
 
@@ -69,23 +69,23 @@ class Table:
         return "\n".join(r.text for r in self.rows)
 
     @functools.cached_property
-    def word_days(self) -> tuple[str, list[int], list[str]]:
+    def word_rows(self) -> tuple[str, list[int], list[int]]:
         """Each distinct run of path characters in the rows, one per line (a needle made of
         those characters occurs in the rows exactly when it occurs in one run, and the runs
         of a real ledger, a megabyte of rows naming the same paths, are a fraction of it);
-        the offset each starts at; the latest date of a row holding it ("": undated)."""
-        latest: dict[str, str] = {}
-        for r in self.rows:
-            m = _ROW_DATE.match(r.text)
-            day = m.group(1) if m else ""
-            for w in set(_PATH_RUN.findall(r.text)):
-                if day > latest.get(w, ""):
-                    latest[w] = day
-                else:
-                    latest.setdefault(w, "")
-        ordered = sorted(latest)
+        the offset each starts at; the last row holding it (rows are appended)."""
+        last: dict[str, int] = {}
+        for i, r in enumerate(self.rows):
+            for w in _PATH_RUN.findall(r.text):
+                last[w] = i
+        ordered = sorted(last)
         starts = list(itertools.accumulate((len(w) + 1 for w in ordered), initial=0))[:-1]
-        return "\n".join(ordered), starts, [latest[w] for w in ordered]
+        return "\n".join(ordered), starts, [last[w] for w in ordered]
+
+    def day(self, row: int) -> str:
+        """A row's date (YYYY-MM-DD), "" when it says none."""
+        m = _ROW_DATE.match(self.rows[row].text)
+        return m.group(1) if m else ""
 
     @functools.cached_property
     def row_refs(self) -> RowRefs:
@@ -335,26 +335,31 @@ class RowRefs:
         return out
 
 
-def names_change(table: Table, paths: Sequence[str],
-                 commits: Sequence[tuple[str, int | None]]) -> bool:
-    """Whether a row names one of `paths` and one of `commits` ((SHA, PR) pairs): a note of
-    that change, whenever it was written."""
+def names_change(table: Table, paths: Sequence[str], sha: str, pr: int | None) -> bool:
+    """Whether a row names one of `paths` and the commit (its SHA or PR): a note of that
+    change, whenever it was written."""
     refs = table.row_refs
-    rows = set().union(*(refs.rows_naming(sha, pr) for sha, pr in commits)) if commits else set()
-    return any(p in refs.words[i] for i in rows for p in paths)
+    return any(p in refs.words[i] for i in refs.rows_naming(sha, pr) for p in paths)
 
 
-def latest_mention(table: Table, needle: str) -> str | None:
-    """The date (YYYY-MM-DD) of the latest row that names `needle`, a path; "" when rows
-    name it but none says its date, None when no row names it."""
-    words, starts, days = table.word_days
-    found: str | None = None
+@dataclass(frozen=True)
+class Mention:
+    """The last row that names a path: its index (rows are appended: the highest is the
+    newest) and its date ("" when it says none)."""
+
+    row: int
+    day: str
+
+
+def latest_mention(table: Table, needle: str) -> Mention | None:
+    """The last row that names `needle`, a path; None when no row names it."""
+    words, starts, rows = table.word_rows
+    found = -1
     at = words.find(needle)
     while at != -1:
-        day = days[bisect_right(starts, at) - 1]
-        found = day if found is None or day > found else found
+        found = max(found, rows[bisect_right(starts, at) - 1])
         at = words.find(needle, at + 1)
-    return found
+    return Mention(found, table.day(found)) if found >= 0 else None
 
 
 def sha_words(text: str) -> list[str]:

@@ -17,6 +17,7 @@ Git stays a constant number of processes (`headers.verify`).
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -25,7 +26,7 @@ from sync.headers import citations as headers
 from sync.headers import verify
 from sync.infra.errors import SyncError
 from sync.port import Port
-from sync.records import ledger
+from sync.records import blocks, events, ledger
 from sync.records.mdtext import code, escape
 from sync.steps.surface import Surface
 from sync.upstream import gitio
@@ -66,7 +67,7 @@ class FileStatus:
     noted: bool | None
     references: tuple[headers.Mention, ...] = ()
     watched: tuple[headers.Citation, ...] = ()
-    note_day: str | None = None  # the latest row naming the file or its paths ("": undated)
+    note_gap: str = ""  # behind-changed, rows naming it, no note: the commit they miss, why
 
     @property
     def citations(self) -> tuple[headers.Citation, ...]:
@@ -117,16 +118,78 @@ class _Facts:
 
 
 def run_audit(port: Port, ref: gitio.Reference, pin: str, upstream_ref: str,
-              surf: Surface) -> Audit:
+              surf: Surface, advancing: Advancing | None = None) -> Audit:
+    """The audit against `pin`; `advancing`: as if that advance were recorded already (what
+    an advance will leave behind, said before it writes)."""
     control = headers.parse_header(f"// Ported from: {CONTROL_PATH} @ {short(pin)}\n",
                                    "<control>")
     facts = _facts(port, ref, pin, upstream_ref, surf, control)
     read = port.ledger_read()
-    noted = None if read.table is None else _Noted(read.table)
+    noted = None if read.table is None else _Noted(read.table, _open_carried(port, read),
+                                                    _entered(port, ref, advancing))
     files = tuple(_file_status(rel, h, facts, noted)
                   for rel, h in sorted(surf.file_headers.items()))
     problem = read.unreadable("ledger notes were not checked")
     return Audit(files, _control_ok(control, facts), problem, pin, facts.target)
+
+
+def _open_carried(port: Port, read: ledger.Read) -> frozenset[str]:
+    """The carried PORT-NOW commits no ledger row ports and no decision closes (a record
+    that does not load is `check`'s finding: then none)."""
+    try:
+        record, decided = port.carried(), port.decisions()
+    except SyncError:
+        return frozenset()
+    refs = ledger.Refs.of(read.rows)
+    return frozenset(sha for sha, rec in record.items()
+                     if rec.disposition == "PORT-NOW" and not refs.names(sha, rec.pr_or_none)
+                     and decided.get(sha, rec).disposition == "PORT-NOW")
+
+
+@dataclass(frozen=True)
+class Advancing:
+    """An advance about to be made: the pin it moves, and the day its cycle was frozen."""
+
+    pin_before: str
+    pin_after: str
+    day: str
+
+
+def _entered(port: Port, ref: gitio.Reference,
+             advancing: Advancing | None = None) -> dict[str, Entered]:
+    """Each commit a recorded advance (or the one `advancing`) moved the pin past: when its
+    cycle was frozen (its report's date) and the first ledger row written in it (the length
+    of the ledger the advance before recorded). One `git rev-list` per advance; none a
+    rollback undid."""
+    try:
+        evs = events.load_all(port)
+    except SyncError:
+        return {}  # the events' own finding says why
+    undone = {e.supersedes for e in evs if e.kind == "rollback"}
+    moves = [(Advancing(e.pin_before, e.pin_after, Path(e.report).name[:10]), _ledger_rows(e))
+             for e in evs if e.kind == "advance" and e.index not in undone]
+    moves += [(advancing, None)] if advancing is not None else []
+    out: dict[str, Entered] = {}
+    rows: int | None = None  # the ledger's length at the advance before
+    for move, recorded in moves:
+        if blocks.is_date(move.day):
+            listed = ref.git("rev-list", "--end-of-options", gitio.check_rev(move.pin_after),
+                             f"^{gitio.check_rev(move.pin_before)}", "--")
+            for sha in listed.decode("ascii", "replace").split():
+                out.setdefault(sha, Entered(move.day, rows))
+        rows = recorded
+    return out
+
+
+def _ledger_rows(e: events.Event) -> int | None:
+    """How many ledger rows there were when the advance moved the pin, if it recorded it."""
+    try:
+        doc = json.loads(e.detail)
+    except (ValueError, RecursionError):
+        return None
+    after = doc.get("after") if isinstance(doc, dict) else None
+    n = after.get("ledger_rows") if isinstance(after, dict) else None
+    return n if isinstance(n, int) and not isinstance(n, bool) and n >= 0 else None
 
 
 def _target(port: Port) -> str | None:
@@ -271,36 +334,73 @@ def _worst(cites: tuple[CiteStatus, ...], h: headers.Header) -> Status:
     return "no-header"
 
 
+@dataclass(frozen=True)
+class Entered:
+    """When the port came to see a commit: the cycle that brought it, frozen on `day`, and
+    (when the advance before it recorded the ledger's length) the first row written since."""
+
+    day: str
+    first_row: int | None = None
+
+
 class _Noted:
-    """The latest ledger row naming a path, each path searched for once (many files cite
-    the same upstream path)."""
+    """The last ledger row naming a path, each path searched for once (many files cite the
+    same upstream path)."""
 
-    def __init__(self, table: ledger.Table) -> None:
+    def __init__(self, table: ledger.Table, open_port_now: frozenset[str] = frozenset(),
+                 entered: dict[str, Entered] | None = None) -> None:
         self.table = table
-        self.seen: dict[str, str | None] = {}
+        self.open = open_port_now  # carried PORT-NOW commits still unported
+        self.entered = entered or {}  # commits recorded advances moved the pin past
+        self.seen: dict[str, ledger.Mention | None] = {}
 
-    def __call__(self, *paths: str) -> str | None:
-        """The date of the latest row naming any of `paths` ("": undated), None: no row."""
-        days = [self._one(p) for p in paths]
-        named = [d for d in days if d is not None]
-        return max(named) if named else None
+    def __call__(self, *paths: str) -> ledger.Mention | None:
+        """The last row naming any of `paths`; None: no row does."""
+        named = [m for m in map(self._one, paths) if m is not None]
+        return max(named, key=lambda m: m.row) if named else None
 
-    def _one(self, path: str) -> str | None:
+    def _one(self, path: str) -> ledger.Mention | None:
         if path not in self.seen:
             self.seen[path] = ledger.latest_mention(self.table, path)
         return self.seen[path]
 
     def covers(self, rel: str, c: CiteStatus) -> bool:
-        """A row naming the file or the cited path notes the change: written on or after
-        the day of its oldest commit, or naming one of its commits (by PR or SHA)."""
-        day = self(rel, c.citation.path)
-        if day is None:
-            return False
-        got = c.content
-        if got is None or day >= got.first_day:
-            return True
-        return ledger.names_change(self.table, (rel, c.citation.path),
-                                   tuple(zip(got.since, got.since_prs, strict=True)))
+        return self(rel, c.citation.path) is not None and not self.gap(rel, c)
+
+    def gap(self, rel: str, c: CiteStatus) -> str:
+        """Why the rows naming the file or the cited path note not every commit of the change
+        ("": they do). A row notes a commit when it names it (its PR or SHA), or when the last
+        was written after the port saw the commit: on or after its day, and, for a commit a
+        recorded advance moved the pin past, after the cycle that brought it began (rows
+        appended since the advance before it; on or after the day it was frozen). A carried
+        PORT-NOW still open is noted only by a row naming it: the record says it is not
+        ported."""
+        last, got = self(rel, c.citation.path), c.content
+        if last is None or got is None:
+            return ""
+        paths = (rel, c.citation.path)
+        for sha, pr, day in zip(got.since, got.since_prs, got.since_days, strict=True):
+            if ledger.names_change(self.table, paths, sha, pr):
+                continue
+            if sha in self.open:
+                return f"`{short(sha)}` is a carried PORT-NOW still open, and no row names it"
+            why = _unseen(last, sha, day, self.entered.get(sha))
+            if why:
+                return why
+        return ""
+
+
+def _unseen(last: ledger.Mention, sha: str, day: str, came: Entered | None) -> str:
+    """Why the last row naming a file was written before the port saw `sha` ("": it was
+    not)."""
+    row = f"of {last.day}" if last.day else "undated"
+    if came is None:
+        return f"the latest row naming it is {row}, before `{short(sha)}` of {day}" \
+            if last.day < day else ""
+    if last.day < came.day or (came.first_row is not None and last.row < came.first_row):
+        return (f"the latest row naming it ({row}) was written before the cycle that brought "
+                f"`{short(sha)}` (frozen on {came.day})")
+    return ""
 
 
 def _file_status(rel: str, h: headers.Header, facts: _Facts,
@@ -308,17 +408,14 @@ def _file_status(rel: str, h: headers.Header, facts: _Facts,
     cites = tuple(_cite_status(c, facts) for c in h.pins)
     if noted_in is None:
         return FileStatus(rel, _worst(cites, h), cites, None, h.mentions, h.watched)
-    day = noted_in(rel, *(c.path for c in h.pins))
-    # A note of a change is written after it, or names it: each changed citation needs a
-    # row naming the file or its path, dated on or after the oldest commit the file lacks or
-    # naming one of those commits.
-    noted = day is not None and all(noted_in.covers(rel, c) for c in cites
-                                    if c.status == "behind-changed")
-    return FileStatus(rel, _worst(cites, h), cites, noted, h.mentions, h.watched, day)
-
-
-def _first_day(c: CiteStatus) -> str:
-    return c.content.first_day if c.content is not None else ""
+    # A note of a change is written after it, or names it: each commit a changed citation
+    # lacks needs a row naming the file or its path that notes it (`_Noted.gap`).
+    changed = [c for c in cites if c.status == "behind-changed"]
+    named = [c for c in changed if noted_in(rel, c.citation.path) is not None]
+    gap = next((g for c in named if (g := noted_in.gap(rel, c))), "")
+    noted = len(named) == len(changed) and not gap and noted_in(
+        rel, *(c.path for c in h.pins)) is not None
+    return FileStatus(rel, _worst(cites, h), cites, noted, h.mentions, h.watched, gap)
 
 
 @dataclass(frozen=True)
@@ -370,18 +467,9 @@ def file_line(f: FileStatus) -> str:
     note = ""
     if f.status == "behind-changed":
         note = ("; ledger note: unknown (ledger unreadable)" if f.noted is None else
-                "; ledger note: yes" if f.noted else "; ledger note: MISSING" + _stale(f))
+                "; ledger note: yes" if f.noted else "; ledger note: MISSING"
+                + (f" ({f.note_gap})" if f.note_gap else ""))
     return f"- {code(f.path)} {f.status}: {said}{note}"
-
-
-def _stale(f: FileStatus) -> str:
-    """Why a row that names the file is no note: it is older than the change."""
-    if f.note_day is None:
-        return ""
-    first = min((_first_day(c) for c in f.cites if c.status == "behind-changed"), default="")
-    row = f"of {f.note_day}" if f.note_day else "undated"
-    return (f" (the latest row naming it is {row}, before the change of {first}, and no row "
-            "naming it names one of its commits)")
 
 
 def no_sha_text(f: FileStatus) -> str:

@@ -242,7 +242,9 @@ def left_behind(port: Port, pin: str, target: str) -> LeftBehind:
     before the advance writes, so each can be bumped, noted or fixed first."""
     ref = port.reference()
     surf = surface.build(port)
-    after = audit.run_audit(port, ref, target, port.upstream_ref, surf)
+    day = port.last_cycle().frozen_at[:10]
+    after = audit.run_audit(port, ref, target, port.upstream_ref, surf,
+                            audit.Advancing(pin, target, day))
     before = audit.run_audit(port, ref, pin, port.upstream_ref, surf)
     was_gone = {f.path for f in before.files if f.status == "path-gone"}
     return LeftBehind(
@@ -308,11 +310,14 @@ def plan(port: Port, m: Measured) -> Plan:
     writes.update(span_writes(port, writes, new))
     writes.update(carry_writes(port, result, "advance"))
     # What a rollback restores besides the pin surfaces: the cycle (a `sync` after the
-    # advance opens the next one) and whether there was a carry-over record at all.
+    # advance opens the next one) and whether there was a carry-over record at all. After:
+    # the ledger's length, so that a row appended later is known to be of a later cycle.
+    table = port.ledger_read().table
     detail: dict[str, dict[str, object]] = {
         "before": {**old.fields(), **before, "cycle": schema.as_doc(m.cycle),
                    "carry_over": port.carry_over_path.exists()},
-        "after": {**new.fields(), "oracle_env": _env_label(port, probe.env)}}
+        "after": {**new.fields(), "oracle_env": _env_label(port, probe.env),
+                  **({"ledger_rows": len(table.rows)} if table is not None else {})}}
     ev_path, ev_bytes = events.staged(
         port, "advance", pin_before=old.commit, pin_after=new.commit,
         report=port.rel(result.path), detail=json.dumps(detail, sort_keys=True))
