@@ -208,6 +208,13 @@ def test_ledger_add_refuses_a_sha_in_the_text_that_names_no_commit_of_the_range(
     for good in (world.up.a_again[:10], world.up.pin[:8], world.up.target):
         assert run(world.root, *add, "--upstream", f"@ `{good}`").rc == 0
     assert run(world.root, *add, "--upstream", "ports `f49967e5ff`", "--outside-range").rc == 0
+    # walk-s10 D3: a PR in the text is checked as --pr is; a number or a digest is no SHA.
+    r = run(world.root, *add, "--upstream", "ports vllm#99999")
+    assert r.rc == 2 and "vllm#99999 is not in the cycle's range" in r.err
+    for text in ("vocab 1048576 rows", "md5 `fbc42adca54090f7be1d685e1ee624cf` on the wheel"):
+        assert run(world.root, *add, "--upstream", text).rc == 0, text
+    r = run(world.root, *add, "--pr", "12", "--upstream", "vllm#12 (the rest)")
+    assert r.rc == 0 and path.read_text().count("vllm#12") == 1 + before.count("vllm#12")
 
 
 def test_ledger_needs_an_action(world: World) -> None:

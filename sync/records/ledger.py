@@ -362,6 +362,11 @@ def latest_mention(table: Table, needle: str) -> Mention | None:
     return Mention(found, table.day(found)) if found >= 0 else None
 
 
+def pr_refs(text: str) -> set[int]:
+    """The PRs `text` names (`vllm#N`, or a link to the PR), as a row names them."""
+    return {int(a or b) for a, b in PR_REF.findall(text)}
+
+
 def sha_words(text: str) -> list[str]:
     """The words of `text` a row names a commit by: 7-40 lowercase hex with a digit."""
     return [m.group() for m in _HEX.finditer(text) if any(ch.isdigit() for ch in m.group())]
@@ -378,8 +383,7 @@ class Refs:
     @classmethod
     def of(cls, rows: tuple[Row, ...]) -> Refs:
         text = "\n".join(r.text for r in rows)
-        prs = frozenset(int(a or b) for a, b in PR_REF.findall(text))
-        return cls(prs, tuple(sorted(set(sha_words(text)))), text)
+        return cls(frozenset(pr_refs(text)), tuple(sorted(set(sha_words(text)))), text)
 
     def names(self, sha: str, pr: int | None) -> bool:
         """A row names the PR, or the commit by a prefix of its SHA (7+ characters)."""

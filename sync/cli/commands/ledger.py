@@ -45,8 +45,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 
 def upstream_cell(prs: list[int], paths: list[str], text: str | None) -> str:
-    """`vllm#1, vllm#2 (`a.py`, `b.py`) text`: the shape of the real ledger's column."""
+    """`vllm#1, vllm#2 (`a.py`, `b.py`) text`: the shape of the real ledger's column (a PR
+    the text names already is not written twice)."""
     parts = []
+    prs = [n for n in prs if n not in ledger.pr_refs(text or "")]
     if prs:
         parts.append(", ".join(f"vllm#{n}" for n in dict.fromkeys(prs)))
     if paths:
@@ -114,7 +116,19 @@ def _unknown(port: Port, c: cycle.Cycle, prs: list[int], shas: list[str]) -> lis
     known = {x.pr for x in commits} | {x.pr for x in carried.values()}
     full = [x.sha for x in commits] + list(carried) + [pin, c.target]
     return ([f"vllm#{n}" for n in dict.fromkeys(prs) if n not in known]
-            + [f"`{s}`" for s in dict.fromkeys(shas) if not any(f.startswith(s) for f in full)])
+            + [f"`{s}`" for s in _commit_words(port, shas)
+               if not any(f.startswith(s) for f in full)])
+
+
+def _commit_words(port: Port, words: list[str]) -> list[str]:
+    """Of the hex words a text holds, those that name commits: each that resolves to one in
+    the reference checkout, and each short one (7-12, with a letter: the form rows write a
+    SHA in) that resolves to nothing, a mistyped SHA. A number or a digest is neither."""
+    words = list(dict.fromkeys(words))
+    rows = gitio.batch_check(port.reference(), words)
+    return [w for w, row in zip(words, rows, strict=True)
+            if (row is not None and row[1] == "commit")
+            or (row is None and len(w) <= 12 and not w.isdigit())]
 
 
 def _port_has(port: Port, commit: str) -> bool:
@@ -144,9 +158,11 @@ def _notes(port: Port, commit: str, bad: list[str], earlier: set[int]) -> list[s
 def run(args: argparse.Namespace, ctx: Context) -> int:
     port = ctx.port
     cells = _cells(args)
-    shas = ledger.sha_words(args.upstream or "")
-    if (args.pr or shas) and not args.outside_range:
-        _in_range(port, args.pr, shas)
+    text = args.upstream or ""
+    prs = [*args.pr, *sorted(ledger.pr_refs(text))]  # a PR in the text is a PR the row ports
+    shas = ledger.sha_words(text)
+    if (prs or shas) and not args.outside_range:
+        _in_range(port, prs, shas)
     path = port.root / port.config.ledger
     rel = port.rel(path)
     with port.lock():
