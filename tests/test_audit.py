@@ -89,7 +89,8 @@ def test_audit_command_text_and_severity(world: World) -> None:
 
 def test_ledger_note_naming_the_file_clears_the_finding(world: World) -> None:
     r = run(world.root, "ledger", "add", "--commit", "abc1234", "--what", "e stays behind",
-            "--upstream", "src/e.cpp waits for vllm#15", "--status", "🚧 behind pin (noted)")
+            "--upstream", "src/e.cpp waits for vllm#15", "--status", "🚧 behind pin (noted)",
+            "--outside-range")
     assert r.rc == 0, r.err
     doc = json.loads(run(world.root, "audit", "--json").out)
     assert doc["findings"] == [] and doc["counts"] == COUNTS
@@ -161,6 +162,19 @@ def test_a_row_written_before_the_cycle_that_brought_a_commit_is_no_note_of_it()
     # The same day, but a row the advance before already counted: written before the cycle.
     assert _covers(row, entered={S2: audit.Entered("2026-02-15", first_row=1)}) is False
     assert _covers(row + row, entered={S2: audit.Entered("2026-02-15", first_row=1)}) is True
+
+
+@pytest.mark.parametrize(("cell", "named"), [
+    ("`vllm/a/x.py`", True),
+    ("`a/x.py`", True),  # below the root, as ledgers write it (walk-s10 N2)
+    ("`omni/a/x.py`", False),  # another tree's file of that name
+    ("`x.py`", False),  # a bare name
+])
+def test_a_row_names_an_upstream_path_below_its_root(cell: str, named: bool) -> None:
+    table = ledger.find_table("| Date / commit | What it does | Upstream equivalent | Parity "
+                              f"status |\n|---|---|---|---|\n| 2026-03-01 x | - | {cell} | - |\n",
+                              path="l.md")
+    assert (audit._Noted(table)("vllm/a/x.py") is not None) is named
 
 
 def test_an_open_carried_port_now_is_noted_only_by_a_row_naming_it() -> None:

@@ -351,13 +351,16 @@ class Mention:
     day: str
 
 
-def latest_mention(table: Table, needle: str) -> Mention | None:
-    """The last row that names `needle`, a path; None when no row names it."""
+def latest_mention(table: Table, needle: str, *, starts_word: bool = False) -> Mention | None:
+    """The last row that names `needle`, a path; None when no row names it. `starts_word`:
+    only where a run of path characters begins with it (`model_executor/x.py` written for
+    `vllm/model_executor/x.py`, not inside `vllm_omni/model_executor/x.py`)."""
     words, starts, rows = table.word_rows
     found = -1
     at = words.find(needle)
     while at != -1:
-        found = max(found, rows[bisect_right(starts, at) - 1])
+        if not starts_word or at == 0 or words[at - 1] == "\n":
+            found = max(found, rows[bisect_right(starts, at) - 1])
         at = words.find(needle, at + 1)
     return Mention(found, table.day(found)) if found >= 0 else None
 

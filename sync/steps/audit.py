@@ -125,8 +125,9 @@ def run_audit(port: Port, ref: gitio.Reference, pin: str, upstream_ref: str,
                                    "<control>")
     facts = _facts(port, ref, pin, upstream_ref, surf, control)
     read = port.ledger_read()
-    noted = None if read.table is None else _Noted(read.table, _open_carried(port, read),
-                                                    _entered(port, ref, advancing))
+    noted = None if read.table is None else _Noted(
+        read.table, _open_carried(port, read), _entered(port, ref, advancing),
+        port.config.mirrored)
     files = tuple(_file_status(rel, h, facts, noted)
                   for rel, h in sorted(surf.file_headers.items()))
     problem = read.unreadable("ledger notes were not checked")
@@ -348,10 +349,12 @@ class _Noted:
     same upstream path)."""
 
     def __init__(self, table: ledger.Table, open_port_now: frozenset[str] = frozenset(),
-                 entered: dict[str, Entered] | None = None) -> None:
+                 entered: dict[str, Entered] | None = None,
+                 roots: tuple[str, ...] = ("vllm/",)) -> None:
         self.table = table
         self.open = open_port_now  # carried PORT-NOW commits still unported
         self.entered = entered or {}  # commits recorded advances moved the pin past
+        self.roots = tuple(r for r in roots if r.endswith("/"))  # `mirrored` folders
         self.seen: dict[str, ledger.Mention | None] = {}
 
     def __call__(self, *paths: str) -> ledger.Mention | None:
@@ -360,8 +363,15 @@ class _Noted:
         return max(named, key=lambda m: m.row) if named else None
 
     def _one(self, path: str) -> ledger.Mention | None:
+        """Ledgers write upstream paths below a mirrored root too (`v1/core/x.py` for
+        `vllm/v1/core/x.py`: two parts at least)."""
         if path not in self.seen:
-            self.seen[path] = ledger.latest_mention(self.table, path)
+            found = [ledger.latest_mention(self.table, path)]
+            rest = next((path[len(r):] for r in self.roots if path.startswith(r)), "")
+            if "/" in rest:
+                found.append(ledger.latest_mention(self.table, rest, starts_word=True))
+            named = [m for m in found if m is not None]
+            self.seen[path] = max(named, key=lambda m: m.row) if named else None
         return self.seen[path]
 
     def covers(self, rel: str, c: CiteStatus) -> bool:
