@@ -303,6 +303,7 @@ def test_a_named_bump_names_the_carried_port_now_commits_it_claims(world: World)
     assert run(world.root, "sync").rc == 0
     r = run(world.root, "bump-headers", "--check", "src/a.cpp")
     assert r.rc == 0, r.err
-    assert (f"warning: this bump says PORT-NOW `{world.up.base[:10]}` vllm#1 is ported: it "
-            "changes vllm/a.py and has no ledger row yet") in r.err
+    assert (f"warning: this bump says PORT-NOW `{world.up.base[:10]}` vllm#1 (carried since "
+            "2026-01-01-0000000.md) is ported: it changes vllm/a.py and has no ledger row "
+            "yet") in r.err
     assert r.err.count(f"`{world.up.base[:10]}`") == 1

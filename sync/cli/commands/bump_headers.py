@@ -174,12 +174,15 @@ def _claimed(port: Port, plans: list[bump.FilePlan]) -> list[str]:
     if not changed:
         return []
     refs = carry.ledger_refs(port)
+    carried = port.carried()
     out = []
     for e in _port_now(port):
         paths = sorted(changed & set(e.upstream_paths))
+        since = (f" (carried since {Path(carried[e.sha].since).name})" if e.sha in carried
+                 else "")
         if paths and not carry.ported(e, refs):
             out.append(f"warning: this bump says PORT-NOW `{short(e.sha)}`"
-                       + (f" vllm#{e.pr}" if e.pr is not None else "")
+                       + (f" vllm#{e.pr}" if e.pr is not None else "") + since
                        + f" is ported: it changes {', '.join(paths)} and has no ledger row "
                        "yet — port it too (and add its row), or bump after it is ported")
     return out
@@ -189,7 +192,7 @@ def _port_now(port: Port) -> list[Entry]:
     """The open cycle report's PORT-NOW entries and the PORT-NOW items earlier cycles
     carried into it, as its JSON companion has them (read as `queue` reads it); none when
     there is no report, or one `sync` would rewrite."""
-    c = port.cycle()
+    c = port.live_cycle()
     if c is None:
         return []
     path = queue.report_json(port, c)
