@@ -371,6 +371,12 @@ def test_rollback_after_the_next_sync_restores_the_cycle_and_the_carry_over_reco
     ok("sync")
     moved = tomllib.loads(read_text(c.port / ".agents/sync/cycle.toml"))
     assert moved["pin"] == prepared.target
+    # A commit of the advanced cycle is an entry of its report, which explain names
+    # (walk-s10 U1).
+    rc, _, err = cmd("explain", prepared.ported)
+    assert rc == 2
+    assert "is not in the open cycle: it is an entry of the earlier report .agents/sync/" in err
+    assert f"-{prepared.target[:7]}.md, as PORT-NOW" in err
     out = ok("rollback", "--dry-run")
     assert "--- a/.agents/sync/carry-over.toml\n+++ /dev/null\n" in out
     doc = json.loads(ok("rollback", "--dry-run", "--json"))

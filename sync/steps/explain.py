@@ -13,11 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from sync.infra.errors import SyncError, UsageError
 from sync.infra.notes import Notes
 from sync.port import Port
+from sync.records import cycle
 from sync.records.config import Rule
 from sync.records.decisions import Decision
-from sync.steps import classify, coarse, evidence, pick, report, surface, symbols
+from sync.steps import classify, coarse, evidence, pick, queue, report, surface, symbols
 from sync.steps.classify import Entry, Verdict
 from sync.upstream import gitio, history, patch
 from sync.upstream.gitio import short
@@ -47,7 +49,10 @@ def derive(port: Port, which: str, notes: Notes | None = None) -> Derivation:
     pin = port.pin_record().pin.commit
     ref = port.reference()
     named = pick.nameable(port)
-    i = pick.index(named.all, which, carried=bool(named.carried))
+    try:
+        i = pick.index(named.all, which, carried=bool(named.carried))
+    except UsageError as exc:
+        raise _earlier(port, which, c) or exc from None
     commit, commits = named.all[i], named.range
     # Aliased over the whole range, as `sync` files them, so both read a commit alike.
     surf = surface.aliased(surface.build(port), (p for c in commits for p in c.paths))
@@ -63,6 +68,30 @@ def derive(port: Port, which: str, notes: Notes | None = None) -> Derivation:
                       tuple(_rule(r, commit) for r in rules),
                       surf.ported(commit.paths), entry, gitio.PROCESS_COUNT - before,
                       record.since if record is not None else None)
+
+
+def _earlier(port: Port, which: str, c: cycle.Cycle) -> UsageError | None:
+    """The refusal for a commit of an earlier cycle's report, saying which report and how
+    it was classified there (explain recomputes only the open cycle's commits)."""
+    key = which.strip().lower()
+    current = cycle.report_name(c)
+    for path in sorted(port.sync_dir.glob("*.json"), reverse=True):
+        if not cycle.REPORT_NAME.fullmatch(path.with_suffix(".md").name) or \
+                path.with_suffix(".md").name == current:
+            continue
+        try:
+            entries = queue.entries_from_json(port.text(path) or "", path=port.rel(path))[2]
+        except SyncError:
+            continue
+        hit = next((e for e in entries if (key.startswith("#") and str(e.pr) == key[1:])
+                    or (len(key) >= pick.MIN_PREFIX and e.sha.startswith(key))), None)
+        if hit is not None:
+            rel = port.rel(path.with_suffix(".md"))
+            return UsageError(f"commit {short(hit.sha)} is not in the open cycle: it is an "
+                              f"entry of the earlier report {rel}, as {hit.disposition}",
+                              "read that report for how it was classified; explain recomputes "
+                              "the open cycle's commits only")
+    return None
 
 
 # -- rendering ------------------------------------------------------------------------------------
