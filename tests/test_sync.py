@@ -704,6 +704,16 @@ def test_a_carried_sha_that_names_no_commit_is_a_malformed_record(fx: Fixture) -
         "reference checkout finds the commit) or remove the table")
     check = run(fx.port, "check")
     assert check.rc == 7 and f"carry-over.toml:3: carried {typo[:10]} is no commit" in check.out
+    # status names it too (walk-s10 U4), as it names a decisions record that does not load.
+    status = run(fx.port, "status")
+    assert status.rc == 0 and (f"record: .agents/sync/carry-over.toml:3: carried {typo[:10]} "
+                               "is no commit") in status.out
+    write(fx.port, ".agents/sync/decisions.toml", "schema = 1\n[decisions\n")
+    status = run(fx.port, "status")
+    assert "record: .agents/sync/decisions.toml: not valid TOML" in status.out
+    assert json.loads(run(fx.port, "status", "--json").out)["records"][0].startswith(
+        ".agents/sync/decisions.toml: not valid TOML")
+    (fx.port / ".agents/sync/decisions.toml").unlink()
     # A record from a checkout that lacks the carrying cycle too may be behind: fetch it.
     write(fx.port, ".agents/sync/carry-over.toml", _carry(typo, "e" * 40))
     doc = synced(fx)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from sync.infra.errors import EnvironmentUnresolved, SyncError
+from sync.infra.errors import EnvironmentUnresolved, MalformedRecord, SyncError
 from sync.port import Port
 from sync.records import cycle, oraclefile, pins, reportdoc, spans
 from sync.records.prefs import Preferences
@@ -26,6 +26,7 @@ def collect(port: Port) -> tuple[dict[str, Any], SyncError | None]:
     doc["spans"] = spans.check(port.root, port.config.span_globs, pin,
                                  (port.config.sync_dir,))
     doc["cycle"] = _cycle(port, pin.commit)
+    doc["records"] = _records(port, doc["reference"])
     missing = _target_missing(port, doc)
     return doc, problem or missing
 
@@ -136,6 +137,22 @@ def _oracle_build(port: Port, pin: pins.Pin) -> dict[str, Any]:
                   "record": record.as_doc() if record is not None else None,
                   "mode_agrees": record is not None and record.build_mode == st.mode}
     return doc
+
+
+def _records(port: Port, reference: dict[str, Any] | None) -> list[str]:
+    """What is wrong with the records the cycle's commands read (decisions, the carry-over
+    record, a carried SHA that names no commit): each command refuses then, so say it here."""
+    from sync.steps import carry
+
+    out = []
+    for load in (port.decisions, port.carried):
+        try:
+            load()
+        except MalformedRecord as exc:
+            out.append(str(exc))
+    if not out and reference and reference.get("pin_present"):
+        out += [str(exc) for exc in carry.mistyped(port, port.reference())]
+    return out
 
 
 def _cycle(port: Port, pin: str) -> dict[str, Any] | None:

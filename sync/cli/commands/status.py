@@ -44,6 +44,7 @@ def _print(doc: dict[str, Any], ctx: Context) -> None:
     lines += _build_lines(doc["oracle_build"])
     lines += [f"span: {s}" for s in doc["spans"]]
     lines += _cycle_lines(doc["cycle"]) + _moved_line(doc)
+    lines += [f"record: {r}" for r in doc["records"]]
     for line in lines:
         ctx.say(line)
 
