@@ -74,17 +74,15 @@ def _earlier(port: Port, which: str, c: cycle.Cycle) -> UsageError | None:
     """The refusal for a commit of an earlier cycle's report, saying which report and how
     it was classified there (explain recomputes only the open cycle's commits)."""
     key = which.strip().lower()
-    current = cycle.report_name(c)
-    for path in sorted(port.sync_dir.glob("*.json"), reverse=True):
-        if not cycle.REPORT_NAME.fullmatch(path.with_suffix(".md").name) or \
-                path.with_suffix(".md").name == current:
-            continue
+    reports = [p for p in sorted(port.sync_dir.glob("*.json"), reverse=True)
+               if cycle.REPORT_NAME.fullmatch(p.with_suffix(".md").name)
+               and p.with_suffix(".md").name != cycle.report_name(c)]
+    for path in reports:
         try:
             entries = queue.entries_from_json(port.text(path) or "", path=port.rel(path))[2]
         except SyncError:
             continue
-        hit = next((e for e in entries if (key.startswith("#") and str(e.pr) == key[1:])
-                    or (len(key) >= pick.MIN_PREFIX and e.sha.startswith(key))), None)
+        hit = next((e for e in entries if _names(key, e)), None)
         if hit is not None:
             rel = port.rel(path.with_suffix(".md"))
             return UsageError(f"commit {short(hit.sha)} is not in the open cycle: it is an "
@@ -92,6 +90,13 @@ def _earlier(port: Port, which: str, c: cycle.Cycle) -> UsageError | None:
                               "read that report for how it was classified; explain recomputes "
                               "the open cycle's commits only")
     return None
+
+
+def _names(key: str, e: Entry) -> bool:
+    """Whether `key` (`#N` or a SHA prefix) names the entry."""
+    if key.startswith("#"):
+        return str(e.pr) == key[1:]
+    return len(key) >= pick.MIN_PREFIX and e.sha.startswith(key)
 
 
 # -- rendering ------------------------------------------------------------------------------------

@@ -12,7 +12,7 @@ from sync.cli.context import Context, add_json
 from sync.headers.citations import Header
 from sync.infra.errors import SyncError, UsageError
 from sync.port import Port
-from sync.records import cycle
+from sync.records import carryover, cycle
 from sync.steps import bump, carry, queue, surface
 from sync.steps.classify import Entry
 from sync.upstream import gitio
@@ -175,17 +175,16 @@ def _claimed(port: Port, plans: list[bump.FilePlan]) -> list[str]:
         return []
     refs = carry.ledger_refs(port)
     carried = port.carried()
-    out = []
-    for e in _port_now(port):
-        paths = sorted(changed & set(e.upstream_paths))
-        since = (f" (carried since {Path(carried[e.sha].since).name})" if e.sha in carried
-                 else "")
-        if paths and not carry.ported(e, refs):
-            out.append(f"warning: this bump says PORT-NOW `{short(e.sha)}`"
-                       + (f" vllm#{e.pr}" if e.pr is not None else "") + since
-                       + f" is ported: it changes {', '.join(paths)} and has no ledger row "
-                       "yet — port it too (and add its row), or bump after it is ported")
-    return out
+    return [_claim(e, paths, carried.get(e.sha)) for e in _port_now(port)
+            if (paths := sorted(changed & set(e.upstream_paths))) and not carry.ported(e, refs)]
+
+
+def _claim(e: Entry, paths: list[str], carried: carryover.Carried | None) -> str:
+    since = f" (carried since {Path(carried.since).name})" if carried is not None else ""
+    return (f"warning: this bump says PORT-NOW `{short(e.sha)}`"
+            + (f" vllm#{e.pr}" if e.pr is not None else "") + since
+            + f" is ported: it changes {', '.join(paths)} and has no ledger row yet — port it "
+            "too (and add its row), or bump after it is ported")
 
 
 def _port_now(port: Port) -> list[Entry]:
