@@ -390,27 +390,33 @@ class _Noted:
             return ""
         paths = (rel, c.citation.path)
         for sha, pr, day in zip(got.since, got.since_prs, got.since_days, strict=True):
-            if ledger.names_change(self.table, paths, sha, pr):
+            came = self.entered.get(sha)
+            # The cheap test first: most commits a row postdates (a real port's files lack
+            # hundreds of commits).
+            if (sha not in self.open and _after(last, day, came)) or ledger.names_change(
+                    self.table, paths, sha, pr):
                 continue
             if sha in self.open:
                 return f"`{short(sha)}` is a carried PORT-NOW still open, and no row names it"
-            why = _unseen(last, sha, day, self.entered.get(sha))
-            if why:
-                return why
+            return _unseen(last, sha, day, came)
         return ""
 
 
+def _after(last: ledger.Mention, day: str, came: Entered | None) -> bool:
+    """Whether the last row naming a file was written after the port saw a commit of `day`
+    (brought, if `came`, by that recorded cycle)."""
+    if came is None:
+        return last.day >= day
+    return last.day >= came.day and (came.first_row is None or last.row >= came.first_row)
+
+
 def _unseen(last: ledger.Mention, sha: str, day: str, came: Entered | None) -> str:
-    """Why the last row naming a file was written before the port saw `sha` ("": it was
-    not)."""
+    """How the last row naming a file was written before the port saw `sha`."""
     row = f"of {last.day}" if last.day else "undated"
     if came is None:
-        return f"the latest row naming it is {row}, before `{short(sha)}` of {day}" \
-            if last.day < day else ""
-    if last.day < came.day or (came.first_row is not None and last.row < came.first_row):
-        return (f"the latest row naming it ({row}) was written before the cycle that brought "
-                f"`{short(sha)}` (frozen on {came.day})")
-    return ""
+        return f"the latest row naming it is {row}, before `{short(sha)}` of {day}"
+    return (f"the latest row naming it ({row}) was written before the cycle that brought "
+            f"`{short(sha)}` (frozen on {came.day})")
 
 
 def _file_status(rel: str, h: headers.Header, facts: _Facts,

@@ -241,12 +241,14 @@ def _relative(port: Port, text: str) -> str:
 def _carried(port: Port, ref: gitio.Reference) -> list[Finding]:
     """Carried SHAs that name no commit (`carry.mistyped`); a record that does not load is
     `_records`' finding already."""
-    from sync.steps import carry
-
     try:
-        return [Finding(str(exc)) for exc in carry.mistyped(port, ref)]
+        if not port.carried():
+            return []
     except MalformedRecord:
         return []
+    from sync.steps import carry  # the classification it imports: only when it is needed
+
+    return [Finding(str(exc)) for exc in carry.mistyped(port, ref)]
 
 
 def _audit(port: Port, pin: pins.Pin, notes: list[str]) -> list[Finding]:

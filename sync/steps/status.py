@@ -142,15 +142,15 @@ def _oracle_build(port: Port, pin: pins.Pin) -> dict[str, Any]:
 def _records(port: Port, reference: dict[str, Any] | None) -> list[str]:
     """What is wrong with the records the cycle's commands read (decisions, the carry-over
     record, a carried SHA that names no commit): each command refuses then, so say it here."""
-    from sync.steps import carry
-
     out = []
     for load in (port.decisions, port.carried):
         try:
             load()
         except MalformedRecord as exc:
             out.append(str(exc))
-    if not out and reference and reference.get("pin_present"):
+    if not out and port.carried() and reference and reference.get("pin_present"):
+        from sync.steps import carry  # the classification it imports: only when it is needed
+
         out += [str(exc) for exc in carry.mistyped(port, port.reference())]
     return out
 
