@@ -290,6 +290,18 @@ def test_annotate_goes_to_the_cycle_section_before_section9() -> None:
     assert c.where == "already" and c.text == b.text and c.line == 16
 
 
+def test_annotate_never_takes_a_cycle_bullet_for_another_pr() -> None:
+    """walk-s10 U2: #50574 ("... encoder token embedding") went onto the bullet of #50293
+    ("... encoder token classification"), an earlier cycle's item, by their shared words."""
+    a = annotate(INVENTORY, pr=50293, tier="T2", paths=["vllm/v1/worker/gpu/pool/a.py"],
+                 subject="[Model Runner V2] Enable encoder token classification (#50293)")
+    assert a.where == "section"
+    b = annotate(a.text, pr=50574, tier="T2", paths=["vllm/v1/worker/gpu/pool/b.py"],
+                 subject="[Model Runner V2] Enable encoder token embedding (#50574)")
+    assert b.where == "section" and b.line == a.line + 1
+    assert "(vllm#50574)" not in b.text.splitlines()[a.line - 1]
+
+
 def test_annotate_already_recorded_and_tier_mismatch() -> None:
     assert annotate(INVENTORY, pr=10, paths=[]).where == "already"
     with pytest.raises(UsageError, match="under T0, not T1"):

@@ -356,7 +356,10 @@ def _row_naming(inv: Inventory, rows: Sequence[Item], req: Request) -> Item | No
     if not req.subject:
         return None
     wanted = _words(_PR_SUFFIX.sub("", req.subject))
+    # A cycle section's bullet is one upstream PR, not a feature of the port: another PR
+    # sharing its words is another item (walk-s10 U2).
     tier = [(r, shared) for r in rows if r.tier == req.tier
+            and not _CYCLE_TITLE.match(r.section or "")
             if len(shared := _words(PR_REF.sub("", r.text)) & wanted) >= MIN_SHARED_WORDS]
     used: dict[str, int] = {}
     for _, words in tier:
