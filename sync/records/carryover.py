@@ -24,6 +24,7 @@ from sync.infra.errors import MalformedRecord
 from sync.records import schema
 from sync.records.cycle import REPORT_NAME
 from sync.records.schema import DERIVED
+from sync.upstream import gitio
 from sync.upstream.gitio import short
 
 SCHEMA = 1
@@ -109,3 +110,24 @@ def render(items: dict[str, Carried]) -> str:
             "--stall;\n# every later cycle imports them until a ledger row or a decision "
             "closes them).\n")
     return head + tomli_w.dumps({"schema": SCHEMA, "carried": table})
+
+
+def mistyped(path: Path, rel: str, record: dict[str, Carried], ref: gitio.Reference,
+             shas: list[str] | None = None) -> list[MalformedRecord]:
+    """Carried SHAs (of `shas`, default every one) that are no commit of the reference
+    checkout although it has the target of the cycle that carried them: that target
+    reaches every commit its cycle carried, so such a SHA was never one (a hand edit).
+    One `git cat-file --batch-check`; each refusal names its table's line in `path`."""
+    shas = list(record) if shas is None else [s for s in shas if s in record]
+    if not shas:
+        return []
+    rows = gitio.batch_check(ref, [*shas, *(record[s].since_target for s in shas)])
+    have, targets = rows[:len(shas)], rows[len(shas):]
+    text = read_record(path, rel=rel) if path.exists() else ""
+    return [MalformedRecord(
+        f"carried {short(sha)} is no commit of the reference checkout, which has the target "
+        f"{short(record[sha].since_target)} of the cycle that carried it (a mistyped SHA?)",
+        "correct the table's SHA ('git log' in the reference checkout finds the commit) or "
+        "remove the table", path=rel, line=schema.table_line(text, "carried", sha))
+        for sha, row, target in zip(shas, have, targets, strict=True)
+        if (row is None or row[1] != "commit") and target is not None and target[1] == "commit"]

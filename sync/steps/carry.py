@@ -20,9 +20,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sync.infra.errors import MalformedRecord
 from sync.port import Port
-from sync.records import carryover, cycle, gates, ledger, schema
+from sync.records import carryover, cycle, gates, ledger
 from sync.records.carryover import Carried
 from sync.records.decisions import Decision
 from sync.records.mdtext import code, escape, short_subject
@@ -162,38 +161,17 @@ def _outside(port: Port, ref: gitio.Reference, surf: Surface, outside: list[str]
              ) -> dict[str, Entry]:
     """The carried commits outside the range, classified: their decision, else what the
     record says they were carried as; one the checkout lacks is refused when it never was
-    a commit there (`mistyped`), and left out otherwise."""
+    a commit there (`carryover.mistyped`), and left out otherwise."""
     record, decided = port.carried(), port.decisions()
     as_recorded = {sha: Decision(sha, record[sha].disposition, record[sha].reason)
                    for sha in outside if sha not in decided}
     inputs = Inputs(surf, (), {**as_recorded, **decided})
     now = {c.sha: classify_one(c, inputs) for c in history.log_commits(ref, outside)}
-    bad = mistyped(port, ref, [sha for sha in outside if sha not in now])
+    bad = carryover.mistyped(port.carry_over_path, port.rel(port.carry_over_path), record, ref,
+                             [sha for sha in outside if sha not in now])
     if bad:
         raise bad[0]
     return now
-
-
-def mistyped(port: Port, ref: gitio.Reference, shas: list[str] | None = None
-             ) -> list[MalformedRecord]:
-    """Carried SHAs (of `shas`, default every one) that are no commit of the reference
-    checkout although it has the target of the cycle that carried them: that target
-    reaches every commit its cycle carried, so such a SHA was never one (a hand edit)."""
-    record = port.carried()
-    shas = list(record) if shas is None else [s for s in shas if s in record]
-    if not shas:
-        return []
-    rows = gitio.batch_check(ref, [*shas, *(record[s].since_target for s in shas)])
-    have, targets = rows[:len(shas)], rows[len(shas):]
-    rel = port.rel(port.carry_over_path)
-    text = port.text(port.carry_over_path) or ""
-    return [MalformedRecord(
-        f"carried {short(sha)} is no commit of the reference checkout, which has the target "
-        f"{short(record[sha].since_target)} of the cycle that carried it (a mistyped SHA?)",
-        "correct the table's SHA ('git log' in the reference checkout finds the commit) or "
-        "remove the table", path=rel, line=schema.table_line(text, "carried", sha))
-        for sha, row, target in zip(shas, have, targets, strict=True)
-        if (row is None or row[1] != "commit") and target is not None and target[1] == "commit"]
 
 
 def _unresolved(rec: Carried) -> Entry:

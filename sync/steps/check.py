@@ -239,16 +239,14 @@ def _relative(port: Port, text: str) -> str:
 
 
 def _carried(port: Port, ref: gitio.Reference) -> list[Finding]:
-    """Carried SHAs that name no commit (`carry.mistyped`); a record that does not load is
-    `_records`' finding already."""
+    """Carried SHAs that name no commit (`carryover.mistyped`); a record that does not load
+    is `_records`' finding already."""
     try:
-        if not port.carried():
-            return []
+        record = port.carried()
     except MalformedRecord:
         return []
-    from sync.steps import carry  # the classification it imports: only when it is needed
-
-    return [Finding(str(exc)) for exc in carry.mistyped(port, ref)]
+    path = port.carry_over_path
+    return [Finding(str(exc)) for exc in carryover.mistyped(path, port.rel(path), record, ref)]
 
 
 def _audit(port: Port, pin: pins.Pin, notes: list[str]) -> list[Finding]:

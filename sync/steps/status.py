@@ -8,7 +8,7 @@ from typing import Any
 
 from sync.infra.errors import EnvironmentUnresolved, MalformedRecord, SyncError
 from sync.port import Port
-from sync.records import cycle, oraclefile, pins, reportdoc, spans
+from sync.records import carryover, cycle, oraclefile, pins, reportdoc, spans
 from sync.records.prefs import Preferences
 from sync.steps.verify import oracle
 from sync.upstream import gitio, health
@@ -148,10 +148,10 @@ def _records(port: Port, reference: dict[str, Any] | None) -> list[str]:
             load()
         except MalformedRecord as exc:
             out.append(str(exc))
-    if not out and port.carried() and reference and reference.get("pin_present"):
-        from sync.steps import carry  # the classification it imports: only when it is needed
-
-        out += [str(exc) for exc in carry.mistyped(port, port.reference())]
+    if not out and reference and reference.get("pin_present"):
+        path = port.carry_over_path
+        out += [str(exc) for exc in carryover.mistyped(path, port.rel(path), port.carried(),
+                                                       port.reference())]
     return out
 
 
