@@ -73,7 +73,6 @@ def derive(port: Port, which: str, notes: Notes | None = None) -> Derivation:
 def _earlier(port: Port, which: str, c: cycle.Cycle) -> UsageError | None:
     """The refusal for a commit of an earlier cycle's report, saying which report and how
     it was classified there (explain recomputes only the open cycle's commits)."""
-    key = which.strip().lower()
     reports = [p for p in sorted(port.sync_dir.glob("*.json"), reverse=True)
                if cycle.REPORT_NAME.fullmatch(p.with_suffix(".md").name)
                and p.with_suffix(".md").name != cycle.report_name(c)]
@@ -82,21 +81,16 @@ def _earlier(port: Port, which: str, c: cycle.Cycle) -> UsageError | None:
             entries = queue.entries_from_json(port.text(path) or "", path=port.rel(path))[2]
         except SyncError:
             continue
-        hit = next((e for e in entries if _names(key, e)), None)
-        if hit is not None:
-            rel = port.rel(path.with_suffix(".md"))
-            return UsageError(f"commit {short(hit.sha)} is not in the open cycle: it is an "
-                              f"entry of the earlier report {rel}, as {hit.disposition}",
-                              "read that report for how it was classified; explain recomputes "
-                              "the open cycle's commits only")
+        try:
+            hit = entries[pick.index(entries, which)]  # the key read as for the range
+        except UsageError:
+            continue
+        rel = port.rel(path.with_suffix(".md"))
+        return UsageError(f"commit {short(hit.sha)} is not in the open cycle: it is an entry "
+                          f"of the earlier report {rel}, as {hit.disposition}",
+                          "read that report for how it was classified; explain recomputes "
+                          "the open cycle's commits only")
     return None
-
-
-def _names(key: str, e: Entry) -> bool:
-    """Whether `key` (`#N` or a SHA prefix) names the entry."""
-    if key.startswith("#"):
-        return str(e.pr) == key[1:]
-    return len(key) >= pick.MIN_PREFIX and e.sha.startswith(key)
 
 
 # -- rendering ------------------------------------------------------------------------------------

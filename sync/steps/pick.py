@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from sync.infra.errors import UsageError
 from sync.port import Port
@@ -24,7 +25,17 @@ GIVE = f"give a SHA prefix (at least {MIN_PREFIX} hex digits) or #N (a PR number
 NOT_FOUND_FIX = "pick an entry from the cycle's report ('upstream-sync sync' writes it)"
 
 
-def index(commits: Sequence[Commit], key: str, *, carried: bool = False) -> int:
+class Named(Protocol):
+    """What a key names: a commit, or a report's entry of one."""
+
+    @property
+    def sha(self) -> str: ...
+
+    @property
+    def pr(self) -> int | None: ...
+
+
+def index(commits: Sequence[Named], key: str, *, carried: bool = False) -> int:
     """The index in `commits` of the one commit `key` names; refused unless exactly one.
     `carried`: `commits` holds those carried over into the cycle too, as its refusal says."""
     scope = "the cycle's range" + (" (nor carried over into it)" if carried else "")
@@ -60,7 +71,7 @@ def _check_prefix(key: str, text: str) -> None:
                          f"give at least {MIN_PREFIX} hex digits of the SHA, or #N for a PR")
 
 
-def _one(commits: Sequence[Commit], hits: list[int], what: str, scope: str,
+def _one(commits: Sequence[Named], hits: list[int], what: str, scope: str,
          narrow: str) -> int:
     if len(hits) == 1:
         return hits[0]
