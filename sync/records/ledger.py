@@ -18,7 +18,7 @@ import functools
 import itertools
 import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -94,11 +94,12 @@ class Table:
         shas: list[tuple[str, int]] = []
         words: list[str] = []
         for i, r in enumerate(self.rows):
-            for a, b in PR_REF.findall(r.text):
-                prs.setdefault(int(a or b), set()).add(i)
+            for n in pr_refs(r.text):
+                prs.setdefault(n, set()).add(i)
             shas += [(w, i) for w in set(sha_words(r.text))]
             words.append("\n".join(set(_PATH_RUN.findall(r.text))))
-        return RowRefs(prs, sorted(shas), words)
+        shas.sort()
+        return RowRefs(prs, [w for w, _ in shas], [i for _, i in shas], words)
 
 
 def split_row(line: str) -> list[str]:
@@ -321,18 +322,14 @@ def append(path: Path, cells: tuple[str, str, str, str], *, rel: str) -> str:
 @dataclass(frozen=True)
 class RowRefs:
     prs: dict[int, set[int]]  # PR -> the rows naming it
-    shas: list[tuple[str, int]]  # (SHA word, row), sorted
+    shas: list[str]  # every SHA word of a row, sorted (once per row naming it)
+    sha_rows: list[int]  # the row of each
     words: list[str]  # each row's path words, one per line
 
     def rows_naming(self, sha: str, pr: int | None) -> set[int]:
         """The rows that name the commit: its PR, or a prefix of its SHA (7+ characters)."""
         out = set(self.prs.get(pr, ())) if pr is not None else set()
-        i = bisect_left(self.shas, (sha[:7], -1))
-        while i < len(self.shas) and self.shas[i][0].startswith(sha[:7]):
-            if sha.startswith(self.shas[i][0]):
-                out.add(self.shas[i][1])
-            i += 1
-        return out
+        return out | {self.sha_rows[i] for i in _prefixes(self.shas, sha)}
 
 
 def names_change(table: Table, paths: Sequence[str], sha: str, pr: int | None) -> bool:
@@ -392,10 +389,14 @@ class Refs:
         """A row names the PR, or the commit by a prefix of its SHA (7+ characters)."""
         if pr is not None and pr in self.prs:
             return True
-        # The words that could be a prefix of `sha` sort in one run after its first 7.
-        i = bisect_left(self.shas, sha[:7])
-        while i < len(self.shas) and self.shas[i].startswith(sha[:7]):
-            if sha.startswith(self.shas[i]):
-                return True
-            i += 1
-        return False
+        return next(_prefixes(self.shas, sha), None) is not None
+
+
+def _prefixes(words: Sequence[str], sha: str) -> Iterator[int]:
+    """The indexes in `words` (sorted) of the words that are prefixes of `sha`: they sort in
+    one run after its first 7 characters."""
+    i = bisect_left(words, sha[:7])
+    while i < len(words) and words[i].startswith(sha[:7]):
+        if sha.startswith(words[i]):
+            yield i
+        i += 1
