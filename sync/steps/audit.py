@@ -18,6 +18,7 @@ Git stays a constant number of processes (`headers.verify`).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -359,8 +360,7 @@ class _Noted:
 
     def __call__(self, *paths: str) -> ledger.Mention | None:
         """The last row naming any of `paths`; None: no row does."""
-        named = [m for m in map(self._one, paths) if m is not None]
-        return max(named, key=lambda m: m.row) if named else None
+        return _latest(map(self._one, paths))
 
     def _one(self, path: str) -> ledger.Mention | None:
         """Ledgers write upstream paths below a mirrored root too (`v1/core/x.py` for
@@ -370,8 +370,7 @@ class _Noted:
             rest = next((path[len(r):] for r in self.roots if path.startswith(r)), "")
             if "/" in rest:
                 found.append(ledger.latest_mention(self.table, rest, starts_word=True))
-            named = [m for m in found if m is not None]
-            self.seen[path] = max(named, key=lambda m: m.row) if named else None
+            self.seen[path] = _latest(found)
         return self.seen[path]
 
     def covers(self, rel: str, c: CiteStatus) -> bool:
@@ -400,6 +399,11 @@ class _Noted:
                 return f"`{short(sha)}` is a carried PORT-NOW still open, and no row names it"
             return _unseen(last, sha, day, came)
         return ""
+
+
+def _latest(mentions: Iterable[ledger.Mention | None]) -> ledger.Mention | None:
+    named = [m for m in mentions if m is not None]
+    return max(named, key=lambda m: m.row) if named else None
 
 
 def _after(last: ledger.Mention, day: str, came: Entered | None) -> bool:
