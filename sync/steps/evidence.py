@@ -194,6 +194,7 @@ class _Blobs:
     names: dict[str, int] = field(default_factory=dict)
     data: list[bytes | None] = field(default_factory=list)
     outlines: dict[bytes, symbols.Outline | str] = field(default_factory=dict)  # by content
+    moves: dict[tuple[bytes, bytes], _Mover] = field(default_factory=dict)  # by both contents
 
     def want(self, name: str | None) -> None:
         if name and name not in self.names:
@@ -233,6 +234,14 @@ class _Blobs:
     def lines(self, name: str | None) -> list[str]:
         data = self.get(name)
         return [] if data is None else data.decode("utf-8", "replace").splitlines()
+
+    def mover(self, a: str, b: str | None) -> _Mover:
+        """Lines of blob `a` as lines of blob `b`. Several citations of one file at one SHA
+        read against one parent: the line diff is made once per pair of contents."""
+        key = (self.get(a) or b"", self.get(b) or b"")
+        if key not in self.moves:
+            self.moves[key] = _line_map(self.lines(a), self.lines(b))
+        return self.moves[key]
 
 
 def _at(sha: str | None, path: str) -> str | None:
@@ -388,8 +397,7 @@ class _Reader:
             return ()
         if name == self.parent_blob or self.blobs.get(name) == self.blobs.get(self.parent_blob):
             return tuple(ranges)
-        a, b = self.blobs.lines(name), self.blobs.lines(self.parent_blob)
-        move = _line_map(a, b)
+        move = self.blobs.mover(name, self.parent_blob)
         return tuple((move(x), max(move(x), move(y))) for x, y in ranges)
 
     def _by_name(self, cite: Cite, where: symbols.Outline, at: str,

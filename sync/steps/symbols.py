@@ -43,10 +43,18 @@ class Unit:
     start: int  # first line, decorators included
     end: int
     node: ast.AST
+    # Fingerprints by mode, made once: a blob's outline is shared by the commits on either
+    # side of it (a commit's new blob is the next one's old), and each compares its units.
+    prints: dict[_Mode, tuple[str, tuple[str, ...]]] = field(default_factory=dict, repr=False)
 
     @property
     def length(self) -> int:
         return self.end - self.start + 1
+
+    def fingerprint(self, mode: _Mode) -> tuple[str, tuple[str, ...]]:
+        if mode not in self.prints:
+            self.prints[mode] = fingerprint(self.node, mode)
+        return self.prints[mode]
 
 
 @dataclass(frozen=True, eq=False)
@@ -303,7 +311,7 @@ def fingerprint(node: ast.AST, mode: _Mode = _RAW) -> tuple[str, tuple[str, ...]
 
 
 def _prints(units: Iterable[Unit], mode: _Mode) -> list[tuple[str, tuple[str, ...]]]:
-    return sorted(fingerprint(u.node, mode) for u in units)
+    return sorted(u.fingerprint(mode) for u in units)
 
 
 # -- what changed in a unit ---------------------------------------------------------------------
@@ -397,8 +405,8 @@ def _same_but_name(before: tuple[Unit, ...], after: tuple[Unit, ...]) -> bool:
     a, b = before[0].node, after[0].node
     if not isinstance(a, _DEFS) or not isinstance(b, _DEFS) or type(a) is not type(b):
         return False
-    old_print, _ = fingerprint(a)
-    new_print, _ = fingerprint(b)
+    old_print, _ = before[0].fingerprint(_RAW)
+    new_print, _ = after[0].fingerprint(_RAW)
     return old_print.replace(repr(a.name), repr(b.name)) == new_print
 
 
