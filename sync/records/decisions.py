@@ -75,43 +75,38 @@ def _table(doc: dict[str, Any], path: str) -> dict[str, Any]:
     return table
 
 
-def _decision(sha: str, d: object, path: str) -> Decision:
+def _decision(sha: str, d: object, path: str, text: str) -> Decision:
+    def bad(message: str, fix: str, key: str | None = None) -> MalformedRecord:
+        # Said where it is: the key's line in the decision's table, else the table's line.
+        return MalformedRecord(message, fix, path=path,
+                               line=schema.key_line(text, "decisions", sha, key))
+
     if not _SHA.fullmatch(sha):
-        raise MalformedRecord(f"decision key {sha[:50]!r} is not a full lowercase SHA",
-                              "key decisions by the 40-hex upstream commit", path=path)
+        raise bad(f"decision key {sha[:50]!r} is not a full lowercase SHA",
+                  "key decisions by the 40-hex upstream commit")
     if not isinstance(d, dict):
-        raise MalformedRecord(f"decision {short(sha)} is not a table", "fix the file", path=path)
+        raise bad(f"decision {short(sha)} is not a table", "fix the file")
     extra = schema.unknown(d, Decision)
     if extra is not None:
-        raise MalformedRecord(f"decision {short(sha)} has unknown key {extra!r}", "remove it",
-                              path=path)
+        raise bad(f"decision {short(sha)} has unknown key {extra!r}", "remove it", extra)
     disp, reason = d.get("disposition"), d.get("reason")
     if disp not in ALL:
-        raise MalformedRecord(f"decision {short(sha)}: disposition {disp!r} is not one of "
-                              f"{', '.join(ALL)}", "fix the file", path=path)
+        raise bad(f"decision {short(sha)}: disposition {disp!r} is not one of {', '.join(ALL)}",
+                  "fix the file", "disposition")
     if not isinstance(reason, str) or not reason.strip():
-        raise MalformedRecord(f"decision {short(sha)} has no reason", "add a reason", path=path)
+        raise bad(f"decision {short(sha)} has no reason", "add a reason",
+                  "reason" if "reason" in d else None)
     values = schema.values(d, Decision)
-    if schema.mistyped(values, Decision) is not None:
-        raise MalformedRecord(f"decision {short(sha)}: by/at/subject must be strings",
-                              "fix the file", path=path)
+    wrong = schema.mistyped(values, Decision)
+    if wrong is not None:
+        raise bad(f"decision {short(sha)}: by/at/subject must be strings", "fix the file",
+                  wrong.key)
     return Decision(sha=sha, **values)
 
 
 def parse(text: str, *, path: str) -> dict[str, Decision]:
     table = _table(_toml(text, path), path)
-    out = {}
-    for sha, d in table.items():
-        try:
-            out[sha] = _decision(sha, d, path)
-        except MalformedRecord as exc:
-            line = schema.table_line(text, "decisions", sha)
-            if line is None:
-                raise
-            # Said where the table is: the message keeps its words, the path gets the line.
-            raise MalformedRecord(exc.message.removeprefix(f"{path}: "), exc.fix, path=path,
-                                  line=line) from None
-    return out
+    return {sha: _decision(sha, d, path, text) for sha, d in table.items()}
 
 
 def load(path: Path, *, rel: str) -> dict[str, Decision]:

@@ -167,3 +167,19 @@ def table_line(text: str, parent: str, key: str) -> int | None:
     m = re.search(rf'^[ \t]*\[[ \t]*{re.escape(parent)}[ \t]*\.[ \t]*"?{re.escape(key)}"?[ \t]*\]',
                   text, re.MULTILINE)
     return None if m is None else text.count("\n", 0, m.start()) + 1
+
+
+def key_line(text: str, parent: str, table: str, key: str | None) -> int | None:
+    """The line of `key = ...` in the table `[parent.table]` of a TOML record's text, else
+    the table's own line (`table_line`); None when the table is not written so."""
+    start = table_line(text, parent, table)
+    if start is None or key is None:
+        return start
+    lines = text.split("\n")
+    for n in range(start, len(lines)):  # the lines after the table's header, 0-based
+        line = lines[n].lstrip(" \t")
+        if line.startswith("["):
+            break  # the next table
+        if re.match(rf'"?{re.escape(key)}"?[ \t]*=', line):
+            return n + 1
+    return start
