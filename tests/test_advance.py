@@ -295,6 +295,10 @@ def test_full_cycle_advances_every_surface_commits_and_rolls_back(
     already = "src/vllm/v1/worker/async_output.cpp"  # a wrong path, gone at the pin already
     assert already in gone and already not in left["gone"]
     assert left["gone"] == [f for f in gone if f != already] != []
+    # ... and those gone at the pin already are said again, apart (walk-s9 U6, s10 U3: the
+    # advance of the cycle that left them was the only one to say it).
+    assert left["still_gone"] == [already]
+    assert "1 ported file(s) already cite a path the current pin does not have" in err
     assert events.verify(port) == []
     # The committed event names the oracle by its place under the oracle home: an absolute
     # path would be one maintainer's machine.

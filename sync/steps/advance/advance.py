@@ -213,10 +213,13 @@ def _one_gate_unmet(g: gates.GateResult, run: str) -> str | None:
 @dataclass(frozen=True)
 class LeftBehind:
     """The ported files an advance leaves for `check` to warn of: behind the new pin with
-    upstream changes no ledger row notes, and citing a path the new pin no longer has."""
+    upstream changes no ledger row notes, and citing a path the new pin no longer has (gone
+    in the range, or already gone at the pin: said again, or a cycle that left one would be
+    the only one to say it)."""
 
     behind: tuple[str, ...]
     gone: tuple[str, ...]
+    still_gone: tuple[str, ...] = ()
 
     def lines(self, target: str) -> list[str]:
         out = []
@@ -231,10 +234,16 @@ class LeftBehind:
                        f"{short(target)} does not have (renamed or deleted) — re-point or "
                        "drop each such citation:")
             out += [f"  {f}" for f in self.gone]
+        if self.still_gone:
+            out.append(f"{len(self.still_gone)} ported file(s) already cite a path the current "
+                       "pin does not have, and will still (check warns of them now) — re-point "
+                       "or drop each such citation:")
+            out += [f"  {f}" for f in self.still_gone]
         return out
 
     def doc(self) -> dict[str, list[str]]:
-        return {"behind": list(self.behind), "gone": list(self.gone)}
+        return {"behind": list(self.behind), "gone": list(self.gone),
+                "still_gone": list(self.still_gone)}
 
 
 def left_behind(port: Port, pin: str, target: str) -> LeftBehind:
@@ -247,9 +256,10 @@ def left_behind(port: Port, pin: str, target: str) -> LeftBehind:
                             audit.Advancing(pin, target, day))
     before = audit.run_audit(port, ref, pin, port.upstream_ref, surf)
     was_gone = {f.path for f in before.files if f.status == "path-gone"}
+    gone = [f.path for f in after.files if f.status == "path-gone"]
     return LeftBehind(
         tuple(f.path for f in after.files if f.status == "behind-changed" and f.noted is False),
-        tuple(f.path for f in after.files if f.status == "path-gone" and f.path not in was_gone))
+        tuple(f for f in gone if f not in was_gone), tuple(f for f in gone if f in was_gone))
 
 
 def _core_file_unmet(port: Port) -> list[str]:
