@@ -49,16 +49,17 @@ def test_queue_json(world: World) -> None:
          "status": "not-upstream"},
     ]
     # The commit's own diff, not the drift since each file pin: its definitions marked, the
-    # ones a citation hits with the port files that cite them.
+    # ones a citation hits with the port files that cite them (here: cite the file whole).
     assert first["commit_diffs"] == [{
         "upstream_path": "vllm/a.py", "new_path": None, "insertions": 2, "deletions": 1,
         "binary": False, "command": f"git show {up.a_again[:12]} -M -- vllm/a.py",
         "definitions": [
-            {"name": "a", "change": "modified",
-             "cited_by": ["src/a.cpp", "src/hot.cpp", "src/pr.cpp"]},
-            {"name": "extra", "change": "added", "cited_by": []}],
+            {"name": "a", "change": "modified", "cited_by": [],
+             "whole_by": ["src/a.cpp", "src/hot.cpp", "src/pr.cpp"]},
+            {"name": "extra", "change": "added", "cited_by": [], "whole_by": []}],
         "hunks": [{"old": "1", "new": "1-2", "definitions": [
-            "a (modified; cited by src/a.cpp, src/hot.cpp, src/pr.cpp)", "extra (added)"]}],
+            "a (modified; its file cited whole by src/a.cpp, src/hot.cpp, src/pr.cpp)",
+            "extra (added)"]}],
     }]
     assert first["diffs"] == []  # the drift is the second view: --drift
     last = items[1]
@@ -66,6 +67,24 @@ def test_queue_json(world: World) -> None:
             for d in last["commit_diffs"]] == [("vllm/b.py", 1, 1), ("vllm/c.py", 1, 1)]
     assert not any(i["ledgered"] for i in items)
     assert all(i["patch"] is None for i in items)
+
+
+def test_a_definition_cited_by_name_is_told_from_one_whose_file_is_cited_whole(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """walk-s12 O3: `*` and "cited by" marked every changed definition of a file cited
+    whole, so a citation of the definition itself could not be told from it."""
+    w = make_world(tmp_path, monkeypatch)
+    write(w.root, "src/named.cpp", f"// Ported from: vllm/a.py::a @ {w.up.older[:10]}\n\nint n;\n")
+    assert run(w.root, "sync", "--target", w.up.target).rc == 0
+    r = run(w.root, "queue")
+    assert r.rc == 0, r.err
+    assert ("     * a (modified; cited by src/named.cpp; its file cited whole by src/a.cpp, "
+            "src/hot.cpp, src/pr.cpp)") in r.out.splitlines()
+    assert "       extra (added)" in r.out.splitlines()
+    first = json.loads(run(w.root, "queue", "--json").out)["items"][0]
+    assert first["commit_diffs"][0]["definitions"][0] == {
+        "name": "a", "change": "modified", "cited_by": ["src/named.cpp"],
+        "whole_by": ["src/a.cpp", "src/hot.cpp", "src/pr.cpp"]}
 
 
 def test_queue_drift_view(world: World) -> None:
@@ -105,7 +124,7 @@ def test_queue_text_golden(world: World) -> None:
     assert lines[2] == f"   src/a.cpp: vllm/a.py @ {up.older[:10]} (behind)"
     assert lines[5:8] == [
         f"   git show {up.a_again[:12]} -M -- vllm/a.py   (+2 -1)",
-        "     * a (modified; cited by src/a.cpp, src/hot.cpp, src/pr.cpp)",
+        "       a (modified; its file cited whole by src/a.cpp, src/hot.cpp, src/pr.cpp)",
         "       extra (added)"]
     drift = run(world.root, "queue", "--drift").out.splitlines()
     assert drift[8] == (f"   drift: git diff {up.older[:12]}..{up.target[:12]} -- vllm/a.py   "
@@ -125,10 +144,11 @@ def test_queue_patch_files(world: World, tmp_path: Path) -> None:
     text = (out / names[0]).read_text()
     assert text.startswith(f"# 1. {up.a_again} vllm#12 [Core] Change a again (#12)\n"
                            f"# git show {up.a_again[:12]} -M -- vllm/a.py\n"
-                           "#   vllm/a.py: a (modified; cited by src/a.cpp, src/hot.cpp, "
-                           "src/pr.cpp)\n")
+                           "#   vllm/a.py: a (modified; its file cited whole by src/a.cpp, "
+                           "src/hot.cpp, src/pr.cpp)\n")
     assert text.count("diff --git a/vllm/a.py b/vllm/a.py") == 1
-    assert "@@ -1 +1,2 @@  [a (modified; cited by" in text and "+extra = True" in text
+    assert "@@ -1 +1,2 @@  [a (modified; its file cited whole by" in text
+    assert "+extra = True" in text
     # The patch is the commit's own diff, marks and all: it applies to the commit's parent.
     work = tmp_path / "wt"
     git(up.repo, "worktree", "add", "-q", "--detach", str(work), up.pin)

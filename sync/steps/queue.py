@@ -70,7 +70,12 @@ class Marked:
 
     name: str
     change: str  # modified, added, removed, extended, non-semantic
-    cited_by: tuple[str, ...]  # the port files whose citation it hits
+    cited_by: tuple[str, ...]  # the port files whose citation names it (and hits)
+    whole_by: tuple[str, ...] = ()  # those citing its file whole (a hit on every definition)
+
+    @property
+    def label(self) -> str:
+        return _label(self.name, self.change, self.cited_by, self.whole_by)
 
 
 @dataclass(frozen=True)
@@ -323,11 +328,20 @@ def _marks(found: dict[str, Any], path: str) -> list[tuple[str, str, list[str], 
     return out
 
 
-def _cited_by(found: dict[str, Any], path: str, name: str) -> tuple[str, ...]:
+def _cited_by(found: dict[str, Any], path: str, name: str,
+              whole: bool = False) -> tuple[str, ...]:
+    """The port files whose hit on `path` names definition `name`: by a citation naming it,
+    or (`whole`) by citing the file whole (walk-s12 O3: those were marked as citing it)."""
     files = {c.get("port_file") for c in found.get("citations", []) if isinstance(c, dict)
              and c.get("path") == path and c.get("outcome") in _HITS
+             and (c.get("outcome") == "whole-file") == whole
              and name in (c.get("definitions") or [])}
     return tuple(sorted(f for f in files if isinstance(f, str)))
+
+
+def _marked(found: dict[str, Any], path: str, name: str, change: str) -> Marked:
+    return Marked(name, change, _cited_by(found, path, name),
+                  _cited_by(found, path, name, whole=True))
 
 
 def _own(e: Entry, cp: patch.CommitPatch | None, found: dict[str, Any]) -> list[CommitDiff]:
@@ -337,8 +351,7 @@ def _own(e: Entry, cp: patch.CommitPatch | None, found: dict[str, Any]) -> list[
         if fp is not None and fp.new_path == path and fp.old_path in e.upstream_paths and (
                 fp.old_path != path):
             continue  # one rename, shown once under its old name
-        marked = tuple(Marked(n, ch, _cited_by(found, path, n))
-                       for n, ch, _o, _n in _marks(found, path))
+        marked = tuple(_marked(found, path, n, ch) for n, ch, _o, _n in _marks(found, path))
         hunks, text = _annotated(fp, found, path) if fp is not None else ((), b"")
         ins = sum(len(h.added) for h in fp.hunks) if fp else 0
         dels = sum(len(h.deleted) for h in fp.hunks) if fp else 0
@@ -356,7 +369,7 @@ def _annotated(fp: patch.FilePatch, found: dict[str, Any], path: str) -> tuple[
     out = [fp.header]
     hunks = []
     for h in fp.hunks:
-        names = tuple(_label(n, ch, _cited_by(found, path, n)) for n, ch, old, new in marks
+        names = tuple(_marked(found, path, n, ch).label for n, ch, old, new in marks
                       if _touches(h.deleted, old) or _touches(h.added, new))
         hunks.append((h.old_range(), h.new_range(), names))
         head, nl, body = h.text.partition(b"\n")
@@ -371,9 +384,11 @@ def _touches(lines: tuple[int, ...], ranges: list[str]) -> bool:
     return any(a <= n <= b for n in lines for a, b in spans)
 
 
-def _label(name: str, change: str, cited_by: tuple[str, ...]) -> str:
+def _label(name: str, change: str, cited_by: tuple[str, ...],
+           whole_by: tuple[str, ...] = ()) -> str:
     cited = f"; cited by {', '.join(cited_by)}" if cited_by else ""
-    return f"{name} ({change}{cited})"
+    whole = f"; its file cited whole by {', '.join(whole_by)}" if whole_by else ""
+    return f"{name} ({change}{cited}{whole})"
 
 
 @dataclass(frozen=True)
@@ -571,7 +586,7 @@ def _write_patch_files(directory: Path, p: _Patch) -> str:
     pr = f"vllm#{e.pr} " if e.pr is not None else ""
     title = f"# {p.index}. {e.sha} {pr}{' '.join(e.subject.split())}"
     head = [title, *(f"# {d.command}" for d in p.own)]
-    head += [f"#   {d.upstream_path}: {_label(m.name, m.change, m.cited_by)}"
+    head += [f"#   {d.upstream_path}: {m.label}"
              for d in p.own for m in d.definitions]
     body = [d.text for d in p.own]
     path = directory / patch_name(p.index, e)
@@ -592,8 +607,8 @@ def _own_doc(d: CommitDiff) -> dict[str, Any]:
     return {"upstream_path": d.upstream_path, "new_path": d.new_path,
             "insertions": d.insertions, "deletions": d.deletions, "binary": d.binary,
             "command": d.command,
-            "definitions": [{"name": m.name, "change": m.change, "cited_by": list(m.cited_by)}
-                            for m in d.definitions],
+            "definitions": [{"name": m.name, "change": m.change, "cited_by": list(m.cited_by),
+                             "whole_by": list(m.whole_by)} for m in d.definitions],
             "hunks": [{"old": o, "new": n, "definitions": list(names)}
                       for o, n, names in d.hunks]}
 
@@ -625,14 +640,14 @@ def _own_lines(d: CommitDiff) -> list[str]:
     lines = [f"   {d.command}   ({stat}){moved}"]
     for m in d.definitions:
         star = "*" if m.cited_by else " "
-        lines.append(f"     {star} {_label(m.name, m.change, m.cited_by)}")
+        lines.append(f"     {star} {m.label}")
     return lines
 
 
 def render(q: Queue) -> list[str]:
     lines = [f"PORT-NOW queue: {len(q.items)} item(s), pin {short(q.pin)} → target "
              f"{short(q.target)} (report {q.report}; run the diffs in {q.reference}; "
-             "* marks a definition a port file cites)"]
+             "* marks a definition a port file cites by name)"]
     for it in q.items:
         e = it.entry
         pr = f"vllm#{e.pr}" if e.pr is not None else "(no PR)"
