@@ -47,7 +47,9 @@ SHAPES = (Shape("change_g", "[Bugfix] Change do_g", {MOD: PIN_TEXT.replace("x * 
           Shape("first", "[Bugfix] Box.first", {MOD: PIN_TEXT.replace("return 1", "return 0")}),
           Shape("big_field", "[Bugfix] Big.a100",
                 {MOD: PIN_TEXT.replace("a100 = 100", "a100 = 7")}),
-          Shape("big_m", "[Bugfix] Big.m", {MOD: PIN_TEXT.replace("return 99", "return 98")}))
+          Shape("big_m", "[Bugfix] Big.m", {MOD: PIN_TEXT.replace("return 99", "return 98")}),
+          Shape("rocm_adds", "[ROCm] Add a helper",
+                {OTHER: "def other():\n    return 0\n\n\ndef helper():\n    return 1\n"}))
 RULES = ('[[rules]]\nid = "platforms-not-targeted"\ntags = ["ROCm"]\n'
          'disposition = "INVENTORY"\nreason = "a platform this port does not target"\n')
 
@@ -151,6 +153,25 @@ def test_a_rule_over_a_change_to_cited_code_is_listed_apart(world: World) -> Non
     assert f'1 of them (INVENTORY 1) is listed under "{report.RULED}".' in text
     assert _entry(world)["ruled_over_code"] is False
     # The section reads back: a second run writes the same report.
+    assert run(world.port, "sync")[0] == 0
+    assert md.read_text() == text
+
+
+def test_a_rule_over_ported_files_but_not_ported_code_is_listed_with_those(
+        world: World) -> None:
+    """walk-s12 O5: a rule classified a commit that the symbol pass found touches ported
+    files, not ported code; its reason said so, but the section a reviewer scans for those
+    left it out."""
+    e = _entry(world, "rocm_adds")
+    assert (e["disposition"], e["rule"], e["not_ported_code"], e["ruled_over_code"]) == (
+        "INVENTORY", "rule platforms-not-targeted", True, False)
+    assert "; touches ported files, not ported code: vllm/a/other.py → " in e["reason"]
+    (md,) = (world.port / ".agents/sync").glob("*.md")
+    text = md.read_text()
+    section = text.split(f"## {report.NOT_PORTED}\n", 1)[1].split("\n## ", 1)[0]
+    assert f"`{world.sha('rocm_adds')[:10]}`" in section
+    inventory = text.split("## INVENTORY\n", 1)[1].split("\n## ", 1)[0]
+    assert f"`{world.sha('rocm_adds')[:10]}`" not in inventory
     assert run(world.port, "sync")[0] == 0
     assert md.read_text() == text
 

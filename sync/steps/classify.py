@@ -111,16 +111,27 @@ class Entry:
 
     @property
     def not_ported_code(self) -> bool:
-        """Touches files the port cites, but not code it mirrors (its own report section)."""
-        return self.rule in NOT_PORTED_CODE
+        """Touches files the port cites, but not code it mirrors (its own report section): as
+        the symbol pass classified it, or a rule did and the pass found the same (walk-s12
+        O5: its reason said so, and the section a reviewer scans left it out)."""
+        if self.rule in NOT_PORTED_CODE:
+            return True
+        out = self._ruled_outcome()
+        return out is not None and AUTO[out][1] != "PORT-NOW" and bool(self.port_files)
 
     @property
     def ruled_over_code(self) -> bool:
         """A rule classified it, though the symbol pass found it changes code a port file
         cites: a subject tag can hide such a change, so the report lists it apart."""
-        out = self.evidence.outcome() if self.evidence is not None else None
-        return (self.auto and (self.rule or "").startswith("rule ") and out is not None
-                and AUTO[out][1] == "PORT-NOW")
+        out = self._ruled_outcome()
+        return out is not None and AUTO[out][1] == "PORT-NOW"
+
+    def _ruled_outcome(self) -> Outcome | None:
+        """What the symbol pass found of a commit a rule classified (None: no rule did, or
+        the pass read none of its paths)."""
+        if not (self.auto and (self.rule or "").startswith("rule ")) or self.evidence is None:
+            return None
+        return self.evidence.outcome()
 
 
 # -- rules ----------------------------------------------------------------------------------------
