@@ -18,7 +18,7 @@ from symbolfixture import CFG, CU, KVU, REG, RUNNER, SCHED, World, build, report
 from sync.headers.citations import Citation, Header
 from sync.port import locate
 from sync.records import cycle
-from sync.steps import surface, symbols
+from sync.steps import evidence, surface, symbols
 from sync.upstream import gitio
 
 
@@ -295,7 +295,7 @@ def test_a_basename_citation_resolves_to_the_full_path_of_its_header() -> None:
 # -- the ast mapping alone ------------------------------------------------------------------------
 
 
-def _diff(old: str, new: str) -> list[symbols.UnitChange]:
+def _diff(old: str, new: str, ctx: symbols.Context | None = None) -> list[symbols.UnitChange]:
     import difflib
 
     a, b = old.splitlines(), new.splitlines()
@@ -306,7 +306,7 @@ def _diff(old: str, new: str) -> list[symbols.UnitChange]:
             deleted += range(i1 + 1, i2 + 1)
             added += range(j1 + 1, j2 + 1)
     return symbols.changes(symbols.outline(old.encode()), symbols.outline(new.encode()),
-                           deleted, added)
+                           deleted, added, ctx)
 
 
 def test_units_name_nested_definitions_and_module_statements() -> None:
@@ -329,6 +329,16 @@ def test_units_name_nested_definitions_and_module_statements() -> None:
      "    return x\n", ("non-semantic", "docstrings or annotations only")),
     ("def f(x):\n    logger.info('a')\n    return x\n",
      "def f(x):\n    logger.warning_once('b')\n    return x\n", ("non-semantic", "logging only")),
+    # walk-s12 W8: an assert the annotation now states; asserts are what `python -O` drops.
+    ("def f(s: A):\n    assert isinstance(s, B)\n    return s.n\n",
+     "def f(s: B):\n    return s.n\n", ("non-semantic", "assertions only")),
+    ("def f(x):\n    return x\n", "def f(x):\n    assert x > 0, 'x'\n    logger.info('x')\n"
+     "    return x\n", ("non-semantic", "logging and assertions only")),
+    # ... but a check that raises is behaviour, and so is what an assert's neighbour does.
+    ("def f(x):\n    assert x\n    return x\n",
+     "def f(x):\n    if not x:\n        raise ValueError\n    return x\n", ("modified", "")),
+    ("def f(x):\n    assert x\n    return x\n", "def f(x):\n    return x + 1\n",
+     ("modified", "")),
     ("def f(x):\n    y = g(x)\n    return y\n", "def f(x):\n    z = g(x)\n    return z\n",
      ("non-semantic", "renames only: y→z")),
     ("def f(x):\n    return x\n", "def f(x):\n    return -x\n", ("modified", "")),
@@ -346,6 +356,26 @@ def test_units_name_nested_definitions_and_module_statements() -> None:
 def test_how_a_unit_changed(old: str, new: str, want: tuple[str, str]) -> None:
     (u,) = _diff(old, new)
     assert (u.change, u.detail) == want
+
+
+def test_a_test_modules_asserts_are_what_it_checks() -> None:
+    """walk-s12 W8's fix is for runtime code: in a test module an assert is the check."""
+    old, new = "def test_f():\n    assert f() == 1\n", "def test_f():\n    assert f() == 2\n"
+    (u,) = _diff(old, new, symbols.Context(tests=True))
+    assert (u.change, u.detail) == ("modified", "")
+    (u,) = _diff(old, new)
+    assert (u.change, u.detail) == ("non-semantic", "assertions only")
+    logs = "def test_f():\n    logger.info('a')\n    assert f()\n"
+    (u,) = _diff(logs, logs.replace("'a'", "'b'"), symbols.Context(tests=True))
+    assert (u.change, u.detail) == ("non-semantic", "logging only")
+
+
+@pytest.mark.parametrize(("path", "test"), [
+    ("tests/v1/test_x.py", True), ("vllm/x/tests/helpers.py", True), ("test_x.py", True),
+    ("vllm/x_test.py", True), ("tests/conftest.py", True), ("vllm/testing.py", False),
+    ("vllm/v1/attention/backends/gdn_attn.py", False), ("vllm/contest_test/x.py", False)])
+def test_which_modules_are_tests(path: str, test: bool) -> None:
+    assert evidence._test_module(path) is test
 
 
 def test_a_definition_renamed_in_the_commit_renames_its_callers() -> None:

@@ -263,8 +263,18 @@ def _commit(c: history.Commit, cp: patch.CommitPatch | None, surf: Surface,
             continue  # listed under its other name: a rename's target that is also cited
         if fp.new_path == path and fp.old_path in surf.cites and fp.old_path != path:
             continue  # one rename, read once under the old (cited) name
-        files.append(_file(path, fp, surf.cites[path], blobs, ctx))
+        files.append(_file(path, fp, surf.cites[path], blobs,
+                           replace(ctx, tests=_test_module(fp.new_path or path))))
     return CommitChanges(c.sha, tuple(files), tuple(sorted(ctx.models)))
+
+
+def _test_module(path: str) -> bool:
+    """A test module, as pytest finds them: under a `tests` folder, or named `test_*.py`,
+    `*_test.py` or `conftest.py` (its asserts are its checks, never debugging aids)."""
+    parts = path.split("/")
+    name = parts[-1]
+    return ("tests" in parts[:-1] or name.startswith("test_") or name == "conftest.py"
+            or name.endswith(("_test.py", "_test.pyi")))
 
 
 def _sides(fp: patch.FilePatch, blobs: _Blobs) -> tuple[

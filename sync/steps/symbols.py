@@ -9,10 +9,10 @@ by the innermost unit around it, so a change inside a method names the method, a
 changed class attribute names the class.
 
 A changed unit is compared on both blobs, least to most semantic: only comments or
-blank lines, only docstrings or annotations, only logging calls, only a consistent
-renaming of identifiers (each an IGNORE candidate, shown with its reason); only
-added rows or members (`extended`); or `modified`. `guards` keep, per changed line,
-the words of the `if` tests it sits under, for the deferred-feature signal.
+blank lines, only docstrings or annotations, only logging calls or `assert` statements,
+only a consistent renaming of identifiers (each an IGNORE candidate, shown with its
+reason); only added rows or members (`extended`); or `modified`. `guards` keep, per
+changed line, the words of the `if` tests it sits under, for the deferred-feature signal.
 """
 
 from __future__ import annotations
@@ -218,9 +218,14 @@ class _Mode:
     docstrings: bool = False  # leave out docstrings and annotations
     logging: bool = False  # leave out logging calls
     names: bool = False  # identifiers become placeholders (collected in order)
+    # Leave out `assert` statements: debugging checks, which `python -O` drops (an assert
+    # the annotation now states, `assert isinstance(spec, MambaSpec)`: walk-s12 W8).
+    asserts: bool = False
 
 
-_RAW, _DOCS, _NAMES, _ALL = _Mode(), _Mode(True), _Mode(True, False, True), _Mode(True, True, True)
+_RAW, _DOCS, _NAMES = _Mode(), _Mode(True), _Mode(True, False, True)
+_ALL, _ALL_BUT_ASSERTS = _Mode(True, True, True, True), _Mode(True, True, True)
+_LOGS, _ASSERTS = _Mode(True, True), _Mode(True, asserts=True)
 _ANNOTATION_FIELDS = frozenset({"annotation", "returns", "type_comment"})
 # A renaming is of names only: a changed attribute or keyword is a different member.
 _IDENT_FIELDS = {ast.Name: "id", ast.arg: "arg"}
@@ -237,7 +242,7 @@ class _Print:
         if node is not self.root and isinstance(node, _DEFS):
             return  # a nested definition is a unit of its own
         mode = self.mode
-        if mode.logging and _is_log(node):
+        if (mode.logging and _is_log(node)) or (mode.asserts and isinstance(node, ast.Assert)):
             return
         out = self.out
         out.append(type(node).__name__)
@@ -343,6 +348,7 @@ class Context:
     imported_old: frozenset[str] = frozenset()
     imported_new: frozenset[str] = frozenset()
     renamed_defs: frozenset[tuple[str, str]] = frozenset()  # set by `changes`: see `_renames`
+    tests: bool = False  # the blob is a test module: its asserts are what it checks
 
 
 def changes(old: Outline | None, new: Outline | None, deleted: Iterable[int],
@@ -441,7 +447,8 @@ def _compare(before: tuple[Unit, ...], after: tuple[Unit, ...],
             "typing-only imports (TYPE_CHECKING)")
     # One forgiving pass first (docstrings, annotations, logging and names left out): most
     # changes differ there already, and then no other comparison can call them non-semantic.
-    old, new = _prints(before, _ALL), _prints(after, _ALL)
+    forgiving = _ALL_BUT_ASSERTS if ctx.tests else _ALL
+    old, new = _prints(before, forgiving), _prints(after, forgiving)
     if [shape for shape, _n in old] == [shape for shape, _n in new]:
         quiet = _quiet(before, after, old == new, ctx)
         if quiet is not None:
@@ -454,13 +461,15 @@ def _compare(before: tuple[Unit, ...], after: tuple[Unit, ...],
 
 def _quiet(before: tuple[Unit, ...], after: tuple[Unit, ...], same_names: bool,
            ctx: Context) -> str | None:
-    """What a change equal in shape is: comments, docstrings, logging, or a renaming."""
+    """What a change equal in shape is: comments, docstrings, logging, assertions, or a
+    renaming."""
     if same_names:
         for mode, what in ((_RAW, "comments or formatting only"),
-                           (_DOCS, "docstrings or annotations only")):
+                           (_DOCS, "docstrings or annotations only"),
+                           (_LOGS, "logging only"), (_ASSERTS, "assertions only")):
             if _prints(before, mode) == _prints(after, mode):
                 return what
-        return "logging only"
+        return "logging only" if ctx.tests else "logging and assertions only"
     renamed = _renames(before, after, ctx)
     if renamed:
         return "renames only: " + ", ".join(f"{a}→{b}" for a, b in renamed)
