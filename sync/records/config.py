@@ -91,6 +91,14 @@ def _paths(value: object, where: str) -> tuple[str, ...]:
     return tuple(_path(v, where) for v in _strs(value, where))
 
 
+def _words(value: object, where: str) -> tuple[str, ...]:
+    words = _strs(value, where)
+    for w in words:
+        if re.fullmatch(r"[a-z][a-z0-9]*", w) is None:
+            raise _bad(f"{where}: {w!r} is not a lowercase word (letters and digits)")
+    return words
+
+
 def _absolute(value: object, where: str) -> tuple[str, ...]:
     dirs = _strs(value, where)
     for d in dirs:
@@ -408,6 +416,12 @@ class Config:
                                    "commit when each matcher it has matches. The first rule "
                                    "that matches classifies the commit; a decision outranks "
                                    "every rule", item=Rule)
+    untargeted_platforms: tuple[str, ...] = _key(
+        (), _words, "words naming platforms the port does not target (`rocm`, `xpu`): a "
+        "changed definition named for one (`rocm_gemm`, `is_xpu`), or whose every changed "
+        "line is under an `if` that requires one, is INVENTORY (`platform-not-targeted`) "
+        "where it would hit; a word matches a name's part, with digits after it (`gfx` "
+        "matches `gfx1250`)", table="classify", shown="`[]`")
     behind_without_note: Literal["warning", "error"] = _key(
         "warning", _one_of("warning", "error"), "`\"error\"` makes a per-file pin behind the "
         "parity pin without a ledger note fail `check`", table="check")

@@ -11,6 +11,13 @@ numbers: a one-off is a decision (`upstream-sync decide`).
 from __future__ import annotations
 
 RULES = '''
+# -- Platforms this port does not target, as words of upstream code: a cited definition named
+# for one (`rocm_unquantized_gemm_impl`), or changed only under an `if` that requires one
+# (`if current_platform.is_rocm():`), is INVENTORY, not PORT-NOW. Delete a word your port
+# targets (its backend matrix says which).
+[classify]
+untargeted_platforms = ["rocm", "aiter", "hip", "gfx", "xpu", "tpu", "hpu", "gaudi", "neuron"]
+
 # -- Classification rules: a starter set to edit (docs/adopting.md, "Tuning the starter rules")
 # Tried in order after recorded decisions and before the symbol pass; the first that matches
 # classifies the commit and its reason goes into the report. Tags match case-insensitively.

@@ -48,17 +48,19 @@ from sync.steps.surface import Cite, Surface
 from sync.upstream import patch
 from sync.upstream.history import Commit
 
-Outcome = Literal["hit", "whole-file", "path-level", "deferred", "other-statements", "deleted",
+Outcome = Literal["hit", "whole-file", "path-level", "deferred", "platform", "other-statements",
+                  "deleted",
                   "miss", "mention", "adds", "non-semantic", "no-change"]
 # Strongest first: the commit's outcome is the strongest of its citations' outcomes.
 ORDER: tuple[Outcome, ...] = ("hit", "path-level", "whole-file", "deleted", "deferred",
-                              "other-statements", "miss", "mention", "adds", "non-semantic",
-                              "no-change")
+                              "platform", "other-statements", "miss", "mention", "adds",
+                              "non-semantic", "no-change")
 # The auto rule each outcome gives, and its disposition.
 AUTO: dict[Outcome, tuple[str, Disposition]] = {
     "hit": ("symbol-hit", "PORT-NOW"), "path-level": ("path-level", "PORT-NOW"),
     "whole-file": ("whole-file", "PORT-NOW"), "deleted": ("cited-deleted", "INVENTORY"),
     "deferred": ("deferred-feature", "INVENTORY"),
+    "platform": ("platform-not-targeted", "INVENTORY"),
     "other-statements": ("other-statements", "INVENTORY"),
     "miss": ("not-mirrored", "INVENTORY"), "mention": ("mentioned-only", "INVENTORY"),
     "adds": ("adds-only", "INVENTORY"),
@@ -232,6 +234,32 @@ def _deferred(units: list[symbols.UnitChange], cite: Cite,
     return found[0] if found else None
 
 
+def _platform_word(words: Iterable[str], platforms: tuple[str, ...]) -> str | None:
+    """The platform a word names (`gfx` for `gfx1250`), if any."""
+    for w in words:
+        for p in platforms:
+            if w == p or (w.startswith(p) and w[len(p):].isdigit()):
+                return p
+    return None
+
+
+def _platform(units: list[symbols.UnitChange], surf: Surface) -> str | None:
+    """"'rocm'" when each of `units` is code of a platform the port does not target: named
+    for it (`rocm_unquantized_gemm_impl`), or every changed line under an `if` that
+    requires it (`if rocm_aiter_ops.is_enabled() and ...`)."""
+    if not surf.platforms or not units:
+        return None
+    found: list[str] = []
+    for u in units:
+        named = _platform_word(symbols.ident_words(u.name), surf.platforms)
+        guarded = [_platform_word(g, surf.platforms) for g in u.guards]
+        word = named or (guarded[0] if guarded and all(guarded) else None)
+        if word is None:
+            return None
+        found.append(word)
+    return f"'{found[0]}'"
+
+
 def _spans(hunks: tuple[patch.Hunk, ...]) -> list[tuple[int, int]]:
     """Each run of changed lines in the old blob (an insertion: the lines around it), read
     from the hunks' bodies: their headers include the context lines."""
@@ -279,12 +307,20 @@ def _whole_file(fc: ev.FileChange, c: ev.Cited, surf: Surface) -> Verdict:
     names = tuple(u.name for u in mods + removed)
     gone = tuple(u.name for u in removed)
     added = tuple(u.name for u in fc.units if u.change == "added") if gone else ()
+    platform = _platform(mods + removed, surf)
+    if platform is not None:
+        return Verdict(fc.path, c, "platform", names, _platform_why(names, platform))
     feature = _deferred(mods + removed, c.cite, surf)
     if feature is not None:
         return Verdict(fc.path, c, "deferred", names, f"every changed line of "
                        f"{', '.join(names)} is under an if naming {feature}")
     v = Verdict(fc.path, c, "whole-file", names, removed=gone, added=added)
     return dataclasses.replace(v, why="whole-file citation; " + _what(v, ", ".join))
+
+
+def _platform_why(names: tuple[str, ...], platform: str) -> str:
+    return (f"{', '.join(names)}: code for {platform} only (named for it, or under an if "
+            "requiring it)")
 
 
 def _what(v: Verdict, show: Callable[[Iterable[str]], str]) -> str:
@@ -338,6 +374,9 @@ def _changed_named(fc: ev.FileChange, c: ev.Cited, surf: Surface,
                            f"{_ranges(c.statements)} ({_size(first)})")
         strong = inside
     names = tuple(u.name for u in strong)
+    platform = _platform(strong, surf)
+    if platform is not None:
+        return Verdict(fc.path, c, "platform", names, _platform_why(names, platform))
     feature = _deferred(strong, c.cite, surf)
     if feature is not None:
         return Verdict(fc.path, c, "deferred", names,
@@ -465,6 +504,7 @@ def _few(names: Iterable[str]) -> str:
 _LEAD: dict[Outcome, str] = {
     "deleted": "cited definitions deleted upstream (re-point the citation)",
     "deferred": "changes only under a feature the port file defers",
+    "platform": "changes only code of a platform the port does not target",
     "other-statements": "same definition, other statements than the cited lines",
     "miss": MARKER,
     "mention": "mentioned in a port file's body, not cited",

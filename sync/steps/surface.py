@@ -75,6 +75,7 @@ class Surface:
     watched: dict[str, tuple[str, ...]] = field(default_factory=dict)  # original files
     references: dict[str, tuple[str, ...]] = field(default_factory=dict)  # mentions
     not_utf8: tuple[str, ...] = ()  # ported files whose bytes are not UTF-8
+    platforms: tuple[str, ...] = ()  # `[classify] untargeted_platforms`
 
     def citing(self, upstream_path: str) -> tuple[str, ...]:
         """The port files that cite or watch `upstream_path` (whose moves they must follow)."""
@@ -284,4 +285,5 @@ def build(port: Port) -> Surface:
                    {k: tuple(v) for k, v in sorted(cites.items())}, deferred,
                    cfg.model_globs, _sorted(refs.watched), _sorted(refs.mentioned),
                    tuple(sorted(rel for rel, h in file_headers.items()
-                                if h.kind == "PORTED" and not scans[rel].utf8)))
+                                if h.kind == "PORTED" and not scans[rel].utf8)),
+                   cfg.untargeted_platforms)

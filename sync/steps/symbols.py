@@ -332,7 +332,8 @@ class UnitChange:
     new_lines: tuple[int, ...]
     old_span: tuple[int, int] | None  # the unit's lines in each blob
     new_span: tuple[int, int] | None
-    guards: tuple[frozenset[str], ...] = ()  # per changed line: words of the `if` tests over it
+    # Per changed line: the words of what the `if` tests over it require (`holding`).
+    guards: tuple[frozenset[str], ...] = ()
 
     @property
     def semantic(self) -> bool:
@@ -660,11 +661,18 @@ def words(node: ast.AST) -> frozenset[str]:
         text = (sub.id if isinstance(sub, ast.Name) else sub.attr if isinstance(
             sub, ast.Attribute) else sub.value if isinstance(sub, ast.Constant) and isinstance(
             sub.value, str) else None)
-        if not text:
-            continue
-        for ident in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text[:200]):
-            out.add(ident.lower().strip("_"))
-            out.update(w.lower() for w in name_words(ident))
+        if text:
+            out |= ident_words(text[:200])
+    return frozenset(out)
+
+
+def ident_words(text: str) -> frozenset[str]:
+    """The identifiers of `text`, lower-cased, whole and split (`TopKSampler.is_rocm` gives
+    topksampler, top, k, sampler, is_rocm, is, rocm)."""
+    out: set[str] = set()
+    for ident in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text):
+        out.add(ident.lower().strip("_"))
+        out.update(w.lower() for w in name_words(ident))
     return frozenset(w for w in out if w)
 
 
@@ -686,9 +694,43 @@ def _under(node: ast.AST, line: int) -> frozenset[str]:
             if not start <= line <= end:
                 continue
             if isinstance(child, ast.If) and _in_test_or_body(child, line):
-                found |= words(child.test)
+                found |= holding(child.test)
             todo.append(child)
     return frozenset(found)
+
+
+_ABSENT = (None, False, 0, "")  # what `x is None`, `x == 0`, `not x` test for: x unset
+
+
+def holding(test: ast.expr) -> frozenset[str]:
+    """The words of what must hold for an `if` test to pass: each side of an `and`, the
+    words both sides of an `or` share, a presence test (`x`, `x is not None`, `x > 0`,
+    `x == "rocm"`); nothing that is negated (`not x`, `x is None`, `x != "rocm"`), since
+    the body then runs without it."""
+    if isinstance(test, ast.BoolOp):
+        parts = [holding(v) for v in test.values]
+        return frozenset().union(*parts) if isinstance(test.op, ast.And) else (
+            frozenset.intersection(*parts))
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        return frozenset()
+    if isinstance(test, ast.Compare) and not _present(test):
+        return frozenset()
+    return words(test)
+
+
+def _present(test: ast.Compare) -> bool:
+    """A comparison that holds when its subject is set: `x is not None`, `x != 0`, `x > 0`,
+    `x == "a"`, `x in (...)`; not `x is None`, `x == 0`, `x != "a"`, `x not in (...)`."""
+    if len(test.ops) != 1:
+        return not any(isinstance(op, ast.NotEq | ast.IsNot | ast.NotIn) for op in test.ops)
+    op, right = test.ops[0], test.comparators[0]
+    unset = isinstance(right, ast.Constant) and any(
+        right.value is v or (type(right.value) is type(v) and right.value == v) for v in _ABSENT)
+    if isinstance(op, ast.NotEq | ast.IsNot):
+        return unset
+    if isinstance(op, ast.Eq | ast.Is):
+        return not unset
+    return not isinstance(op, ast.NotIn)
 
 
 def _in_test_or_body(node: ast.If, line: int) -> bool:
