@@ -196,6 +196,72 @@ def test_hand_edited_reason_and_removed_auto_tag(fx: Fixture) -> None:
     assert fx.report().read_text(encoding="utf-8") == after
 
 
+def _wrap(line: str, at: int, indent: str = "  ") -> str:
+    return line[:at].rstrip(" ") + "\n" + indent + line[at:].lstrip(" ")
+
+
+@pytest.mark.parametrize(("split", "indent"), [("space", "  "), ("word", "  "), ("space", "")])
+def test_an_entry_line_an_editor_wrapped_is_no_hand_edit(fx: Fixture, split: str,
+                                                          indent: str) -> None:
+    """walk-s11 D1: a wrapped line lost its `_(auto: ...)_` tag to its next line, and was
+    read back as a hand edit: a decision with a cut reason, outranking every rule."""
+    synced(fx)
+    sha = fx.marks["change_a"]
+    before = fx.report().read_text(encoding="utf-8")
+    old = line_of(before, sha)
+    # An editor wraps at a space; a cut mid-word (a copy at a fixed width) lands in the reason.
+    reason_at = old.index(": ", old.index(" — ")) + 5
+    at = old.rindex(" ", 0, 40) if split == "space" else reason_at
+    edit_report(fx, old, _wrap(old, at, indent))
+    r = run(fx.port, "sync")
+    assert r.rc == 0, r.err
+    assert "read back" not in r.err and "unparseable" not in r.err
+    assert decided(fx) == {}
+    assert fx.report().read_text(encoding="utf-8") == before
+
+
+def test_a_persons_line_under_an_entry_is_not_joined_to_it(fx: Fixture) -> None:
+    synced(fx)
+    sha = fx.marks["change_a"]
+    old = line_of(fx.report().read_text(encoding="utf-8"), sha)
+    edit_report(fx, old, old + "\nTODO: ask the scheduler owners")
+    r = run(fx.port, "sync")
+    assert r.rc == 0 and "read back" not in r.err, r.err
+    assert "kept an unparseable line verbatim: TODO: ask the scheduler owners" in r.err
+    assert decided(fx) == {}
+
+
+def test_a_wrapped_hand_edit_is_read_whole(fx: Fixture) -> None:
+    synced(fx)
+    sha = fx.marks["change_a"]
+    old = line_of(fx.report().read_text(encoding="utf-8"), sha)
+    new = old.split(" — ")[0] + " — IGNORE: covered by the W5\n  refactor already"
+    edit_report(fx, old, new)
+    r = run(fx.port, "sync")
+    assert r.rc == 0 and "read back 1 hand-edited entries" in r.err, r.err
+    assert decided(fx)[sha].reason == "covered by the W5 refactor already"
+
+
+def test_a_report_cut_short_is_refused_before_anything_is_decided(fx: Fixture) -> None:
+    """walk-s11 D1: `head -c N` of a report ended inside an entry line, whose cut reason
+    (its auto tag gone) became a decision."""
+    synced(fx)
+    md = fx.report()
+    text = md.read_text(encoding="utf-8")
+    sha = fx.marks["change_a"]
+    cut = text[:text.index(line_of(text, sha)) + 30]
+    md.write_text(cut, encoding="utf-8")
+    r = run(fx.port, "sync")
+    assert r.rc == 4, r.err
+    assert r.err.strip().endswith(
+        f"{fx.report().relative_to(fx.port).as_posix()}: the report ends before its last "
+        "section ('## Notes'): cut short? — restore it from git, or delete it (and its "
+        ".json) and run 'upstream-sync sync' to write it afresh")
+    assert md.read_text(encoding="utf-8") == cut and decided(fx) == {}
+    md.write_text("", encoding="utf-8")  # empty: written afresh, as before
+    assert run(fx.port, "sync").rc == 0
+
+
 def test_unparseable_line_is_kept_verbatim_with_a_warning(fx: Fixture) -> None:
     synced(fx)
     sha = fx.marks["change_a"]

@@ -597,17 +597,45 @@ def _read_line(r: _Reading, section: Section | None, raw: str) -> None:
         r.unparsed.append(raw)
 
 
+def cut_short(text: str) -> bool:
+    """Whether a report's text ends before its last section (a truncated file: its last entry
+    line, cut, would read back as a hand edit). Every report ends with `## Notes`."""
+    return bool(text.strip()) and not re.search(rf"^## {NOTES}[ \t]*$", text, re.MULTILINE)
+
+
+def _unwrapped(lines: list[str], i: int) -> tuple[str, int]:
+    """Entry line `i` with the lines an editor wrapped it onto joined back, and the index
+    after them. An indented line under a list item continues it (Markdown reads the break
+    as a space); an unindented one only when the join restores the `_(auto: ...)_` tag the
+    wrap took away (else it is a person's line, kept apart as before)."""
+    raw, j = lines[i], i + 1
+    if _ENTRY_HEAD.match(raw) is None:
+        return raw, j
+    while j < len(lines) and lines[j].strip() and not lines[j].lstrip().startswith(
+            ("- ", "#", "|")):
+        joined = raw + " " + lines[j].strip()
+        if not lines[j][:1].isspace() and (_AUTO.search(raw) or not _AUTO.search(joined)):
+            break
+        raw, j = joined, j + 1
+    return raw, j
+
+
 def read_back(text: str, prefixes: dict[str, str]) -> ReadBack:
     """`prefixes` maps a sha's short form (`gitio.short`) to its rendered entry prefix."""
     r = _Reading(prefixes)
     heading = ""
-    for raw in text.splitlines():
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        raw, i = lines[i], i + 1
         section = _BY_HEADING.get(heading)
         if raw.startswith("## ") and not (section is not None and section.free_text):
             heading = raw[3:].strip()
             if heading not in _BY_HEADING:
                 r.unparsed.append(raw)  # a section of a person's own: kept, heading and all
             continue
+        if section is not None and section.read is _read_entry:
+            raw, i = _unwrapped(lines, i - 1)
         _read_line(r, section, raw)
     # Two lines for one commit cannot both be what the renderer wrote: neither is read.
     seen = Counter(short(p.sha_prefix) for p in r.entries)

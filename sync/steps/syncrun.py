@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from sync.infra.atomic import write_text
-from sync.infra.errors import EnvironmentUnresolved, SyncError, UsageError
+from sync.infra.errors import EnvironmentUnresolved, MalformedRecord, SyncError, UsageError
 from sync.infra.notes import Notes
 from sync.port import Port
 from sync.records import cycle, decisions, deviations, events, gates, pins
@@ -262,6 +262,11 @@ def _read_back(port: Port, frame: _Frame, rng: _Range, decided_now: str | None) 
     text = port.text(frame.path)
     if text is None:
         return _Earlier(None, entries)
+    if report.cut_short(text):
+        raise MalformedRecord(
+            f"the report ends before its last section ('## {report.NOTES}'): cut short?",
+            "restore it from git, or delete it (and its .json) and run 'upstream-sync sync' "
+            "to write it afresh", path=port.rel(frame.path))
     prefixes = {short(e.sha): report.entry_prefix(e) for e in entries}
     back = report.read_back(text, prefixes)
     written = _previous_lines(port, frame.path.with_suffix(".json"))
@@ -296,8 +301,10 @@ def _hand_edits(back: report.ReadBack, seen: _LastRun,
     for pe in back.entries:
         e = by_prefix[short(pe.sha_prefix)]
         last = seen.written.get(e.sha, report.entry_line(e))
-        # A line that reads back as the one written (an earlier version's escaping) is no edit.
-        if e.sha == seen.decided_now or report.unescape(pe.line) == report.unescape(last):
+        # A line that reads back as the one written (an earlier version's escaping, or its
+        # spaces moved by an editor's wrap) is no edit.
+        if e.sha == seen.decided_now or _words(report.unescape(pe.line)) == _words(
+                report.unescape(last)):
             continue
         if pe.auto_rule is not None and (pe.disposition, pe.reason) == (e.disposition, e.reason):
             continue  # only the escaping or the auto tag's text differs: nothing was decided
@@ -305,6 +312,11 @@ def _hand_edits(back: report.ReadBack, seen: _LastRun,
                                             f"hand edit of {seen.report_name}", today, e.subject)
         new += 1
     return new
+
+
+def _words(line: str) -> str:
+    """A line without its whitespace: what a hand edit must change to decide anything."""
+    return "".join(line.split())
 
 
 def _previous_lines(port: Port, json_path: Path) -> dict[str, str]:
