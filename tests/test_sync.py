@@ -14,6 +14,7 @@ from portfixture import Fixture, advance_remote, build, run, write
 from sync import port
 from sync.dev import example
 from sync.dev.fastimport import git
+from sync.infra import txn
 from sync.infra.errors import UsageError
 from sync.records import cycle, decisions
 from sync.records.config import Rule
@@ -260,6 +261,45 @@ def test_a_report_cut_short_is_refused_before_anything_is_decided(fx: Fixture) -
     assert md.read_text(encoding="utf-8") == cut and decided(fx) == {}
     md.write_text("", encoding="utf-8")  # empty: written afresh, as before
     assert run(fx.port, "sync").rc == 0
+
+
+class Killed(BaseException):
+    """A kill between two writes: no handler of ours may catch it."""
+
+
+@pytest.mark.parametrize("point", ["staged", "journal written", "replaced"])
+def test_a_decide_killed_between_its_writes_is_all_or_nothing(fx: Fixture,
+                                                               point: str) -> None:
+    """walk-s11 D7: decisions.toml, the report and its JSON were three writes; a kill
+    between them left a decision the report did not show (status and queue read stale)."""
+    synced(fx)
+    sha = fx.marks["change_a"]
+    md = fx.report()
+    before = (md.read_bytes(), md.with_suffix(".json").read_bytes())
+    seen: list[str] = []
+
+    def kill(at: str) -> None:
+        seen.append(at)
+        if at.startswith(point) and not at.endswith("decisions.toml"):
+            raise Killed(at)
+
+    txn.FAULT = kill
+    try:
+        with pytest.raises(Killed):
+            run(fx.port, "decide", sha, "IGNORE", "covered by W5")
+    finally:
+        txn.FAULT = None
+    assert len([s for s in seen if s.startswith("staged")]) >= 2  # one transaction
+    status = run(fx.port, "status", "--json")  # any command finishes or discards it
+    assert status.rc == 0, status.err
+    after = (md.read_bytes(), md.with_suffix(".json").read_bytes())
+    if point == "staged":
+        assert after == before and not (fx.sync_dir / "decisions.toml").exists()
+    else:
+        assert decided(fx)[sha].reason == "covered by W5"
+        assert "— IGNORE: covered by W5" in line_of(after[0].decode(), sha)
+        assert entries(json.loads(after[1]))[sha]["disposition"] == "IGNORE"
+    assert not [p for p in fx.sync_dir.iterdir() if ".txn" in p.name]
 
 
 def test_unparseable_line_is_kept_verbatim_with_a_warning(fx: Fixture) -> None:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 
+from sync.infra import txn
 from sync.infra.atomic import write_text
 from sync.infra.errors import EnvironmentUnresolved, MalformedRecord, SyncError, UsageError
 from sync.infra.notes import Notes
@@ -46,6 +47,9 @@ class CycleRequest:
     state: report.State | None = None
     unmet: tuple[str, ...] | None = None
     decided_now: str | None = None
+    # The decisions the port holds (`decide` kept its new one) are written with the report,
+    # in its transaction: a kill between them would leave a decision the report lacks.
+    save_decisions: bool = False
 
 
 @dataclass(frozen=True)
@@ -177,7 +181,7 @@ def _run(port: Port, notes: Notes | None, req: CycleRequest) -> Result:
                      "stay in the carry-over record until a target includes them",)
     model = _assemble(port, frame, rng, earlier, req, carried)
     if req.write_report:
-        _write(port, frame.path, model, earlier)
+        _write(port, frame.path, model, earlier, req.save_decisions)
     return Result(model, frame.path, frame.path.with_suffix(".json"), warnings=warnings,
                   new_decisions=earlier.new if req.write_report else 0,
                   carried=tuple(carried), dormant=got.dormant)
@@ -473,22 +477,31 @@ def _unmet_lines(back: report.ReadBack | None, req: CycleRequest) -> list[str]:
     return [f"- unmet: {cell(u)}" for u in unmet]
 
 
-def _write(port: Port, path: Path, model: report.Model, earlier: _Earlier) -> None:
+def _write(port: Port, path: Path, model: report.Model, earlier: _Earlier,
+           save_decisions: bool) -> None:
     with port.lock():
-        if earlier.new:
-            decisions.save(port.decisions_path, earlier.decided)
+        save = bool(earlier.new) or save_decisions
+        extra = {port.decisions_path: decisions.render(earlier.decided)} if save else {}
+        _write_files(port, path, model, extra)
+        if save:
             port.keep("decisions", earlier.decided)
-        _write_files(port, path, model)
 
 
-def _write_files(port: Port, path: Path, model: report.Model) -> None:
-    """The report and its JSON, each written only when its text changed."""
+def _write_files(port: Port, path: Path, model: report.Model,
+                 extra: dict[Path, str] | None = None) -> None:
+    """The report and its JSON (and `extra` records), each written only when its text
+    changed; more than one file in one transaction (walk-s11 D7: a kill between them left
+    a decision the report did not show, or a .md its .json contradicted)."""
     jpath = path.with_suffix(".json")
-    for target, text in ((path, report.render(model)),
-                         (jpath, report.dump_json(report.to_json(model, port.rel(path))))):
-        if port.text(target) != text:
+    texts = {**(extra or {}), path: report.render(model),
+             jpath: report.dump_json(report.to_json(model, port.rel(path)))}
+    changed = {t: text for t, text in texts.items() if port.text(t) != text}
+    if len(changed) > 1:
+        txn.commit(port.sync_dir, {t: text.encode("utf-8") for t, text in changed.items()})
+    for target, text in changed.items():
+        if len(changed) == 1:
             write_text(target, text)
-            port.wrote(target, text)
+        port.wrote(target, text)
 
 
 def _empty_model(frame: _Frame) -> report.Model:

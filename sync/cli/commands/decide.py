@@ -68,9 +68,11 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
                                  datetime.now(UTC).strftime("%Y-%m-%d"), commit.subject)
         replaced = _replaces(table.get(commit.sha), new, args.force)
         table[commit.sha] = new
-        decisions.save(port.decisions_path, table)
-        port.keep("decisions", table)
-        result = run_cycle(port, ctx, CycleRequest(decided_now=commit.sha))
+        port.keep("decisions", table)  # saved with the report it changes, all or nothing
+        result = run_cycle(port, ctx, CycleRequest(decided_now=commit.sha,
+                                                   save_decisions=True))
+        if result.nothing:  # no report to write: the decision alone
+            decisions.save(port.decisions_path, table)
     _say(ctx, new, replaced, port.rel(result.path))
     return 0
 
