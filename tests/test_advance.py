@@ -1082,6 +1082,43 @@ def test_a_kill_between_any_two_writes_leaves_all_old_or_all_new(
             assert surfaces(c.port) == new, point
 
 
+def test_a_stall_killed_between_its_writes_is_all_or_nothing(
+        prepared: Prepared, copy: Callable[[str], Copy],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """walk-s11 D7: the report, then the carry-over, then the event, each its own write: a
+    kill after the report left it STALLED with neither, and `check` called it a hand edit."""
+    c = copy("fresh")
+    rep = report_path(c.port)
+    old = (rep.read_bytes(), rep.with_suffix(".json").read_bytes())
+    points: list[str] = []
+    monkeypatch.setattr(txn, "FAULT", points.append)
+    ok("advance", "--stall")
+    monkeypatch.setattr(txn, "FAULT", None)
+    assert {"staged carry-over.toml", "staged 0001-stall.toml", f"staged {rep.name}",
+            "journal written", f"replaced {rep.name}"} <= set(points)
+    new = (rep.read_bytes(), rep.with_suffix(".json").read_bytes())
+    for point in (f"staged {rep.name}", f"replaced {rep.name}"):
+        shutil.rmtree(c.port)
+        shutil.copytree(prepared.fresh, c.port, symlinks=True)
+
+        def kill(at: str, point: str = point) -> None:
+            if at == point:
+                raise Killed(at)
+
+        monkeypatch.setattr(txn, "FAULT", kill)
+        with pytest.raises(Killed):
+            cmd("advance", "--stall")
+        monkeypatch.setattr(txn, "FAULT", None)
+        assert cmd("status")[0] == 0
+        stalled = point.startswith("replaced")
+        assert (rep.read_bytes(), rep.with_suffix(".json").read_bytes()) == (
+            new if stalled else old), point
+        assert (c.port / ".agents/sync/carry-over.toml").exists() is stalled, point
+        assert (c.port / ".agents/sync/events/0001-stall.toml").exists() is stalled, point
+        _rc, out, err = cmd("check")
+        assert "a hand edit?" not in out + err, point
+
+
 def test_recovery_leaves_a_live_transaction_alone(
         prepared: Prepared, copy: Callable[[str], Copy], monkeypatch: pytest.MonkeyPatch
         ) -> None:

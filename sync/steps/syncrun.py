@@ -18,7 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from sync.infra import txn
-from sync.infra.atomic import write_text
+from sync.infra.atomic import write_bytes
 from sync.infra.errors import EnvironmentUnresolved, MalformedRecord, SyncError, UsageError
 from sync.infra.notes import Notes
 from sync.port import Port
@@ -50,6 +50,9 @@ class CycleRequest:
     # The decisions the port holds (`decide` kept its new one) are written with the report,
     # in its transaction: a kill between them would leave a decision the report lacks.
     save_decisions: bool = False
+    # Plan the writes (`Result.writes`) but leave them to the caller, which holds the lock
+    # and commits them with its own records in one transaction (`commit_writes`).
+    stage: bool = False
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,8 @@ class Result:
     new_decisions: int = 0
     carried: tuple[carry.Imported, ...] = ()  # the carry-over record's still-open items
     dormant: tuple[str, ...] = ()  # carried commits after the target: owed by a later cycle
+    writes: dict[Path, str] = field(default_factory=dict)  # staged: the records to write
+    decided: dict[str, decisions.Decision] | None = None  # staged: the decisions written
 
 
 @dataclass(frozen=True)
@@ -153,7 +158,7 @@ def run_cycle(port: Port, notes: Notes | None = None,
     concurrent `decide` is refused (exit 6, nothing written) rather than lost.
     """
     req = request or CycleRequest()
-    if not req.write_report:
+    if not req.write_report or req.stage:  # a stage's caller holds the lock
         return _run(port, notes, req)
     with port.lock():
         return _run(port, notes, req)
@@ -180,11 +185,16 @@ def _run(port: Port, notes: Notes | None, req: CycleRequest) -> Result:
                      f"{' …' if len(got.dormant) > 3 else ''}): not owed by this cycle, they "
                      "stay in the carry-over record until a target includes them",)
     model = _assemble(port, frame, rng, earlier, req, carried)
+    writes: dict[Path, str] = {}
+    save = bool(earlier.new) or req.save_decisions
     if req.write_report:
-        _write(port, frame.path, model, earlier, req.save_decisions)
+        writes = _planned(port, frame.path, model, earlier.decided if save else None)
+        if not req.stage:
+            commit_writes(port, writes, {}, earlier.decided if save else None)
     return Result(model, frame.path, frame.path.with_suffix(".json"), warnings=warnings,
                   new_decisions=earlier.new if req.write_report else 0,
-                  carried=tuple(carried), dormant=got.dormant)
+                  carried=tuple(carried), dormant=got.dormant, writes=writes,
+                  decided=earlier.decided if save else None)
 
 
 def _not_ahead(ref: gitio.Reference, pin: str, sha: str, allow_divergent: bool) -> None:
@@ -477,31 +487,33 @@ def _unmet_lines(back: report.ReadBack | None, req: CycleRequest) -> list[str]:
     return [f"- unmet: {cell(u)}" for u in unmet]
 
 
-def _write(port: Port, path: Path, model: report.Model, earlier: _Earlier,
-           save_decisions: bool) -> None:
-    with port.lock():
-        save = bool(earlier.new) or save_decisions
-        extra = {port.decisions_path: decisions.render(earlier.decided)} if save else {}
-        _write_files(port, path, model, extra)
-        if save:
-            port.keep("decisions", earlier.decided)
-
-
-def _write_files(port: Port, path: Path, model: report.Model,
-                 extra: dict[Path, str] | None = None) -> None:
-    """The report and its JSON (and `extra` records), each written only when its text
-    changed; more than one file in one transaction (walk-s11 D7: a kill between them left
-    a decision the report did not show, or a .md its .json contradicted)."""
+def _planned(port: Port, path: Path, model: report.Model,
+             decided: dict[str, decisions.Decision] | None) -> dict[Path, str]:
+    """The report, its JSON and (`decided`) the decisions record, each only when its text
+    changed."""
     jpath = path.with_suffix(".json")
-    texts = {**(extra or {}), path: report.render(model),
+    texts = {**({port.decisions_path: decisions.render(decided)} if decided is not None else {}),
+             path: report.render(model),
              jpath: report.dump_json(report.to_json(model, port.rel(path)))}
-    changed = {t: text for t, text in texts.items() if port.text(t) != text}
-    if len(changed) > 1:
-        txn.commit(port.sync_dir, {t: text.encode("utf-8") for t, text in changed.items()})
-    for target, text in changed.items():
-        if len(changed) == 1:
-            write_text(target, text)
-        port.wrote(target, text)
+    return {t: text for t, text in texts.items() if port.text(t) != text}
+
+
+def commit_writes(port: Port, writes: dict[Path, str], more: dict[Path, bytes],
+                  decided: dict[str, decisions.Decision] | None) -> None:
+    """Write a run's records (and a caller's `more`): more than one file in one transaction
+    (walk-s11 D7: a kill between them left a decision the report did not show, a .md its
+    .json contradicted, or a STALLED report with no carry-over or event)."""
+    data = {**{t: text.encode("utf-8") for t, text in writes.items()}, **more}
+    with port.lock():
+        if len(data) > 1:
+            txn.commit(port.sync_dir, data)
+        elif data:
+            ((target, raw),) = data.items()
+            write_bytes(target, raw)
+        for target, text in writes.items():
+            port.wrote(target, text)
+        if decided is not None:
+            port.keep("decisions", decided)
 
 
 def _empty_model(frame: _Frame) -> report.Model:

@@ -21,7 +21,6 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
-from sync.infra.atomic import write_bytes
 from sync.infra.errors import BlockedCycle, SyncError, UsageError
 from sync.infra.notes import Notes
 from sync.port import Port
@@ -542,23 +541,25 @@ def stall(port: Port, ctx: Notes | None, unmet: list[str]) -> Stalled | None:
     path = syncrun.report_path(port, c)
     if not path.exists() or _advanced(port.text(path) or ""):
         return None
-    result = syncrun.run_cycle(port, ctx, syncrun.CycleRequest(state="STALLED",
-                                                                unmet=tuple(unmet)))
     rel = port.rel(path)
-    written = [path, path.with_suffix(".json")]
+    # One transaction for the report, the carry-over and the event (walk-s11 D7: a kill
+    # after the report left it STALLED with neither, which `check` took for a hand edit).
     with port.lock():
-        for file, data in carry_writes(port, result, "stall").items():
-            write_bytes(file, data)
-            written.append(file)
-        port.forget("carried")
-        evs = events.load_all(port)
+        result = syncrun.run_cycle(port, ctx, syncrun.CycleRequest(
+            state="STALLED", unmet=tuple(unmet), stage=True))
+        more = carry_writes(port, result, "stall")
         event = None
-        if not any(e.kind == "stall" and e.report == rel for e in _since_advance(evs)):
+        if not any(e.kind == "stall" and e.report == rel
+                   for e in _since_advance(events.load_all(port))):
             pin = port.pin_record().pin
-            event = events.append(port, "stall", pin_before=pin.commit, pin_after=pin.commit,
-                                  report=rel, detail="; ".join(unmet)[:2000]).path
-            written.append(event)
-    return Stalled(path, event, len(port.carried()), tuple(written))
+            event, data = events.staged(port, "stall", pin_before=pin.commit,
+                                        pin_after=pin.commit, report=rel,
+                                        detail="; ".join(unmet)[:2000])
+            more[event] = data
+        syncrun.commit_writes(port, result.writes, more, result.decided)
+        port.forget("carried")
+    written = [path, path.with_suffix(".json"), *more]
+    return Stalled(path, event, len(port.carried()), tuple(dict.fromkeys(written)))
 
 
 def _since_advance(evs: list[events.Event]) -> list[events.Event]:
