@@ -416,6 +416,7 @@ def test_stall_commit_commits_the_stall_records(prepared: Prepared,
     assert rc == 0, err
     doc = json.loads(out)
     rep = report_path(c.port)
+    assert doc["also"] == [".agents/sync/cycle.toml"]  # `sync` froze it: not the stall's
     assert doc["stalled"] is True and doc["report"] == f".agents/sync/{rep.name}"
     assert doc["event"] == ".agents/sync/events/0001-stall.toml" and doc["carried"] > 3
     touched = set(git(c.port, "show", "--format=", "--name-only", "HEAD").split())
@@ -433,6 +434,21 @@ def test_stall_commit_commits_the_stall_records(prepared: Prepared,
     assert rep.read_bytes() == md and rep.with_suffix(".json").read_bytes() == js
     assert b"carried since" not in md and json.loads(js)["carried"] == []
     assert git(c.port, "status", "--porcelain") == ""
+
+
+def test_a_stall_commit_names_a_hand_edit_it_carries(prepared: Prepared,
+                                                     copy: Callable[[str], Copy]) -> None:
+    """walk-s11 D10: a stray line a person added to the ledger went into the stall's commit
+    with no word: the commit holds every changed record, and now names those it did not
+    write."""
+    c = copy("fresh")
+    ledger = c.port / ".agents/parity-ledger.md"
+    ledger.write_text(ledger.read_text() + "extra line\n")
+    rc, _out, err = cmd("advance", "--stall", "--commit")
+    assert rc == 0, err
+    assert ("note: the commit also holds 2 record(s) changed before this command ran "
+            "(review them: git show --stat HEAD): .agents/parity-ledger.md, "
+            ".agents/sync/cycle.toml") in err
 
 
 def test_a_stall_lists_an_unported_commit_once(prepared: Prepared,
@@ -550,6 +566,9 @@ def test_advance_commit_names_the_uncommitted_paths_it_leaves_out(
     rc, out, err = cmd("advance", "--commit", "--json")
     assert rc == 0, err
     doc = json.loads(out)
+    # What the cycle's earlier commands changed goes in, named (walk-s11 D10).
+    assert {".agents/parity-ledger.md", ".agents/sync/decisions.toml"} <= set(doc["also"])
+    assert not {".agents/upstream-sync.md", ".agents/sync/carry-over.toml"} & set(doc["also"])
     assert doc["left_out"] == [edited]
     assert edited not in git(c.port, "show", "--name-only", "--format=", "HEAD").split()
     ok("rollback")

@@ -128,7 +128,7 @@ def _stall(ctx: Context, unmet: list[str], *, commit: bool) -> int:
         raise UsageError("nothing to stall: " + unmet[0], "fetch a new target and sync")
     done = None
     if commit:
-        done = synccommit.commit(port, {}, synccommit.Commit(
+        done = synccommit.commit(port, {}, wrote=s.writes, message=synccommit.Commit(
             f"sync(upstream): stall the cycle to {short(port.open_cycle().target)}",
             f"Report: {port.rel(s.report)}\nUnmet: {len(unmet)}\nCarried over: {s.carried}"))
     doc: dict[str, Any] = {"stalled": True, "report": port.rel(s.report), "unmet": unmet,

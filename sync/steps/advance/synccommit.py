@@ -90,12 +90,17 @@ class Committed:
     sha: str  # the new HEAD
     files: int  # the sync records it holds
     left_out: tuple[str, ...]  # other paths with uncommitted changes, not in the commit
+    # Records in the commit that this command did not write: changed since HEAD before it
+    # ran (a ledger row `ledger add` appended, or a person's edit), named so none goes in
+    # unread (walk-s11 D10).
+    also: tuple[str, ...] = ()
 
 
 def as_doc(done: Committed | None) -> dict[str, Any]:
     """A command's JSON keys for its commit (`commit` null when it made none)."""
     return {"commit": done.sha if done else None,
-            "left_out": list(done.left_out) if done else []}
+            "left_out": list(done.left_out) if done else [],
+            "also": list(done.also) if done else []}
 
 
 def tell(done: Committed | None, say: Callable[[str], None],
@@ -104,16 +109,24 @@ def tell(done: Committed | None, say: Callable[[str], None],
     if done is None:
         return
     say(f"committed {gitio.short(done.sha)} ({done.files} file(s))")
+    if done.also:
+        note(f"note: the commit also holds {len(done.also)} record(s) changed before this "
+             f"command ran (review them: git show --stat HEAD): {_few(done.also)}")
     if done.left_out:
-        shown = ", ".join(done.left_out[:5]) + (" …" if len(done.left_out) > 5 else "")
         note(f"note: {len(done.left_out)} other path(s) have uncommitted changes and are not "
              f"in the commit (the records were checked against the work tree as it is): "
-             f"{shown}")
+             f"{_few(done.left_out)}")
 
 
-def commit(port: Port, writes: Mapping[Path, bytes | None], message: Commit) -> Committed:
-    """Commit every changed sync record (after `writes` were written)."""
+def _few(paths: tuple[str, ...]) -> str:
+    return ", ".join(paths[:5]) + (" …" if len(paths) > 5 else "")
+
+
+def commit(port: Port, writes: Mapping[Path, bytes | None], message: Commit,
+           wrote: tuple[Path, ...] = ()) -> Committed:
+    """Commit every changed sync record (after `writes`, and `wrote`, were written)."""
     rels = changed_records(port, writes)
+    mine = {port.rel(p) for p in (*writes, *wrote)}
     try:
         gitio.run(port.root, ["add", "-A", "--", *rels])
         gitio.run(port.root, ["commit", "-q", "-m", message.subject, "-m", message.body, "--",
@@ -129,4 +142,4 @@ def commit(port: Port, writes: Mapping[Path, bytes | None], message: Commit) -> 
     sha = gitio.run(port.root, ["rev-parse", "HEAD"]).stdout.decode().strip()
     records = owned.of(port)
     others = tuple(p for _, p in _porcelain(port) if not records.owns(p))
-    return Committed(sha, len(rels), others)
+    return Committed(sha, len(rels), others, tuple(r for r in rels if r not in mine))
