@@ -89,3 +89,28 @@ def test_a_journal_may_name_only_its_own_markers(tree: Path) -> None:
     with pytest.raises(MalformedRecord, match="outside this port's records"):
         txn.recover(state, tree)
     assert target.read_text() == "kept\n"
+
+
+def test_recovery_removes_the_temp_files_of_its_own_killed_writes(tree: Path) -> None:
+    """walk-s11 U3: a kill inside the write of a staged header left `..x.h.txn.us<pid>-*.tmp`
+    in include/, which no sweep of the records' folders reaches."""
+    state = tree / ".agents" / "sync"
+    header = tree / "include" / "x.h"
+    header.parent.mkdir()
+    header.write_text("old\n")
+    dead = 4194303  # above any pid this machine hands out
+    stray = header.parent / f"..x.h.txn.us{dead}-abc123.tmp"
+    other = header.parent / f".y.h.us{dead}-abc123.tmp"  # another file's: not this journal's
+
+    def kill(at: str) -> None:
+        if at == "staged x.h":
+            stray.write_text("half")
+            raise Killed(at)
+
+    txn.FAULT = kill
+    with pytest.raises(Killed):
+        txn.commit(state, {header: b"new\n", state / "r.toml": b"r\n"})
+    txn.FAULT = None
+    other.write_text("half")
+    assert txn.recover(state, tree) is not None
+    assert header.read_text() == "old\n" and not stray.exists() and other.exists()

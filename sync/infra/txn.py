@@ -17,6 +17,7 @@ import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
+from sync.infra.atomic import orphans as atomic_orphans
 from sync.infra.atomic import port_lock, read_text, write_bytes
 from sync.infra.errors import BlockedCycle, MalformedRecord
 from sync.infra.paths import inside
@@ -118,6 +119,26 @@ def recover(state_dir: Path, root: Path | None = None) -> str | None:
 
 
 def _recover(state_dir: Path, root: Path | None) -> str | None:
+    listed = state_dir / (JOURNAL if (state_dir / JOURNAL).exists() else INTENT)
+    pairs = _pairs(listed, root) if listed.exists() else []
+    said = _finish(state_dir, root)
+    _sweep_beside(pairs)
+    return said
+
+
+def _sweep_beside(pairs: list[tuple[Path, Path]]) -> None:
+    """The temp files a kill inside one of the transaction's own writes left beside its
+    targets (`..x.h.txn.us<pid>-*.tmp`): outside the records' folders (a header under
+    include/), no other sweep finds them (walk-s11 U3)."""
+    names = {(target.parent, f".{n}.") for tmp, target in pairs for n in (tmp.name, target.name)}
+    for folder in {f for f, _ in names}:
+        for path in atomic_orphans(folder):
+            if any(path.name.startswith(n) for f, n in names if f == folder):
+                with contextlib.suppress(FileNotFoundError):
+                    path.unlink()
+
+
+def _finish(state_dir: Path, root: Path | None) -> str | None:
     if (state_dir / JOURNAL).exists():
         n = _apply(state_dir, root)
         return f"finished an interrupted transaction ({n} file(s) replaced or removed)"
