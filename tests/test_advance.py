@@ -1244,6 +1244,8 @@ def test_an_unreadable_ledger_is_an_unmet_precondition(
     assert ("unmet: the parity ledger .agents/parity-ledger.md cannot be read (no ledger table "
             "with columns") in out
     assert "no PORT-NOW commit can be checked for its ledger row" in out
+    # ... said once, not followed by a "has no ledger row" line per commit (walk-s11 U7).
+    assert "has no ledger row" not in out
 
 
 def test_a_retarget_behind_a_stall_keeps_later_carried_commits_dormant(
