@@ -109,6 +109,14 @@ def test_named_wants_two_words_and_skips_dunders() -> None:
             "_make_request", "forward_native")
     text = "KvCacheSpec kv; MakeRequest(); build(); Sampler s; __init__; forwardNative"
     assert coarse.named(defs, text) == ("KVCacheSpec", "_make_request", "forward_native")
+    # walk-s12 O1: a field of a class's words is not the class, nor a private name the
+    # public one; a private name is named in CamelCase as a C++ port writes it.
+    assert coarse.named(("ToolChoice", "get_function_parameters", "_private_helper"),
+                        "tool_choice; _get_function_parameters(); PrivateHelper()") == (
+        "_private_helper",)
+    assert coarse.named(("ToolChoice", "get_function_parameters"),
+                        "ToolChoice c; GetFunctionParameters()") == (
+        "ToolChoice", "get_function_parameters")
     # A class stays when none of its members is named; it goes when one is.
     assert coarse.named(defs, "Sampler") == ()  # one word: no evidence
     assert coarse.named(("TopKSampler", "TopKSampler.top_k_only"), "TopKSampler") == (

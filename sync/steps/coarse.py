@@ -10,6 +10,7 @@ or writes them in CamelCase), the anchors that would make the citation precise.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -81,6 +82,9 @@ def _whole_file_hits(e: Entry, latest: dict[str, tuple[int, tuple[str, ...]]]
             yield v.path, v.cited.cite.port_file
 
 
+_CAMEL = re.compile(r"[A-Z][A-Za-z0-9]*[a-z][A-Za-z0-9]*")
+
+
 def _key(name: str) -> str:
     return name.replace("_", "").lower()
 
@@ -91,7 +95,7 @@ def named(definitions: Iterable[str], text: str) -> tuple[str, ...]:
     order. A class whose members are among them gives way to them (citing the members is
     the precise anchor, and a change to the class's own statements still reaches them), and
     to its constructor, which a C++ port defines under the class's name."""
-    words = {_key(w) for w in _IDENT.findall(text)}
+    words = _Words(frozenset(_IDENT.findall(text)))
     defs = list(definitions)
     out = [name for name in defs if _names(name.rsplit(".", 1)[-1], words)]
     kept = {n for n in out if not any(m.startswith(n + ".") for m in out)}
@@ -99,10 +103,40 @@ def named(definitions: Iterable[str], text: str) -> tuple[str, ...]:
     return tuple(n for n in defs if n in kept)
 
 
-def _names(last: str, words: set[str]) -> bool:
+@dataclass(frozen=True)
+class _Words:
+    """A port file's identifiers, for `_names`."""
+
+    idents: frozenset[str]
+
+    @functools.cached_property
+    def folded(self) -> frozenset[str]:
+        return frozenset(_key(w) for w in self.idents)
+
+    @functools.cached_property
+    def capital(self) -> frozenset[str]:
+        """Folded, of the identifiers that start with a capital (`KvCacheSpec`)."""
+        return frozenset(_key(w) for w in self.idents if w[:1].isupper())
+
+    @functools.cached_property
+    def public(self) -> frozenset[str]:
+        """Folded, of the identifiers with no leading underscore."""
+        return frozenset(_key(w) for w in self.idents if not w.startswith("_"))
+
+
+def _names(last: str, words: _Words) -> bool:
     """Whether a definition's own name is among `words`: of two words or more, and not a
-    dunder (`__init__` is named by its class)."""
+    dunder (`__init__` is named by its class). A CamelCase name (a class, an alias) only by
+    a capitalised identifier (`KvCacheSpec` for `KVCacheSpec`; folded from any word, a field
+    `tool_choice` named `ToolChoice`); a public name not by a private one
+    (`_get_function_parameters` is the pin's name of what became `get_function_parameters`),
+    a private one also in CamelCase (walk-s12 O1). Otherwise in any case, with or without
+    underscores."""
     if last.startswith("__") and last.endswith("__"):
         return False
     # A name of one word (`build`, `forward`, `sample`) is in any text: no evidence of a mirror.
-    return len(symbols.name_words(last)) >= 2 and _key(last) in words
+    if len(symbols.name_words(last)) < 2:
+        return False
+    if _CAMEL.fullmatch(last):
+        return _key(last) in words.capital
+    return _key(last) in (words.folded if last.startswith("_") else words.public)
