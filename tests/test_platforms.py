@@ -112,3 +112,13 @@ def test_the_reason_names_the_platform_and_the_section(world: World) -> None:
 def test_what_an_if_test_requires(test: str, words: set[str]) -> None:
     expr = ast.parse(test, mode="eval").body
     assert symbols.holding(expr) == words
+
+
+def test_the_platform_named_is_the_first_of_the_configured_ones() -> None:
+    """A set's order (the hash seed) chose between `rocm` and `aiter` in one reason."""
+    from sync.steps import classify
+
+    words = frozenset({"rocm", "aiter", "ops", "is", "enabled"})
+    assert classify._platform_word(words, ("rocm", "aiter")) == "rocm"
+    assert classify._platform_word(words, ("aiter", "rocm")) == "aiter"
+    assert classify._platform_word(frozenset({"gfx1250x"}), ("gfx",)) is None

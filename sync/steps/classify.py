@@ -235,11 +235,12 @@ def _deferred(units: list[symbols.UnitChange], cite: Cite,
 
 
 def _platform_word(words: Iterable[str], platforms: tuple[str, ...]) -> str | None:
-    """The platform a word names (`gfx` for `gfx1250`), if any."""
-    for w in words:
-        for p in platforms:
-            if w == p or (w.startswith(p) and w[len(p):].isdigit()):
-                return p
+    """The platform a word names (`gfx` for `gfx1250`), if any: the first of `platforms`
+    (their order, not a set's, decides which the reason names)."""
+    ws = sorted(words)
+    for p in platforms:
+        if any(w == p or (w.startswith(p) and w[len(p):].isdigit()) for w in ws):
+            return p
     return None
 
 
