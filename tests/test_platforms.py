@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from symbolfixture import Plan, Shape, World, build_plan, report_doc, synced
 
-from sync.steps import symbols
+from sync.steps import classify, symbols
 
 MOD = "vllm/a/ops.py"
 PIN_TEXT = '''\
@@ -116,8 +116,6 @@ def test_what_an_if_test_requires(test: str, words: set[str]) -> None:
 
 def test_the_platform_named_is_the_first_of_the_configured_ones() -> None:
     """A set's order (the hash seed) chose between `rocm` and `aiter` in one reason."""
-    from sync.steps import classify
-
     words = frozenset({"rocm", "aiter", "ops", "is", "enabled"})
     assert classify._platform_word(words, ("rocm", "aiter")) == "rocm"
     assert classify._platform_word(words, ("aiter", "rocm")) == "aiter"
