@@ -251,13 +251,14 @@ def test_git_processes_do_not_depend_on_item_count(world: World) -> None:
     ref = gitio.open_repo(world.up.repo)
     start = gitio.PROCESS_COUNT
     workqueue.build(world.port, ref, "origin/main")
-    # classify (3) + resolve (1) + one patch listing for every item's own diff.
-    assert gitio.PROCESS_COUNT - start == 5
+    # the range's ends (1) + classify (3) + resolve (1) + one patch listing for every
+    # item's own diff.
+    assert gitio.PROCESS_COUNT - start == 6
     start = gitio.PROCESS_COUNT
     q = workqueue.build(world.port, ref, "origin/main", drift=True)
     bases = {d.base for it in q.items for d in it.diffs}
     # ...and the drift: one numstat per distinct base commit.
-    assert gitio.PROCESS_COUNT - start == 5 + len(bases)
+    assert gitio.PROCESS_COUNT - start == 6 + len(bases)
 
 
 _JSON = st.recursive(
@@ -326,3 +327,43 @@ def test_queue_patch_inside_the_port_warns(world: World) -> None:
     assert f"warning: --patch {inside.resolve()} is inside the port: the patches show in git " \
         "status" in r.err
     assert sorted(p.suffix for p in inside.iterdir()) == [".patch", ".patch"]
+
+
+def test_queue_refuses_a_checkout_without_the_cycles_commits(
+        world: World, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capfd: pytest.CaptureFixture[str]) -> None:
+    """walk-s11 D2: a clone that never fetched the upstream line (here: only the release
+    tag's history, which forks at the pin) made `queue` exit 0 with every diff empty and
+    `--patch` write empty patches; it refuses as `explain` does, and git says nothing itself."""
+    clone = tmp_path / "nofetch"
+    git(tmp_path, "clone", "-q", "--single-branch", "--branch", "v0.1.0",
+        f"file://{world.up.repo}", str(clone))
+    git(clone, "update-ref", "refs/remotes/origin/main", world.up.pin)  # "fetched" to the pin
+    assert git_rc(clone, "cat-file", "-e", f"{world.up.target}^{{commit}}") != 0
+    monkeypatch.setenv("VLLM_SOURCE", str(clone))
+    patches = tmp_path / "patches"
+    capfd.readouterr()
+    said = (f"the reference checkout {clone} does not have {world.up.target[:10]} (of the "
+            f"range {world.up.pin[:10]}..{world.up.target[:10]}) — fetch it into the checkout "
+            "('upstream-sync fetch' fetches the configured remote; a commit only another remote "
+            "has needs 'git fetch <remote> <sha>'), or move the cycle with 'upstream-sync sync "
+            "--retarget'")
+    for argv in (["queue"], ["queue", "--patch", str(patches)]):
+        r = run(world.root, *argv)
+        assert (r.rc, r.out, r.err) == (3, "", f"upstream-sync: error: {said}\n"), argv
+    assert run(world.root, "explain", "#12").err == r.err  # the sibling's own refusal
+    assert not any(patches.glob("*.patch"))
+    r = run(world.root, "queue", "--json")
+    doc = json.loads(r.out)
+    assert r.rc == 3 and doc["ok"] is False and doc["exit_code"] == 3
+    assert doc["error"]["text"] == said
+    assert capfd.readouterr().err == ""  # no raw git line on the process's own stderr
+
+
+def git_rc(repo: Path, *args: str) -> int:
+    import subprocess
+
+    from sync.dev.fastimport import hermetic_env
+
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True,
+                          env=hermetic_env(), check=False).returncode

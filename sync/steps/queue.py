@@ -254,6 +254,11 @@ def build(port: Port, ref: gitio.Reference, upstream_ref: str, *,
     in_range = {e.sha for e in entries}
     work = [e for e in entries if e.disposition == "PORT-NOW"]
     work += [e for e in listed.carried if e.disposition == "PORT-NOW" and e.sha not in in_range]
+    # The own diffs are read with `diff-tree --stdin`, which skips a commit the checkout
+    # lacks: without this, a checkout that never fetched the range lists every item empty.
+    missing = gitio.lacking(ref, pin, c.target)
+    if missing is not None:
+        raise missing
     notes: list[str] = []
     cited = _cited(port, ref, work, upstream_ref)
     plans = [_plan(e, cited, notes) for e in work]

@@ -439,10 +439,17 @@ def refs_containing(ref: Reference, sha: str, *prefixes: str) -> list[str]:
 def range_error(ref: Reference, base: str, target: str, exc: SyncError) -> SyncError:
     """What a failed read of base..target means: the end the checkout lacks, named, when it
     lacks one (one more git process, only after a failure); else git's own error."""
+    return lacking(ref, base, target) or exc
+
+
+def lacking(ref: Reference, base: str, target: str) -> EnvironmentUnresolved | None:
+    """The refusal for a checkout that lacks an end of base..target (one `git cat-file`),
+    None when it has both: for a command whose git reads of the range would not fail but
+    answer nothing (`diff-tree --stdin` skips a commit it does not have)."""
     rows = batch_check(ref, [f"{base}^{{commit}}", f"{target}^{{commit}}"])
     missing = [rev for rev, row in zip((base, target), rows, strict=True) if row is None]
     if not missing:
-        return exc
+        return None
     return EnvironmentUnresolved(
         f"the reference checkout {ref.path} does not have {', '.join(map(short, missing))} "
         f"(of the range {short(base)}..{short(target)})",
