@@ -307,3 +307,45 @@ def test_a_named_bump_names_the_carried_port_now_commits_it_claims(world: World)
             "2026-01-01-0000000.md) is ported: it changes vllm/a.py and has no ledger row "
             "yet") in r.err
     assert r.err.count(f"`{world.up.base[:10]}`") == 1
+
+
+def _drop_object(repo: Path, name: str) -> str:
+    """Remove the object `name` (`rev:path`) from `repo`: its packs unpacked to loose objects
+    first, so that one object can go while the trees that name it stay."""
+    import shutil
+
+    from sync.dev.fastimport import git
+
+    oid = git(repo, "rev-parse", name).strip()
+    keep = repo.parent / "packs"
+    keep.mkdir(exist_ok=True)
+    for p in (repo / ".git/objects/pack").iterdir():
+        shutil.move(str(p), keep / p.name)
+    for p in sorted(keep.glob("*.pack")):
+        git(repo, "unpack-objects", "-q", input=p.read_bytes())
+    (repo / ".git/objects" / oid[:2] / oid[2:]).unlink()
+    return oid
+
+
+def test_an_unreadable_blob_is_missing_objects_not_a_path_upstream_deleted(
+        world: World) -> None:
+    """walk-s11 D6b: with the blob of <target>:<cited path> gone from the checkout (the tree
+    still names it), bump-headers said "upstream deleted it — fix the header's path by hand";
+    it is the missing-objects refusal, and no header is touched."""
+    world.freeze()
+    oid = _drop_object(world.up.repo, f"{world.up.target}:vllm/c.py")
+    gitio._KNOWN.clear()
+    before = (world.root / "src/c.cpp").read_bytes()
+    for argv in (["src/c.cpp"], ["src/c.cpp", "--check"], ["--check"]):
+        r = run(world.root, "bump-headers", *argv)
+        assert r.rc == 3, (argv, r.rc, r.out, r.err)
+        assert r.err.strip() == (
+            f"upstream-sync: error: the reference checkout {world.up.repo} cannot read "
+            f"vllm/c.py at {world.up.target[:10]} (object {oid[:10]}) — the checkout is "
+            f"missing objects: re-fetch them with 'git -C {world.up.repo} fetch --refetch "
+            "origin' (or re-clone it), then run the command again"), (argv, r.err)
+        assert "deleted" not in r.out + r.err and "by hand" not in r.out + r.err
+    assert (world.root / "src/c.cpp").read_bytes() == before
+    # A path the target's tree really lacks is still "upstream deleted it".
+    rc, out, _ = refused(world, "src/gone.cpp", "--to", world.up.target)
+    assert rc == 6 and f"the target {world.up.target[:10]} has no vllm/gone.py" in out

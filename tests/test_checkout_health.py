@@ -146,3 +146,44 @@ def test_a_git_command_that_hits_a_missing_object_names_the_fix(fx: Fixture) -> 
         gitio.run(fx.reference, ["diff", fx.pin, fx.tip])  # reads the blobs it lost
     assert f"re-fetch them with 'git -C {fx.reference} fetch --refetch origin'" in str(
         info.value)
+
+
+def drop_commit(fx: Fixture, name: str) -> str:
+    """Remove the object of one commit inside pin..tip: the range can no longer be walked."""
+    _loosen(fx.reference)
+    sha = fx.marks[name]
+    (fx.reference / ".git/objects" / sha[:2] / sha[2:]).unlink()
+    return sha
+
+
+def test_a_missing_commit_of_the_range_is_missing_objects_not_divergence(fx: Fixture) -> None:
+    """walk-s11 D6a: `git merge-base --is-ancestor` exits 1 ("no") also when it cannot read a
+    commit between the two (it says so on stderr): `sync` and `advance` advised
+    --allow-divergent, `status` said "diverged" (rc 0). It is the missing-objects refusal."""
+    from sync.infra.errors import EnvironmentUnresolved
+    from sync.upstream import gitio
+
+    assert run(fx.port, "sync").rc == 0  # a cycle open to tip, as in the walk
+    drop_commit(fx, "docs")
+    gitio._KNOWN.clear()  # what this process learnt before the loss: a new run knows nothing
+    ref = gitio.open_repo(fx.reference)
+    with pytest.raises(EnvironmentUnresolved) as info:
+        gitio.is_ancestor(ref, fx.pin, fx.tip)
+    assert f"re-fetch them with 'git -C {fx.reference} fetch --refetch origin'" in str(
+        info.value)
+    assert not gitio.is_ancestor(ref, fx.marks["side"], fx.pin)  # a plain "no" stays one
+    cycle = (fx.port / ".agents/sync/cycle.toml").read_bytes()
+    # ...and so is every other command's walk that meets it (`git rev-list`: "Could not read").
+    for argv in (["sync"], ["sync", "--retarget"], ["advance", "--dry-run"], ["status"],
+                 ["status", "--json"], ["queue"], ["check"], ["bump-headers", "--check"]):
+        r = run(fx.port, *argv)
+        assert r.rc == 3, (argv, r.rc, r.out, r.err)
+        said = r.out + r.err
+        assert "fetch --refetch origin" in said, (argv, said)
+        assert "allow-divergent" not in said and "diverged" not in said
+        assert "does not descend" not in said, (argv, said)
+    assert (fx.port / ".agents/sync/cycle.toml").read_bytes() == cycle
+    (fx.port / ".agents/sync/cycle.toml").unlink()
+    r = run(fx.port, "sync")  # no cycle open: the target is checked against the pin first
+    assert r.rc == 3 and "fetch --refetch origin" in r.err and "divergent" not in r.err, r.err
+    assert not (fx.port / ".agents/sync/cycle.toml").exists()

@@ -139,10 +139,12 @@ class Cited:
 
 
 class Tree:
-    """The file paths of one commit, for resolving a relative cited path by a unique match."""
+    """The file paths of one commit, for resolving a relative cited path by a unique match,
+    and the blob each names (to tell a path the tree lacks from one whose blob is lost)."""
 
-    def __init__(self, paths: list[str]) -> None:
+    def __init__(self, paths: list[str], blobs: dict[str, str] | None = None) -> None:
         self.files = frozenset(paths)
+        self.blobs = blobs or {}
         self._sorted = sorted(paths)
         self._by_name: dict[str, list[str]] = {}
         for p in paths:
@@ -187,23 +189,28 @@ def content(ref: gitio.Reference, against: str, cited: list[Cited]) -> dict[Cite
     """What became of each cited path from its cited commit to `against` (a full SHA).
 
     A constant number of git processes whatever the number of citations: one
-    `cat-file --batch-check` for the blobs at both ends, one `ls-tree` and one more
-    batch check when a relative path must be resolved, one `merge-base` and one `git log`
-    for the commits that changed, renamed or deleted them.
+    `cat-file --batch-check` for the blobs at both ends, one `ls-tree` when a path reads as
+    absent at `against` (and one more batch check when a relative path must be resolved),
+    one `merge-base` and one `git log` for the commits that changed, renamed or deleted them.
+    Refused (the checkout is missing objects) when `against`'s tree names a cited path whose
+    blob the checkout cannot read: that is no deletion.
     """
     gitio.check_rev(against)
     wanted = list(dict.fromkeys(cited))
     ids = _blob_ids(ref, against, [(c.commit, c.path) for c in wanted])
     paths = {c: c.path for c in wanted}
     lost = [c for c in wanted if ids[(c.commit, c.path)] == (None, None)]
-    tree = None
-    if lost:
-        tree = Tree(gitio.tree_paths(ref, against))
+    absent = any(ids[(c.commit, c.path)][1] is None for c in wanted)
+    tree = _tree(ref, against) if absent else None
+    if tree is not None and lost:
         moved = {c: tree.resolve(c.path, c.near) for c in lost}
         again = _blob_ids(ref, against, [(c.commit, p) for c, p in moved.items() if p])
         for c, p in moved.items():
             if p is not None and again[(c.commit, p)] != (None, None):
                 paths[c], ids[(c.commit, p)] = p, again[(c.commit, p)]
+    if tree is not None:
+        _unreadable(ref, against, tree, [paths[c] for c in wanted
+                                         if ids[(c.commit, paths[c])][1] is None])
     kinds = {c: _kind(ids[(c.commit, paths[c])]) for c in wanted}
     moving = [c for c in wanted if kinds[c] in ("changed", "gone")]
     history_of = _history(ref, against, sorted({c.commit for c in moving}))
@@ -217,6 +224,25 @@ def content(ref: gitio.Reference, against: str, cited: list[Cited]) -> dict[Cite
         else:
             out[c] = history_of.explain(c.commit, path, changed=kind == "changed")
     return out
+
+
+def _tree(ref: gitio.Reference, against: str) -> Tree:
+    """`against`'s tree from one `git ls-tree` (which reads trees, never blobs)."""
+    entries = gitio.tree_entries(ref.path, against)
+    return Tree([e.path for e in entries],
+                {e.path: e.object_id for e in entries if e.kind == "blob"})
+
+
+def _unreadable(ref: gitio.Reference, against: str, tree: Tree, absent: list[str]) -> None:
+    """Refuse when `against`'s tree names a blob of `absent` (paths the batch check could not
+    read there): the checkout lost the object; upstream did not delete the file."""
+    lost = [(p, tree.blobs[p]) for p in dict.fromkeys(absent) if p in tree.blobs]
+    if lost:
+        path, oid = lost[0]
+        more = f" and {len(lost) - 1} more" if len(lost) > 1 else ""
+        raise EnvironmentUnresolved(
+            f"the reference checkout {ref.path} cannot read {path} at {gitio.short(against)} "
+            f"(object {gitio.short(oid)}){more}", gitio.refetch_fix(ref.path))
 
 
 def _missing(path: str, tree: Tree | None) -> Content:

@@ -181,19 +181,31 @@ def run(
     return proc
 
 
+# "Could not read <id>": a walk (rev-list, merge-base) that met a commit it cannot read.
 _MISSING_OBJECT = re.compile(r"unable to read|bad object|missing (?:blob|tree|commit)|"
-                             r"did not receive expected object|could not parse object")
+                             r"did not receive expected object|could not parse object|"
+                             r"[Cc]ould not read [0-9a-f]{40}")
+
+
+def refetch_fix(repo: Path) -> str:
+    """What to do about a checkout that cannot read objects it has refs to."""
+    return (f"the checkout is missing objects: re-fetch them with 'git -C {repo} fetch "
+            "--refetch origin' (or re-clone it), then run the command again")
+
+
+def _verdicts(stderr: bytes) -> list[str]:
+    """git's own verdict lines ("fatal: ...", "error: ..."), not the advice it adds."""
+    return [line for line in stderr.decode("utf-8", "replace").strip().splitlines()
+            if line.startswith(("fatal:", "error:"))]
 
 
 def _fail(repo: Path, args: Sequence[str], stderr: bytes) -> None:
     msg = stderr.decode("utf-8", "replace").strip().splitlines()
-    # git's own verdict ("fatal: ...", "error: ..."), not the advice lines it adds after it.
-    said = [line for line in msg if line.startswith(("fatal:", "error:"))]
+    said = _verdicts(stderr)
     last = said[0] if said else msg[-1] if msg else "no message"
     fix = "check the repository and the revisions given"
     if any(_MISSING_OBJECT.search(line) for line in msg):
-        fix = (f"the checkout is missing objects: re-fetch them with 'git -C {repo} fetch "
-               "--refetch origin' (or re-clone it), then run the command again")
+        fix = refetch_fix(repo)
     raise EnvironmentUnresolved(f"git {args[0]} failed in {repo}: {last}", fix)
 
 
@@ -340,6 +352,13 @@ def is_ancestor(ref: Reference, ancestor: str, descendant: str) -> bool:
         return bool(_KNOWN[key])
     proc = run(ref.path, ["merge-base", "--is-ancestor", "--end-of-options", ancestor, descendant],
                check=False)
+    said = _verdicts(proc.stderr)
+    if proc.returncode == 1 and said:
+        # git exits 1 ("no") also when a commit between the two cannot be read: that is no
+        # answer, and taking it for "no" sent a corrupt checkout to --allow-divergent.
+        raise EnvironmentUnresolved(
+            f"cannot tell whether {short(ancestor)} is an ancestor of {short(descendant)} in "
+            f"{ref.path}: {said[0]}", refetch_fix(ref.path))
     if proc.returncode not in (0, 1):
         raise EnvironmentUnresolved(
             f"cannot compare {short(ancestor)} and {short(descendant)} in {ref.path}",
@@ -498,14 +517,6 @@ def batch_check(ref: Reference, names: list[str]) -> list[tuple[str, str] | None
         ok = len(parts) == 3 and _OBJECT_ID.fullmatch(parts[0]) is not None
         out.append((parts[0], parts[1]) if ok else None)
     return out
-
-
-def tree_paths(ref: Reference, rev: str) -> list[str]:
-    """Every file path in `rev`'s tree (one `git ls-tree -r -z`)."""
-    check_rev(rev)
-    out = ref.git("-c", "core.quotePath=false", "ls-tree", "-r", "-z", "--name-only",
-                  "--end-of-options", rev)
-    return [p for p in out.decode("utf-8", "surrogateescape").split("\0") if p]
 
 
 def merge_base(ref: Reference, shas: list[str]) -> str | None:
