@@ -99,14 +99,20 @@ def test_fetch_target_options(fx: Fixture) -> None:
     c = frozen(fx)
     assert (c.target, c.target_ref) == (fx.marks["rename"], fx.marks["rename"][:10])
     # Another target for the open cycle is refused without --retarget (nothing changes).
-    other = run(fx.port, "fetch", "--target", fx.pin)
+    other = run(fx.port, "fetch", "--target", fx.tip)
     assert other.rc == 2 and frozen(fx) == c
     assert other.err.splitlines()[-1] == (
         f"upstream-sync: error: the open cycle is frozen at {fx.marks['rename'][:10]} "
-        f"({fx.marks['rename'][:10]}); {fx.pin} is {fx.pin[:10]} — pass --retarget to move "
+        f"({fx.marks['rename'][:10]}); {fx.tip} is {fx.tip[:10]} — pass --retarget to move "
         "the cycle to it, or leave --target out to keep the frozen target")
-    same = run(fx.port, "fetch", "--target", fx.pin, "--retarget")
-    assert same.rc == 0 and same.out == f"nothing to sync: the target {fx.pin[:10]} is the pin\n"
+    # The pin is no target for it, --retarget or not (walk-s11 D8: it froze the cycle there).
+    for argv in ([], ["--retarget"]):
+        same = run(fx.port, "fetch", "--target", fx.pin, *argv)
+        assert same.rc == 2 and frozen(fx) == c
+        assert same.err.splitlines()[-1] == (
+            f"upstream-sync: error: the target {fx.pin[:10]} is the pin: there is nothing to "
+            f"retarget to — the open cycle to {fx.marks['rename'][:10]} is kept: leave "
+            "--target out to sync it, or name a target past the pin")
     bad = run(fx.port, "fetch", "--target", "v9.9.9")
     assert bad.rc == 2
     assert bad.err.splitlines()[-1].startswith(

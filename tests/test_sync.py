@@ -687,6 +687,30 @@ def test_another_target_for_an_open_cycle_needs_retarget(fx: Fixture) -> None:
     assert "- Cycle state: ACTIVE" in old.read_text(encoding="utf-8")
 
 
+def test_a_retarget_to_the_pin_is_refused_and_the_open_cycle_kept(fx: Fixture) -> None:
+    """walk-s11 D8: `sync --retarget --target HEAD` (the checkout's HEAD is at the pin) said
+    "nothing to sync" (rc 0) but froze the open cycle at the pin and marked its report
+    RETARGETED, and queue and sync then sent each other round. It is refused, writing
+    nothing; so is the pin named without --retarget (whose advice was to pass it), and a
+    --retarget to a remote that is back at the pin."""
+    synced(fx)
+    before = {p: p.read_bytes() for p in sorted(fx.sync_dir.rglob("*")) if p.is_file()}
+    said = (f"upstream-sync: error: the target {fx.pin[:10]} is the pin: there is nothing to "
+            f"retarget to — the open cycle to {fx.tip[:10]} is kept: leave --target out to "
+            "sync it, or name a target past the pin\n")
+    assert git(fx.reference, "rev-parse", "HEAD").strip() == fx.pin
+    for argv in (["--retarget", "--target=HEAD"], ["--target", fx.pin, "--retarget"],
+                 ["--target", "HEAD"]):
+        r = run(fx.port, "sync", *argv)
+        assert (r.rc, r.out, r.err) == (2, "", said), argv
+    git(fx.reference, "update-ref", "refs/remotes/origin/main", fx.pin)
+    r = run(fx.port, "sync", "--retarget")
+    assert (r.rc, r.out, r.err) == (2, "", said)
+    assert {p: p.read_bytes() for p in sorted(fx.sync_dir.rglob("*")) if p.is_file()} == before
+    git(fx.reference, "update-ref", "refs/remotes/origin/main", fx.tip)
+    assert synced(fx)["target"] == fx.tip  # the open cycle goes on
+
+
 def test_a_refused_divergent_target_leaves_the_open_cycle_alone(fx: Fixture) -> None:
     synced(fx)
     before = cycle.load(port.locate(str(fx.port)))

@@ -77,11 +77,17 @@ def _wanted(port: Port, ref: gitio.Reference, wanted: Wanted
 def _needs_retarget(ref: gitio.Reference, current: cycle.Cycle | None, wanted: Wanted,
                     asked: tuple[str, str]) -> None:
     """Another target for the open cycle is refused unless `retarget` says so (one behind the
-    pin first: a retarget would not make it one)."""
+    pin first: a retarget would not make it one); the pin itself, always: a cycle moved onto
+    it has no range, so its report is never written and queue and sync send each other round."""
     want, sha = asked
-    if current is not None and current.pin == wanted.pin and not wanted.retarget:
-        if sha != wanted.pin:
-            refuse_behind(ref, wanted.pin, sha)
+    if current is None or current.pin != wanted.pin:
+        return
+    if sha == wanted.pin != current.target:
+        raise UsageError(f"the target {short(sha)} is the pin: there is nothing to retarget to",
+                         f"the open cycle to {short(current.target)} is kept: leave --target "
+                         "out to sync it, or name a target past the pin")
+    if not wanted.retarget:
+        refuse_behind(ref, wanted.pin, sha)
         raise UsageError(
             f"the open cycle is frozen at {short(current.target)} ({current.target_ref}); "
             f"{want} is {short(sha)}", "pass --retarget to move the cycle to it, or leave "
