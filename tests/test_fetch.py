@@ -71,12 +71,30 @@ def test_second_fetch_keeps_the_target_until_retarget(fx: Fixture) -> None:
     # sync follows the frozen target too, and says the remote moved.
     s = run(fx.port, "sync", "--json")
     assert s.rc == 0 and json.loads(s.out)["target"] == first
-    assert "this cycle keeps its target" in s.err
+    assert "the open cycle keeps its target" in s.err
     j = run(fx.port, "fetch", "--json")
     assert json.loads(j.out)["remote_moved_to"] == second
     moved = run(fx.port, "fetch", "--retarget")
     assert moved.rc == 0 and f"target {second} (origin/main) frozen" in moved.out
     assert frozen(fx).target == second
+
+
+def test_a_remote_moved_back_is_told_as_that(fx: Fixture) -> None:
+    """walk-s11 U1: a force-push behind the frozen target read "moved to", and a retarget
+    then dropped commits from the cycle without a word."""
+    first = advance_remote(fx, "later1")
+    second = advance_remote(fx, "later2")
+    assert run(fx.port, "fetch").rc == 0 and frozen(fx).target == second
+    git(fx.remote, "update-ref", "refs/heads/main", first)
+    dropped = int(git(fx.reference, "rev-list", "--count", "--no-merges",
+                      f"{first}..{second}").strip())
+    r = run(fx.port, "fetch")
+    assert r.rc == 0, r.err
+    assert (f"origin/main moved back, behind the open cycle's target, to {first[:10]} (a "
+            f"force-push?); the open cycle keeps its target {second[:10]}: --retarget would "
+            f"drop {dropped} of its commits") in r.err
+    s = run(fx.port, "sync")
+    assert s.rc == 0 and "the remote moved back, behind the open cycle's target" in s.err
 
 
 def test_fetch_with_a_dirty_reference_checkout(fx: Fixture) -> None:

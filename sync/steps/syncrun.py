@@ -230,8 +230,7 @@ def _frame(port: Port, notes: Notes | None, req: CycleRequest) -> _Frame:
     frozen = freeze(port, ref, wanted)
     c = frozen.cycle
     if frozen.moved and notes is not None:
-        notes.note(f"the remote moved to {short(frozen.moved)}; this cycle keeps its target "
-                   f"{short(c.target)} (pass --retarget to move it)")
+        notes.note(target_step.moved_note(ref, "the remote", frozen.moved, c.target))
     return _Frame(ref, pin, c, report_path(port, c))
 
 

@@ -144,6 +144,19 @@ def _retire(port: Port, path: Path) -> None:
             port.wrote(file, new)
 
 
+def moved_note(ref: gitio.Reference, remote: str, moved: str, target: str) -> str:
+    """What the remote's move means for the open cycle: ahead of its target (new commits),
+    or not (walk-s11 U1: a force-push back was told as a plain move, and a retarget then
+    dropped commits from the cycle without a word)."""
+    keeps = f"the open cycle keeps its target {short(target)}"
+    if gitio.is_ancestor(ref, target, moved):
+        return f"{remote} moved to {short(moved)}; {keeps} (pass --retarget to move it)"
+    dropped = gitio.count_range(ref, moved, target)
+    where = "back, behind" if gitio.is_ancestor(ref, moved, target) else "off the line of"
+    return (f"{remote} moved {where} the open cycle's target, to {short(moved)} (a "
+            f"force-push?); {keeps}: --retarget would drop {dropped} of its commits")
+
+
 def _kept(current: cycle.Cycle | None, wanted: Wanted, sha: str, want: str) -> Frozen | None:
     """The open cycle, when what is wanted leaves it as it is."""
     if current is None or current.pin != wanted.pin:

@@ -6,7 +6,7 @@ import argparse
 
 from sync.cli.context import Context, add_json
 from sync.infra.errors import UsageError
-from sync.steps.target import Wanted, freeze
+from sync.steps.target import Wanted, freeze, moved_note
 from sync.upstream import gitio, health
 from sync.upstream.gitio import short
 
@@ -51,8 +51,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
                        "commits": behind, "dirty": not tree.clean, "state": tree.describe()})
         return 0
     if frozen.moved:
-        ctx.note(f"{prefs.remote}/{prefs.branch} moved to {short(frozen.moved)}; the open cycle "
-                 f"keeps its target {short(c.target)} (pass --retarget to move it)")
+        ctx.note(moved_note(ref, f"{prefs.remote}/{prefs.branch}", frozen.moved, c.target))
     if c.target == pin.commit:
         ctx.say(f"nothing to sync: the target {short(c.target)} is the pin")
         return 0
