@@ -276,6 +276,9 @@ def _unchanged(fc: ev.FileChange, c: ev.Cited) -> Verdict:
     if fc.new_path and fc.new_path != fc.path:
         return Verdict(fc.path, c, "no-change", why=f"renamed to {fc.new_path}; re-point the "
                        "citation")
+    if fc.old_path and fc.old_path != fc.path:
+        return Verdict(fc.path, c, "no-change", why=f"renamed from {fc.old_path} (back to the "
+                       "cited path), no lines changed")
     return Verdict(fc.path, c, "no-change", why="mode change only")
 
 

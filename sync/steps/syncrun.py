@@ -106,10 +106,17 @@ def report_path(port: Port, c: cycle.Cycle) -> Path:
 
 def moves(commits: list[history.Commit], surf: surface.Surface,
           entries: list[classify.Entry] | None = None) -> tuple[report.Move, ...]:
-    """Renames and deletions of cited paths, then of cited definitions (from the symbol pass)."""
+    """Renames and deletions of cited paths, then of cited definitions (from the symbol pass).
+    A path a later commit of the range brings back (renamed back, re-added) is no move at
+    the target (walk-s11 D9: "re-point the citation" of a path the target has)."""
+    back = {ch.path: i for i, c in enumerate(commits) for ch in c.changes
+            if ch.status in ("A", "R", "C")}
     out = []
-    for c in commits:
+    for i, c in enumerate(commits):
         for ch in c.changes:
+            gone = ch.old_path if ch.status == "R" and ch.old_path else ch.path
+            if back.get(gone, -1) > i:
+                continue
             if ch.status == "D" and surf.citing(ch.path):
                 out.append(report.Move(ch.path, "deleted", None, c.sha, c.pr,
                                        surf.citing(ch.path)))
