@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from sync.infra.errors import MalformedRecord, SyncError, UsageError
 from sync.port import Port
-from sync.records import cycle, decisions
+from sync.records import cycle, decisions, schema
 from sync.records.config import Config
 from sync.records.decisions import Decision
 
@@ -126,6 +126,18 @@ def test_a_bad_decision_is_refused_at_its_key_line() -> None:
     assert bad(no_reason).startswith(f"d.toml:1: decision {A[:10]} has no reason")
     inline = f"decisions = {{ {A} = {{ disposition = \"X\", reason = \"r\" }} }}\n"
     assert bad(inline).startswith(f"d.toml: decision {A[:10]}: disposition 'X'")
+
+
+def test_merge_conflict_markers_are_refused_as_that() -> None:
+    """walk-s11 U2: two branches' decisions were refused as a TOML syntax error."""
+    text = (f"schema = 1\n<<<<<<< HEAD\n[decisions.{A}]\ndisposition = \"IGNORE\"\n"
+            f"reason = \"a\"\n=======\n[decisions.{A}]\ndisposition = \"INVENTORY\"\n"
+            "reason = \"b\"\n>>>>>>> other\n")
+    assert bad(text) == ("d.toml:2: holds merge conflict markers — resolve the conflict (keep "
+                         "one side, or both, as git's merge left them to you), then run again")
+    # A lone ======= (a Markdown underline) or an unclosed <<<<<<< is no conflict.
+    assert schema.conflict_line("Title\n=======\n") is None
+    assert schema.conflict_line("<<<<<<< x\nno end\n") is None
 
 
 def test_load_not_utf8(tmp: Path) -> None:

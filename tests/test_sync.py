@@ -263,6 +263,23 @@ def test_a_report_cut_short_is_refused_before_anything_is_decided(fx: Fixture) -
     assert run(fx.port, "sync").rc == 0
 
 
+def test_a_report_with_merge_conflict_markers_is_refused(fx: Fixture) -> None:
+    """walk-s11 U2: the markers were kept as unparsed lines, and sync exited 0."""
+    synced(fx)
+    sha = fx.marks["change_a"]
+    md = fx.report()
+    text = md.read_text(encoding="utf-8")
+    old = line_of(text, sha)
+    other = old.split(" — ")[0] + " — IGNORE: theirs"
+    edit_report(fx, old, f"<<<<<<< HEAD\n{old}\n=======\n{other}\n>>>>>>> theirs")
+    before = md.read_bytes()
+    r = run(fx.port, "sync")
+    line = text[:text.index(old)].count("\n") + 1
+    assert r.rc == 4 and (f"{md.relative_to(fx.port).as_posix()}:{line}: holds merge conflict "
+                          "markers — resolve the conflict") in r.err, r.err
+    assert md.read_bytes() == before and decided(fx) == {}
+
+
 class Killed(BaseException):
     """A kill between two writes: no handler of ours may catch it."""
 

@@ -80,6 +80,7 @@ def _item(sha: str, raw: object, rel: str) -> Carried:
 
 
 def parse(text: str, *, rel: str) -> dict[str, Carried]:
+    schema.refuse_conflict(text, rel)
     try:
         doc = tomllib.loads(text)
     except (tomllib.TOMLDecodeError, RecursionError, ValueError) as exc:  # ValueError: 4300+

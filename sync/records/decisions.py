@@ -105,6 +105,7 @@ def _decision(sha: str, d: object, path: str, text: str) -> Decision:
 
 
 def parse(text: str, *, path: str) -> dict[str, Decision]:
+    schema.refuse_conflict(text, path)
     table = _table(_toml(text, path), path)
     return {sha: _decision(sha, d, path, text) for sha, d in table.items()}
 

@@ -19,6 +19,8 @@ from dataclasses import MISSING, Field, dataclass, fields
 from functools import cache
 from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
+from sync.infra.errors import MalformedRecord
+
 _DERIVED = "upstream_sync.derived"
 # `field(metadata=DERIVED)`: computed when the record is read, never a key of the file.
 DERIVED: Mapping[str, bool] = {_DERIVED: True}
@@ -183,3 +185,26 @@ def key_line(text: str, parent: str, table: str, key: str | None) -> int | None:
         if re.match(rf'"?{re.escape(key)}"?[ \t]*=', line):
             return n + 1
     return start
+
+
+_OURS = re.compile(r"^<{7}(?: |$)", re.MULTILINE)
+_THEIRS = re.compile(r"^>{7}(?: |$)", re.MULTILINE)
+
+
+def conflict_line(text: str) -> int | None:
+    """The line of a merge conflict's `<<<<<<< HEAD` (closed by a `>>>>>>> branch` line) in
+    a record's text, None when it has none: a record two branches changed must be resolved
+    by a person, never read half of each (walk-s11 U2). A lone `=======` is a Markdown
+    heading's underline."""
+    m = _OURS.search(text)
+    if m is None or _THEIRS.search(text, m.end()) is None:
+        return None
+    return text.count("\n", 0, m.start()) + 1
+
+
+def refuse_conflict(text: str, path: str) -> None:
+    line = conflict_line(text)
+    if line is not None:
+        raise MalformedRecord("holds merge conflict markers", "resolve the conflict (keep one "
+                              "side, or both, as git's merge left them to you), then run "
+                              "again", path=path, line=line)

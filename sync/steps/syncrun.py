@@ -22,7 +22,7 @@ from sync.infra.atomic import write_bytes
 from sync.infra.errors import EnvironmentUnresolved, MalformedRecord, SyncError, UsageError
 from sync.infra.notes import Notes
 from sync.port import Port
-from sync.records import cycle, decisions, deviations, events, gates, pins
+from sync.records import cycle, decisions, deviations, events, gates, pins, schema
 from sync.records.mdtext import cell
 from sync.steps import audit, carry, classify, coarse, evidence, report, surface, symbols
 from sync.steps import target as target_step
@@ -282,6 +282,7 @@ def _read_back(port: Port, frame: _Frame, rng: _Range, decided_now: str | None) 
     text = port.text(frame.path)
     if text is None:
         return _Earlier(None, entries)
+    schema.refuse_conflict(text, port.rel(frame.path))
     if report.cut_short(text):
         raise MalformedRecord(
             f"the report ends before its last section ('## {report.NOTES}'): cut short?",
