@@ -492,6 +492,13 @@ def test_check_warns_of_a_ported_file_that_is_not_utf8(
     assert ("warning: src/latin1.cpp: is not UTF-8, so bump-headers will refuse to rewrite its "
             "header — re-save it as UTF-8") in r.out + r.err
     assert "src/p1.cpp: is not UTF-8" not in r.out + r.err
+    # walk-s11 U6: a bad byte inside "Ported from" leaves no header: the file dropped out
+    # of the surface in silence.
+    (root / "src/latin1.cpp").write_bytes(
+        f"// Ported \xff from: vllm/p1.py @ {up['c1'][:10]}\nint l;\n".encode("latin-1"))
+    r = run(root, "check")
+    assert ("warning: src/latin1.cpp: is not UTF-8, and holds no header that could be read (a "
+            "byte inside 'Ported from' hides one) — re-save it as UTF-8") in r.out + r.err
 
 
 @pytest.mark.parametrize("action", ["probe", "verify"])

@@ -75,6 +75,9 @@ class Surface:
     watched: dict[str, tuple[str, ...]] = field(default_factory=dict)  # original files
     references: dict[str, tuple[str, ...]] = field(default_factory=dict)  # mentions
     not_utf8: tuple[str, ...] = ()  # ported files whose bytes are not UTF-8
+    # Other scanned files that are not UTF-8: a bad byte inside `Ported from` leaves no header
+    # to read, and the file would drop out of the surface in silence (walk-s11 U6).
+    not_utf8_other: tuple[str, ...] = ()
     platforms: tuple[str, ...] = ()  # `[classify] untargeted_platforms`
 
     def citing(self, upstream_path: str) -> tuple[str, ...]:
@@ -286,4 +289,6 @@ def build(port: Port) -> Surface:
                    cfg.model_globs, _sorted(refs.watched), _sorted(refs.mentioned),
                    tuple(sorted(rel for rel, h in file_headers.items()
                                 if h.kind == "PORTED" and not scans[rel].utf8)),
+                   tuple(sorted(rel for rel, h in file_headers.items()
+                                if h.kind != "PORTED" and not scans[rel].utf8)),
                    cfg.untargeted_platforms)
