@@ -63,3 +63,10 @@ def test_a_checkout_opens_at_its_top_and_by_its_git_dir_never_from_inside(fx: Fi
     assert not gitio.is_detached(top) and gitio.head_sha(top) == fx.pin
     gitio.run(fx.reference, ["checkout", "-q", "--detach", "HEAD"])
     assert gitio.is_detached(top)
+
+
+def test_a_failure_names_the_git_command_past_its_config_options(tmp_path: Path) -> None:
+    """walk-s11 nit: `git -c failed in ...` named the option, not the command."""
+    with pytest.raises(EnvironmentUnresolved, match=r"^git cat-file failed in "):
+        gitio._fail(tmp_path, ["-c", "core.quotepath=off", "cat-file", "-p", "x"],
+                    b"fatal: unable to read cc61f1f5\n")

@@ -206,7 +206,15 @@ def _fail(repo: Path, args: Sequence[str], stderr: bytes) -> None:
     fix = "check the repository and the revisions given"
     if any(_MISSING_OBJECT.search(line) for line in msg):
         fix = refetch_fix(repo)
-    raise EnvironmentUnresolved(f"git {args[0]} failed in {repo}: {last}", fix)
+    raise EnvironmentUnresolved(f"git {_subcommand(args)} failed in {repo}: {last}", fix)
+
+
+def _subcommand(args: Sequence[str]) -> str:
+    """The git command `args` run: past the `-c key=value` options before it."""
+    i = 0
+    while i + 1 < len(args) and args[i] == "-c":
+        i += 2
+    return args[i] if i < len(args) else "(no command)"
 
 
 class Started:
