@@ -627,16 +627,24 @@ def read_back(text: str, prefixes: dict[str, str]) -> ReadBack:
     lines = text.splitlines()
     i = 0
     while i < len(lines):
-        raw, i = lines[i], i + 1
         section = _BY_HEADING.get(heading)
+        raw, i = _unwrapped(lines, i) if section is not None and section.read is _read_entry \
+            else (lines[i], i + 1)
         if raw.startswith("## ") and not (section is not None and section.free_text):
-            heading = raw[3:].strip()
-            if heading not in _BY_HEADING:
-                r.unparsed.append(raw)  # a section of a person's own: kept, heading and all
-            continue
-        if section is not None and section.read is _read_entry:
-            raw, i = _unwrapped(lines, i - 1)
-        _read_line(r, section, raw)
+            heading = _heading(r, raw)
+        else:
+            _read_line(r, section, raw)
+    return _once_each(r)
+
+
+def _heading(r: _Reading, raw: str) -> str:
+    heading = raw[3:].strip()
+    if heading not in _BY_HEADING:
+        r.unparsed.append(raw)  # a section of a person's own: kept, heading and all
+    return heading
+
+
+def _once_each(r: _Reading) -> ReadBack:
     # Two lines for one commit cannot both be what the renderer wrote: neither is read.
     seen = Counter(short(p.sha_prefix) for p in r.entries)
     entries = [p for p in r.entries if seen[short(p.sha_prefix)] == 1]

@@ -111,19 +111,19 @@ def moves(commits: list[history.Commit], surf: surface.Surface,
     the target (walk-s11 D9: "re-point the citation" of a path the target has)."""
     back = {ch.path: i for i, c in enumerate(commits) for ch in c.changes
             if ch.status in ("A", "R", "C")}
-    out = []
-    for i, c in enumerate(commits):
-        for ch in c.changes:
-            gone = ch.old_path if ch.status == "R" and ch.old_path else ch.path
-            if back.get(gone, -1) > i:
-                continue
-            if ch.status == "D" and surf.citing(ch.path):
-                out.append(report.Move(ch.path, "deleted", None, c.sha, c.pr,
-                                       surf.citing(ch.path)))
-            elif ch.status == "R" and ch.old_path and surf.citing(ch.old_path):
-                out.append(report.Move(ch.old_path, "renamed", ch.path, c.sha, c.pr,
-                                       surf.citing(ch.old_path)))
+    out = [m for i, c in enumerate(commits) for ch in c.changes
+           if back.get(ch.old_path or ch.path, -1) <= i and (m := _move(c, ch, surf))]
     return tuple(out) + _deleted_definitions(entries or [])
+
+
+def _move(c: history.Commit, ch: history.Change, surf: surface.Surface) -> report.Move | None:
+    """The move of a cited path one change makes (a deletion or a rename), if any."""
+    if ch.status == "D" and surf.citing(ch.path):
+        return report.Move(ch.path, "deleted", None, c.sha, c.pr, surf.citing(ch.path))
+    if ch.status == "R" and ch.old_path and surf.citing(ch.old_path):
+        return report.Move(ch.old_path, "renamed", ch.path, c.sha, c.pr,
+                           surf.citing(ch.old_path))
+    return None
 
 
 def _deleted_definitions(entries: list[classify.Entry]) -> tuple[report.Move, ...]:
@@ -180,28 +180,32 @@ def _run(port: Port, notes: Notes | None, req: CycleRequest) -> Result:
     if notes is not None:
         notes.progress(f"classifying {len(rng.commits)} commits against the ported surface")
     earlier = _read_back(port, frame, rng, req.decided_now)
-    warnings = _unparsed_warnings(port.rel(frame.path), earlier.back)
-    if earlier.state_warning is not None and req.state is None:
-        warnings += (earlier.state_warning,)
     got = carry.imported(port, frame.ref, rng.surf, earlier.entries, frame.cycle.target,
                          port.rel(frame.path))
-    carried = got.owed
-    if got.dormant:
-        warnings += (f"{len(got.dormant)} carried commit(s) come after the target "
-                     f"{short(frame.cycle.target)} ({', '.join(short(s) for s in got.dormant[:3])}"
-                     f"{' …' if len(got.dormant) > 3 else ''}): not owed by this cycle, they "
-                     "stay in the carry-over record until a target includes them",)
-    model = _assemble(port, frame, rng, earlier, req, carried)
+    warnings = _warnings(port.rel(frame.path), earlier, req, got.dormant, frame.cycle.target)
+    model = _assemble(port, frame, rng, earlier, req, got.owed)
     writes: dict[Path, str] = {}
-    save = bool(earlier.new) or req.save_decisions
+    decided = earlier.decided if earlier.new or req.save_decisions else None
     if req.write_report:
-        writes = _planned(port, frame.path, model, earlier.decided if save else None)
+        writes = _planned(port, frame.path, model, decided)
         if not req.stage:
-            commit_writes(port, writes, {}, earlier.decided if save else None)
+            commit_writes(port, writes, {}, decided)
     return Result(model, frame.path, frame.path.with_suffix(".json"), warnings=warnings,
                   new_decisions=earlier.new if req.write_report else 0,
-                  carried=tuple(carried), dormant=got.dormant, writes=writes,
-                  decided=earlier.decided if save else None)
+                  carried=tuple(got.owed), dormant=got.dormant, writes=writes, decided=decided)
+
+
+def _warnings(rel: str, earlier: _Earlier, req: CycleRequest, dormant: tuple[str, ...],
+              target: str) -> tuple[str, ...]:
+    warnings = _unparsed_warnings(rel, earlier.back)
+    if earlier.state_warning is not None and req.state is None:
+        warnings += (earlier.state_warning,)
+    if dormant:
+        warnings += (f"{len(dormant)} carried commit(s) come after the target {short(target)} "
+                     f"({', '.join(short(s) for s in dormant[:3])}"
+                     f"{' …' if len(dormant) > 3 else ''}): not owed by this cycle, they "
+                     "stay in the carry-over record until a target includes them",)
+    return warnings
 
 
 def _not_ahead(ref: gitio.Reference, pin: str, sha: str, allow_divergent: bool) -> None:
