@@ -500,13 +500,15 @@ def _unmet_lines(back: report.ReadBack | None, req: CycleRequest) -> list[str]:
 
 def _planned(port: Port, path: Path, model: report.Model,
              decided: dict[str, decisions.Decision] | None) -> dict[Path, str]:
-    """The report, its JSON and (`decided`) the decisions record, each only when its text
-    changed."""
+    """The report and its JSON, each only when its text changed, and (`decided`: a decision
+    was made) the decisions record."""
     jpath = path.with_suffix(".json")
-    texts = {**({port.decisions_path: decisions.render(decided)} if decided is not None else {}),
-             path: report.render(model),
+    texts = {path: report.render(model),
              jpath: report.dump_json(report.to_json(model, port.rel(path)))}
-    return {t: text for t, text in texts.items() if port.text(t) != text}
+    changed = {t: text for t, text in texts.items() if port.text(t) != text}
+    if decided is None:
+        return changed
+    return {port.decisions_path: decisions.render(decided), **changed}
 
 
 def commit_writes(port: Port, writes: dict[Path, str], more: dict[Path, bytes],
