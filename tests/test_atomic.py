@@ -127,3 +127,27 @@ def test_port_lock_released_after_an_error(tmp: Path) -> None:
         raise ValueError("inside")
     with atomic.port_lock(lock):
         pass
+
+
+def test_an_unwritable_place_is_an_environment_refusal_naming_the_path(tmp: Path) -> None:
+    """A file where a folder must be (ENOTDIR), like a read-only mount (EROFS) or another
+    user's checkout (EACCES): the machine's fault, exit 3, one line naming what was to be
+    written. Before: the OSError escaped and the CLI called it an internal error (exit 1)."""
+    (tmp / "file").write_text("not a folder\n")
+    record, lock = tmp / "file/sub/record.md", tmp / "file/sync/.lock"
+    with pytest.raises(atomic.Unwritable) as written:
+        atomic.write_text(record, "x\n")
+    with pytest.raises(atomic.Unwritable) as locked, atomic.port_lock(lock):
+        pass
+    for exc, path in ((written, record), (locked, lock)):
+        assert exc.value.exit_code == 3
+        assert str(exc.value) == (f"cannot write {path} (Not a directory) — run where the port "
+                                  "is writable, or make that path writable")
+    assert (tmp / "file").read_text() == "not a folder\n"
+
+
+def test_an_other_os_error_of_a_write_is_not_called_unwritable(tmp: Path) -> None:
+    path = tmp / "folder"
+    path.mkdir()
+    with pytest.raises(IsADirectoryError):  # a record path that is a folder: not EROFS & co.
+        atomic.write_text(path, "x\n")

@@ -133,3 +133,14 @@ def test_explaining_one_commit_keeps_what_the_sync_cached(fx: Fixture) -> None:
     r = run(fx.port, "explain", key[0][:10])
     assert r.rc == 0, r.err
     assert store.load().keys() == cached.keys()
+
+
+def test_a_cache_that_cannot_be_written_is_only_a_miss(tmp_path: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cache's folder under a regular file: the write is refused (`atomic.Unwritable`)
+    and the save, like any other failed save, leaves nothing and raises nothing."""
+    (tmp_path / "blocked").write_text("a file\n")
+    monkeypatch.setenv("SYNC_CACHE_DIR", str(tmp_path / "blocked/cache"))
+    store = cache.Store(tmp_path, "scan")
+    store.save({"x": 1})
+    assert store.load() == {}

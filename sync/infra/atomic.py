@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from sync.infra.errors import BlockedCycle, MalformedRecord
+from sync.infra.errors import BlockedCycle, EnvironmentUnresolved, MalformedRecord
 
 # Tests set this to simulate a kill at a point of a write ("created", "written", "synced",
 # "moded", "replaced"), as `infra.txn.FAULT` does between the writes of a transaction.
@@ -34,7 +34,39 @@ def _fault(point: str, path: Path) -> None:
         FAULT(point, path)
 
 
+# What the file system answers when the place cannot be written at all (a read-only mount,
+# another user's checkout, a file where a folder must be): the machine's fault, not a bug.
+_UNWRITABLE = frozenset({errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOTDIR})
+
+
+class Unwritable(EnvironmentUnresolved):
+    """A write the file system refused (`_UNWRITABLE`); `reason` is its own words."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"cannot write {path} ({reason})",
+                         "run where the port is writable, or make that path writable")
+        self.path = path
+        self.reason = reason
+
+
+@contextlib.contextmanager
+def writing(path: Path) -> Iterator[None]:
+    """The write boundary: an unwritable place becomes `Unwritable` naming `path` (what the
+    tool meant to write, not its temp file); any other OSError stays what it is."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.errno not in _UNWRITABLE:
+            raise
+        raise Unwritable(path, exc.strerror or type(exc).__name__) from None
+
+
 def write_bytes(path: Path, data: bytes) -> None:
+    with writing(path):
+        _write_bytes(path, data)
+
+
+def _write_bytes(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.us{os.getpid()}-", suffix=".tmp",
                                dir=path.parent)
@@ -94,7 +126,9 @@ def sweep(directories: list[tuple[Path, bool]]) -> list[Path]:
     gone = []
     for directory, recursive in directories:
         for path in orphans(directory, recursive=recursive):
-            with contextlib.suppress(FileNotFoundError):
+            # Gone already, or not ours to remove (a read-only port): left, and `check`
+            # still reports it.
+            with contextlib.suppress(OSError):
                 path.unlink()
                 gone.append(path)
     return gone
@@ -169,8 +203,9 @@ def _holder(fd: int) -> str:
 @contextlib.contextmanager
 def port_lock(lock_path: Path) -> Iterator[None]:
     """Exclusive, non-blocking lock: a second concurrent writer refuses instead of waiting."""
-    lock_path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    with writing(lock_path):
+        lock_path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -181,8 +216,9 @@ def port_lock(lock_path: Path) -> Iterator[None]:
                     "wait for it to finish, then run again",
                 ) from None
             raise
-        os.ftruncate(fd, 0)
-        os.write(fd, f"{os.getpid()}\n".encode())
+        with writing(lock_path):
+            os.ftruncate(fd, 0)
+            os.write(fd, f"{os.getpid()}\n".encode())
         yield
     finally:
         os.close(fd)

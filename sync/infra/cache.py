@@ -106,8 +106,9 @@ class Store:
         """Replace what is stored (atomically); a failure leaves the cache as it was."""
         if self.path is None:
             return
-        with contextlib.suppress(OSError, pickle.PicklingError, RecursionError, TypeError,
-                                 AttributeError):
+        # A cache that cannot be written (`atomic.Unwritable`) is only a slower next run.
+        with contextlib.suppress(OSError, atomic.Unwritable, pickle.PicklingError,
+                                 RecursionError, TypeError, AttributeError):
             data = pickle.dumps((fingerprint(), values), protocol=pickle.HIGHEST_PROTOCOL)
             atomic.sweep([(self.path.parent, False)])  # a killed save's temp file
             atomic.write_bytes(self.path, data)

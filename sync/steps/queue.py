@@ -28,7 +28,7 @@ from typing import Any
 
 from sync.headers import citations as headers
 from sync.headers import verify as sha_verify
-from sync.infra.atomic import read_record, read_text, write_bytes
+from sync.infra.atomic import Unwritable, read_record, read_text, write_bytes
 from sync.infra.errors import MalformedRecord, UsageError
 from sync.port import Port
 from sync.records import cycle
@@ -580,10 +580,11 @@ def _write_patch(directory: Path, p: _Patch) -> str:
     """The item's own diff, definitions marked (and with --drift a second file: the drift)."""
     try:
         return _write_patch_files(directory, p)
-    except OSError as e:
+    except (OSError, Unwritable) as e:
         # e.filename is the temporary file of the atomic write: name the patch it was for.
+        why = e.reason if isinstance(e, Unwritable) else e.strerror or e
         raise UsageError(f"--patch {directory}: cannot write {patch_name(p.index, p.entry)} "
-                         f"there ({e.strerror or e})", "give a directory you can write") from None
+                         f"there ({why})", "give a directory you can write") from None
 
 
 def _write_patch_files(directory: Path, p: _Patch) -> str:

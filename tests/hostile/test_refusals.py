@@ -13,6 +13,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -346,3 +347,71 @@ def test_names_that_become_paths_are_refused_in_the_configuration(port: Path,
         config.write_text(base + "\n" + table)
         r = run(port, "status")
         assert r.rc == 2 and "is not a name" in r.err, r.err
+
+
+# -- a port that cannot be written --------------------------------------------------------
+
+# Every command that writes the records, each taking the port lock first.
+WRITERS: tuple[tuple[str, ...], ...] = (
+    ("sync",), ("decide", "#101", "IGNORE", "why"), ("bump-headers", "--unchanged"),
+    ("ledger", "add", "--commit", "abc1234", "--what", "w", "--pr", "1", "--status", "ok",
+     "--outside-range"),
+    ("advance", "--stall"),
+)
+
+
+def assert_unwritable(results: list[tuple[tuple[str, ...], int, str]], lock: Path) -> None:
+    want = f"upstream-sync: error: cannot write {lock} ("
+    bad = [(argv, rc, err) for argv, rc, err in results
+           if rc != 3 or not err.strip().splitlines()[-1].startswith(want)
+           or "run where the port is writable" not in err]
+    assert bad == [], bad
+
+
+def test_a_port_whose_records_cannot_be_written_is_an_environment_refusal(port: Path) -> None:
+    """The records folder under a regular file: creating the lock fails with ENOTDIR, as a
+    read-only mount fails with EROFS (the tests run as root, for whom chmod is no bar).
+    Before: every writer exited 1, 'internal error: OSError … report it'."""
+    (port / "blocked").write_text("a file where the records folder must be\n")
+    config = port / ".agents/upstream-sync.toml"
+    config.write_text(config.read_text() + '\n[paths]\nsync_dir = "blocked/sync"\n')
+    lock = port / "blocked/sync/.lock"
+    assert_unwritable(typed(port, *WRITERS), lock)
+    r = run(port, "sync", "--json")
+    doc = json.loads(r.out)  # exactly one document, the refusal's code in it
+    assert (r.rc, doc["ok"], doc["exit_code"], doc["error"]["kind"]) == (
+        3, False, 3, "Unwritable")
+
+
+def _read_only(port: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    """`argv` run on `port` bind-mounted read-only, in a mount namespace of its own."""
+    code = Path(__file__).resolve().parents[2]
+    script = ('mount --bind "$0" "$0" && mount -o remount,bind,ro "$0" "$0" && cd "$0" && '
+              'exec "$@"')
+    return subprocess.run(["unshare", "-m", "sh", "-c", script, str(port), sys.executable,
+                           "-m", "sync", *argv], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(code)}, check=False)
+
+
+def _can_mount_read_only(tmp_path: Path) -> bool:
+    if shutil.which("unshare") is None:
+        return False
+    probe = subprocess.run(["unshare", "-m", "sh", "-c", 'mount --bind "$0" "$0" && mount -o '
+                            'remount,bind,ro "$0" "$0"', str(tmp_path)],
+                           capture_output=True, check=False)
+    return probe.returncode == 0
+
+
+def test_a_read_only_port_is_an_environment_refusal(port: Path, tmp_path: Path) -> None:
+    if not _can_mount_read_only(tmp_path):
+        pytest.skip("needs a mount namespace (unshare -m, as root)")
+    lock = port / ".agents/sync/.lock"
+    results = []
+    for argv in WRITERS:
+        r = _read_only(port, *argv)
+        results.append((argv, r.returncode, r.stderr))
+    assert_unwritable(results, lock)
+    assert all("Read-only file system" in err for _argv, _rc, err in results), results
+    r = _read_only(port, "sync", "--json")
+    assert r.returncode == 3 and json.loads(r.stdout)["exit_code"] == 3, r.stdout
+    assert _read_only(port, "status").returncode == 0  # a reader still reads
