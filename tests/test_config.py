@@ -283,6 +283,30 @@ def test_load_not_utf8_and_not_a_file(tmp: Path) -> None:
         config.load(tmp)
 
 
+
+@pytest.mark.parametrize(("text", "why"), [
+    ("", "empty"), ("\n  \n\t\n", "empty"),
+    ("# only a comment\n\n# and another\n", "only comments"),
+    ("# a table, no key\n[paths]\n\n[surface]\n", "only empty tables")])
+def test_a_file_that_sets_nothing_is_refused(tmp: Path, text: str, why: str) -> None:
+    """A configuration truncated to nothing once ran on the defaults in silence and
+    reclassified the open cycle (walk-s11 D4: PORT-NOW 23 -> 16)."""
+    (tmp / ".agents").mkdir()
+    (tmp / config.CONFIG_PATH).write_text(text)
+    with pytest.raises(UsageError) as exc:
+        config.load(tmp)
+    assert exc.value.exit_code == 2
+    assert str(exc.value) == (f".agents/upstream-sync.toml sets nothing ({why}) — restore it "
+                              "from git, or run 'upstream-sync init --force'")
+
+
+def test_a_file_that_sets_one_key_loads_without_a_schema(tmp: Path) -> None:
+    """The schema key stays optional: only a file with no key at all is refused."""
+    (tmp / ".agents").mkdir()
+    (tmp / config.CONFIG_PATH).write_text('# ours\n[surface]\nport_roots = ["lib"]\n')
+    assert config.load(tmp).port_roots == ("lib",)
+
+
 # -- property tests: any input gives a Config or a SyncError ---------------------------------
 
 _KEYS = ["schema", "paths", "surface", "rules", "check", "oracles", "golden", "parity",

@@ -37,7 +37,9 @@ from sync.records import config, events
 from sync.steps.verify import build as oracle_build
 from sync.steps.verify import oracle
 
-CONFIG = ""  # no [oracles.vllm]: the build mode is the pin block's suffix (.empty)
+# No [oracles.vllm]: the build mode is the pin block's suffix (.empty). The schema line is
+# what keeps it a configuration: a file that sets nothing is refused.
+CONFIG = "schema = 1\n"
 
 
 @dataclass(frozen=True)

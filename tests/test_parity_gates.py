@@ -259,7 +259,7 @@ def test_parity_records_against_the_cycle_target(tmp_path: Path,
 
 
 @pytest.mark.parametrize(("config_text", "argv", "why"), [
-    ("", [], "no parity suites are configured"),
+    ("schema = 1\n", [], "no parity suites are configured"),
     (CONFIG, ["--suite", "nope"], "no parity suite named 'nope'"),
     ('[parity.suites.x]\ncommand = ["{bad}"]\n', [], "uses {bad}"),
 ])

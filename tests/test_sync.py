@@ -640,6 +640,24 @@ def test_a_new_rule_reclassifies_untouched_auto_entries(fx: Fixture) -> None:
     assert not (fx.sync_dir / "decisions.toml").exists()
 
 
+
+def test_an_emptied_configuration_is_refused_not_read_as_the_defaults(fx: Fixture) -> None:
+    """`: > upstream-sync.toml` once made `sync` classify on the defaults, dropping the rules,
+    with no word (walk-s11 D4); now every command refuses, and the records stay as they were."""
+    synced(fx)
+    report = fx.report()
+    before = report.read_bytes(), report.with_suffix(".json").read_bytes()
+    (fx.port / ".agents/upstream-sync.toml").write_text("# emptied by a bad merge\n")
+    for argv in (("sync",), ("status",), ("check", "--no-audit")):
+        r = run(fx.port, *argv)
+        assert (r.rc, r.err.strip()) == (2, (
+            "upstream-sync: error: .agents/upstream-sync.toml sets nothing (only comments) — "
+            "restore it from git, or run 'upstream-sync init --force'")), argv
+    assert (report.read_bytes(), report.with_suffix(".json").read_bytes()) == before
+    assert run(fx.port, "init", "--force").rc == 0  # the fix the message names works
+    assert run(fx.port, "status").rc == 0
+
+
 def test_removing_a_decision_returns_the_commit_to_its_rule(fx: Fixture) -> None:
     synced(fx)
     sha = fx.marks["lora"]

@@ -501,7 +501,21 @@ def parse(text: str) -> Config:
     return Config(**kw)
 
 
+def _sets_key(doc: dict[str, Any]) -> bool:
+    """Whether the document sets any key (a table holding nothing sets none)."""
+    return any(not isinstance(v, dict) or _sets_key(v) for v in doc.values())
+
+
+def _nothing(text: str, doc: dict[str, Any]) -> UsageError:
+    why = "empty" if not text.strip() else "only empty tables" if doc else "only comments"
+    return UsageError(f"{CONFIG_PATH} sets nothing ({why})",
+                      "restore it from git, or run 'upstream-sync init --force'")
+
+
 def load(root: Path) -> Config:
+    """The port's configuration; the defaults only when it has no file. A file that sets no
+    key is refused: it is a truncated or emptied configuration far more often than a port
+    choosing every default, and the defaults would reclassify its cycle in silence."""
     path = confined(root, CONFIG_PATH)
     if not path.exists():
         return Config()
@@ -509,7 +523,10 @@ def load(root: Path) -> Config:
         text = read_record(path, rel=CONFIG_PATH)
     except MalformedRecord as exc:  # configuration is a usage matter (exit 2)
         raise UsageError(exc.message, exc.fix) from None
-    return replace(parse(text), source=str(path))
+    cfg = parse(text)
+    if not _sets_key(cfg.raw):
+        raise _nothing(text, cfg.raw)
+    return replace(cfg, source=str(path))
 
 
 # -- the docs' key table ----------------------------------------------------------------------
