@@ -434,3 +434,44 @@ def test_parse_and_annotate_never_crash(lines: list[str], nl: str, paths: list[s
 def test_parse_random_text(text: str) -> None:
     inventory.parse(text, path="inv.md")
 
+
+
+NAMED = "[paths]\ninventory = \".agents/porting-inventory.md\"\n"
+MISSING = (".agents/porting-inventory.md: the porting inventory does not exist, though "
+           ".agents/upstream-sync.toml names it — restore it from git, or remove [paths] "
+           "inventory if the port has none")
+
+
+def test_check_names_an_inventory_the_configuration_names_but_that_does_not_exist(
+        world: World) -> None:
+    """`init` writes `[paths] inventory` only when it found one: a port whose configuration
+    names it and lacks the file lost it (walk-s11 D5: check said nothing)."""
+    (world.root / ".agents/upstream-sync.toml").write_text(NAMED)
+    assert MISSING not in run(world.root, "check", "--no-audit").out
+    (world.root / ".agents/porting-inventory.md").unlink()
+    r = run(world.root, "check", "--no-audit")
+    assert r.rc == 7 and MISSING in r.out.splitlines(), r.out
+
+
+def test_a_port_that_never_had_an_inventory_passes_check_without_one(world: World) -> None:
+    before = run(world.root, "check", "--no-audit")
+    (world.root / ".agents/porting-inventory.md").unlink()  # the defaults: no file, no key
+    r = run(world.root, "check", "--no-audit")
+    assert (r.rc, r.out) == (before.rc, before.out)
+    assert "porting-inventory" not in r.out
+
+
+def test_the_report_says_the_inventory_does_not_exist_instead_of_none(world: World) -> None:
+    """Not `_None._` (no deviation touched) when no deviation could be read."""
+    (world.root / ".agents/porting-inventory.md").unlink()
+    r = run(world.root, "sync", "--json", "--target", world.up.target)
+    assert r.rc == 0, r.err
+    doc = json.loads(r.out)
+    assert (doc["deviations"], doc["inventory_missing"]) == ([], ".agents/porting-inventory.md")
+    text = read_text(next((world.root / ".agents/sync").glob("*.md")))
+    section = text.split("## Deviations touched\n\n", 1)[1].split("\n\n", 1)[0]
+    assert section == ("_the porting inventory `.agents/porting-inventory.md` does not exist: "
+                       "deviations not read_")
+    # Read back as the tool's own line, not kept as a person's unparsed one.
+    assert run(world.root, "sync").rc == 0
+    assert read_text(next((world.root / ".agents/sync").glob("*.md"))) == text

@@ -222,6 +222,19 @@ def test_ledger_needs_an_action(world: World) -> None:
     assert r.rc == 2
 
 
+
+def test_check_names_a_ledger_that_does_not_exist(world: World) -> None:
+    """The report and advance say the missing ledger 'cannot be read ... (upstream-sync
+    check names the problem)'; check once passed it over (walk-s11 D5)."""
+    (world.root / ".agents/parity-ledger.md").unlink()
+    r = run(world.root, "check", "--no-audit")
+    assert r.rc == 7, r.out + r.err
+    assert (".agents/parity-ledger.md: the parity ledger does not exist — create it with the "
+            "table header Date / commit | What it does | Upstream equivalent | Parity status"
+            in r.out.splitlines()), r.out
+    assert "no ledger table" not in r.out
+
+
 # -- properties -------------------------------------------------------------------------------
 
 _PIECES = st.sampled_from([HEAD, SEP, ROW, "| a | b |", "text", "", "|", "\\|", "| x | y | z | w |",

@@ -452,6 +452,11 @@ class Config:
     source: str | None = None  # the TOML file this came from, None for defaults
     raw: dict[str, Any] = field(default_factory=dict)
 
+    def sets(self, table: str, key: str) -> bool:
+        """Whether the file sets `[table] key` itself, rather than leaving it to its default."""
+        section = self.raw.get(table) if table else self.raw
+        return isinstance(section, dict) and key in section
+
     def oracle(self, oracle_id: str) -> OracleConfig:
         for oc in self.oracle_configs:
             if oc.id == oracle_id:

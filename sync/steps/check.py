@@ -18,6 +18,7 @@ from sync.infra.errors import MalformedRecord, SyncError
 from sync.port import Port
 from sync.records import (
     carryover,
+    config,
     cycle,
     decisions,
     events,
@@ -136,20 +137,33 @@ def _oracle_file(path: Path, root: Path, pin: pins.Pin | None) -> list[Finding]:
 
 
 def _records(port: Port) -> list[Finding]:
-    """The ledger (when there is one), the decisions, the carry-over record and the cycle
-    load."""
+    """The ledger, the decisions, the carry-over record and the cycle load; an inventory the
+    configuration names exists."""
     out: list[Finding] = []
-    ledger_path = port.root / port.config.ledger
-    if ledger_path.exists():
-        out += _ledger(port, ledger_path)
+    # A ledger that does not exist is one sync, queue and advance cannot read (and say
+    # so, sending the user here): named like an empty one, never passed over.
+    out += _ledger(port, port.root / port.config.ledger)
     dec = port.sync_dir / decisions.FILE
     out += _loads(lambda: decisions.load(dec, rel=port.rel(dec)))
     out += _loads(lambda: carryover.load(port.carry_over_path, rel=port.rel(port.carry_over_path)))
     out += _loads(lambda: cycle.load(port))
     out += _loads(lambda: inventory.load(port))  # it must read as text, like every record
+    out += _inventory_missing(port)
     out += _loads(lambda: _report(port))
     out += _guarded(lambda: _gates(port))
     return out
+
+
+def _inventory_missing(port: Port) -> list[Finding]:
+    """The inventory is optional, but a configuration that names it says the port has one:
+    then a missing file is a lost record (the report could read no deviation), not a port
+    without an inventory. `init` names it only when it found one."""
+    path = port.root / port.config.inventory
+    if not port.config.sets("paths", "inventory") or path.exists():
+        return []
+    return [Finding(f"{port.rel(path)}: the porting inventory does not exist, though "
+                    f"{config.CONFIG_PATH} names it — restore it from git, or remove "
+                    "[paths] inventory if the port has none")]
 
 
 def _gates(port: Port) -> list[Finding]:

@@ -80,6 +80,7 @@ class Model:
     moves: tuple[Move, ...] = ()
     coarse: tuple[Coarse, ...] = ()
     deviations: tuple[str, ...] = ()
+    inventory_missing: str | None = None  # the inventory's path, when it does not exist
     file_pins: tuple[str, ...] = ()
     file_pin_counts: tuple[tuple[str, int], ...] = ()
     gates: tuple[str, ...] = ()
@@ -382,6 +383,16 @@ def _moves_doc(m: Model) -> dict[str, Any]:
                       for mv in m.moves]}
 
 
+NO_INVENTORY = ("_the porting inventory ", " does not exist: deviations not read_")
+
+
+def _deviations(m: Model) -> tuple[str, ...]:
+    if m.inventory_missing is not None:
+        # Not `_None._`: no deviation was looked for, so none can be said to be untouched.
+        return (code(m.inventory_missing).join(NO_INVENTORY),)
+    return m.deviations
+
+
 COARSE = "Coarse citations (large files cited whole)"
 COARSE_LEAD = ("A file cited whole makes a change to any of its definitions PORT-NOW; these "
                "large ones did this cycle (a commit since decided says what was decided). Cite "
@@ -466,8 +477,9 @@ LAYOUT: tuple[Section, ...] = (
                        "duplicates": [list(g) for g in m.duplicates]}),
     _titled("Upstream moves and deletions of cited paths", _moves, _moves_doc),
     _titled(COARSE, _coarse, lambda m: {"coarse_citations": [c.doc() for c in m.coarse]}),
-    _titled("Deviations touched", lambda m: m.deviations,
-            lambda m: {"deviations": list(m.deviations)}),
+    _titled("Deviations touched", _deviations,
+            lambda m: {"deviations": list(m.deviations),
+                       "inventory_missing": m.inventory_missing}),
     _titled("Per-file pin status", lambda m: m.file_pins,
             lambda m: {"file_pins": {"counts": dict(m.file_pin_counts),
                                      "lines": list(m.file_pins)}}),
@@ -578,7 +590,8 @@ def parse_entry(line: str, known_prefix: str | None) -> ParsedEntry | None:
 # longer writes: notes belong under Notes, or under a heading of one's own, kept whole.)
 _RENDERED = re.compile(r"(?:- |  |\||#|_None\._\Z|\Z|\s*\Z)")
 _LEADS = re.compile(r"(?:\d+ of them \(.*\) (?:is|are) listed under \"(?:" + re.escape(NOT_PORTED)
-                    + "|" + re.escape(RULED) + r")\"\.|" + re.escape(COARSE_LEAD) + r")\Z")
+                    + "|" + re.escape(RULED) + r")\"\.|" + re.escape(COARSE_LEAD) + "|"
+                    + ".*".join(map(re.escape, NO_INVENTORY)) + r")\Z")
 
 
 def _rendered(raw: str) -> bool:
