@@ -144,17 +144,23 @@ def test_a_rule_over_a_change_to_cited_code_is_listed_apart(world: World) -> Non
     assert (e["disposition"], e["rule"], e["ruled_over_code"]) == (
         "INVENTORY", "rule platforms-not-targeted", True)
     assert "touches ported code: vllm/a/b.py::do_h → src/h.cpp" in e["reason"]
-    (md,) = (world.port / ".agents/sync").glob("*.md")
-    text = md.read_text()
-    section = text.split(f"## {report.RULED}\n", 1)[1].split("\n## ", 1)[0]
-    assert f"`{world.sha('rocm_h')[:10]}`" in section
-    inventory = text.split("## INVENTORY\n", 1)[1].split("\n## ", 1)[0]
-    assert f"`{world.sha('rocm_h')[:10]}`" not in inventory
+    text = _listed_apart(world, "rocm_h", report.RULED)
     assert f'1 of them (INVENTORY 1) is listed under "{report.RULED}".' in text
     assert _entry(world)["ruled_over_code"] is False
-    # The section reads back: a second run writes the same report.
+
+
+def _listed_apart(world: World, name: str, title: str) -> str:
+    """The report, once checked to list commit `name` under `title`, not under INVENTORY,
+    and to read back: a second run writes the same report."""
+    (md,) = (world.port / ".agents/sync").glob("*.md")
+    text = md.read_text()
+    section = text.split(f"## {title}\n", 1)[1].split("\n## ", 1)[0]
+    assert f"`{world.sha(name)[:10]}`" in section
+    inventory = text.split("## INVENTORY\n", 1)[1].split("\n## ", 1)[0]
+    assert f"`{world.sha(name)[:10]}`" not in inventory
     assert run(world.port, "sync")[0] == 0
     assert md.read_text() == text
+    return text
 
 
 def test_a_rule_over_ported_files_but_not_ported_code_is_listed_with_those(
@@ -166,14 +172,7 @@ def test_a_rule_over_ported_files_but_not_ported_code_is_listed_with_those(
     assert (e["disposition"], e["rule"], e["not_ported_code"], e["ruled_over_code"]) == (
         "INVENTORY", "rule platforms-not-targeted", True, False)
     assert "; touches ported files, not ported code: vllm/a/other.py → " in e["reason"]
-    (md,) = (world.port / ".agents/sync").glob("*.md")
-    text = md.read_text()
-    section = text.split(f"## {report.NOT_PORTED}\n", 1)[1].split("\n## ", 1)[0]
-    assert f"`{world.sha('rocm_adds')[:10]}`" in section
-    inventory = text.split("## INVENTORY\n", 1)[1].split("\n## ", 1)[0]
-    assert f"`{world.sha('rocm_adds')[:10]}`" not in inventory
-    assert run(world.port, "sync")[0] == 0
-    assert md.read_text() == text
+    _listed_apart(world, "rocm_adds", report.NOT_PORTED)
 
 
 def test_lines_inside_the_named_class_cite_those_lines(world: World) -> None:

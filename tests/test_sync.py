@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from portfixture import Fixture, advance_remote, build, run, write
+from portfixture import Fixture, Ran, advance_remote, build, run, write
 
 from sync import port
 from sync.dev import example
@@ -150,13 +150,19 @@ def test_classify_order_decision_then_rules_then_defaults() -> None:
 # -- hand edits -----------------------------------------------------------------------------------
 
 
-def test_hand_edited_disposition_becomes_a_decision(fx: Fixture) -> None:
+def _decided_by_hand(fx: Fixture, reason: str) -> tuple[str, str, Ran]:
+    """change_a's entry edited to `IGNORE: <reason>`, and the `sync` that reads it back:
+    (the commit, the line as edited, that run)."""
     synced(fx)
     sha = fx.marks["change_a"]
     old = line_of(fx.report().read_text(encoding="utf-8"), sha)
-    new = old.split(" — ")[0] + " — IGNORE: covered by the W5 refactor already"
+    new = old.split(" — ")[0] + " — IGNORE: " + reason
     edit_report(fx, old, new)
-    r = run(fx.port, "sync")
+    return sha, new, run(fx.port, "sync")
+
+
+def test_hand_edited_disposition_becomes_a_decision(fx: Fixture) -> None:
+    sha, new, r = _decided_by_hand(fx, "covered by the W5 refactor already")
     assert r.rc == 0, r.err
     assert "read back 1 hand-edited entries" in r.err
     d = decided(fx)[sha]
@@ -233,12 +239,7 @@ def test_a_persons_line_under_an_entry_is_not_joined_to_it(fx: Fixture) -> None:
 
 
 def test_a_wrapped_hand_edit_is_read_whole(fx: Fixture) -> None:
-    synced(fx)
-    sha = fx.marks["change_a"]
-    old = line_of(fx.report().read_text(encoding="utf-8"), sha)
-    new = old.split(" — ")[0] + " — IGNORE: covered by the W5\n  refactor already"
-    edit_report(fx, old, new)
-    r = run(fx.port, "sync")
+    sha, _new, r = _decided_by_hand(fx, "covered by the W5\n  refactor already")
     assert r.rc == 0 and "read back 1 hand-edited entries" in r.err, r.err
     assert decided(fx)[sha].reason == "covered by the W5 refactor already"
 
