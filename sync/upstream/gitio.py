@@ -187,10 +187,15 @@ _MISSING_OBJECT = re.compile(r"unable to read|bad object|missing (?:blob|tree|co
                              r"[Cc]ould not read [0-9a-f]{40}")
 
 
+def refetch(repo: Path) -> str:
+    """How to get back objects a checkout cannot read."""
+    return (f"re-fetch them with 'git -C {repo} fetch --refetch origin' (or re-clone it), then "
+            "run the command again")
+
+
 def refetch_fix(repo: Path) -> str:
     """What to do about a checkout that cannot read objects it has refs to."""
-    return (f"the checkout is missing objects: re-fetch them with 'git -C {repo} fetch "
-            "--refetch origin' (or re-clone it), then run the command again")
+    return "the checkout is missing objects: " + refetch(repo)
 
 
 def _verdicts(stderr: bytes) -> list[str]:

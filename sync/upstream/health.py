@@ -162,9 +162,7 @@ def objects_error(o: Objects, path: Path, base: str, target: str
     example = f" (e.g. {o.first})" if o.first else ""
     return EnvironmentUnresolved(
         f"the reference checkout {path} cannot read {what} of {short(base)}..{short(target)}"
-        f"{example}",
-        f"re-fetch them with 'git -C {path} fetch --refetch origin' (or re-clone it), then "
-        "run the command again")
+        f"{example}", gitio.refetch(path))
 
 
 
