@@ -81,10 +81,12 @@ def _pairs(path: Path, root: Path | None) -> list[tuple[Path, Path]]:
     return pairs
 
 
-def _apply(state_dir: Path, root: Path | None = None) -> int:
+def _apply(state_dir: Path, root: Path | None = None,
+           pairs: list[tuple[Path, Path]] | None = None) -> int:
+    """Replace (or remove) each target the journal names; `pairs`: the journal as read."""
     journal = state_dir / JOURNAL
     done = 0
-    for tmp, target in _pairs(journal, root):
+    for tmp, target in _pairs(journal, root) if pairs is None else pairs:
         if tmp.exists():
             if tmp == _gone(target):
                 # The target first: killed between the two, the marker makes a rerun of
@@ -119,9 +121,12 @@ def recover(state_dir: Path, root: Path | None = None) -> str | None:
 
 
 def _recover(state_dir: Path, root: Path | None) -> str | None:
-    listed = state_dir / (JOURNAL if (state_dir / JOURNAL).exists() else INTENT)
-    pairs = _pairs(listed, root) if listed.exists() else []
-    said = _finish(state_dir, root)
+    committed = (state_dir / JOURNAL).exists()
+    listed = state_dir / (JOURNAL if committed else INTENT)
+    if not listed.exists():
+        return None
+    pairs = _pairs(listed, root)  # read once: finished or discarded, then swept beside
+    said = _finish(state_dir, pairs) if committed else _discard(state_dir, pairs)
     _sweep_beside(pairs)
     return said
 
@@ -138,15 +143,15 @@ def _sweep_beside(pairs: list[tuple[Path, Path]]) -> None:
                     path.unlink()
 
 
-def _finish(state_dir: Path, root: Path | None) -> str | None:
-    if (state_dir / JOURNAL).exists():
-        n = _apply(state_dir, root)
-        return f"finished an interrupted transaction ({n} file(s) replaced or removed)"
+def _finish(state_dir: Path, pairs: list[tuple[Path, Path]]) -> str:
+    n = _apply(state_dir, pairs=pairs)
+    return f"finished an interrupted transaction ({n} file(s) replaced or removed)"
+
+
+def _discard(state_dir: Path, pairs: list[tuple[Path, Path]]) -> str:
     intent = state_dir / INTENT
-    if not intent.exists():
-        return None
     staged = 0
-    for tmp, _ in _pairs(intent, root):
+    for tmp, _ in pairs:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
             staged += 1
