@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from sync.infra import atomic
-from sync.infra.errors import BlockedCycle, Unwritable
+from sync.infra.errors import BlockedCycle
 
 
 def leftovers(directory: Path) -> list[str]:
@@ -135,9 +135,9 @@ def test_an_unwritable_place_is_an_environment_refusal_naming_the_path(tmp: Path
     written. Before: the OSError escaped and the CLI called it an internal error (exit 1)."""
     (tmp / "file").write_text("not a folder\n")
     record, lock = tmp / "file/sub/record.md", tmp / "file/sync/.lock"
-    with pytest.raises(Unwritable) as written:
+    with pytest.raises(atomic.Unwritable) as written:
         atomic.write_text(record, "x\n")
-    with pytest.raises(Unwritable) as locked, atomic.port_lock(lock):
+    with pytest.raises(atomic.Unwritable) as locked, atomic.port_lock(lock):
         pass
     for exc, path in ((written, record), (locked, lock)):
         assert exc.value.exit_code == 3

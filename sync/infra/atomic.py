@@ -17,7 +17,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from sync.infra.errors import BlockedCycle, MalformedRecord, Unwritable
+from sync.infra.errors import BlockedCycle, EnvironmentUnresolved, MalformedRecord
 
 # Tests set this to simulate a kill at a point of a write ("created", "written", "synced",
 # "moded", "replaced"), as `infra.txn.FAULT` does between the writes of a transaction.
@@ -37,6 +37,16 @@ def _fault(point: str, path: Path) -> None:
 # What the file system answers when the place cannot be written at all (a read-only mount,
 # another user's checkout, a file where a folder must be): the machine's fault, not a bug.
 _UNWRITABLE = frozenset({errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOTDIR})
+
+
+class Unwritable(EnvironmentUnresolved):
+    """A write the file system refused (`_UNWRITABLE`); `reason` is its own words."""
+
+    def __init__(self, path: Path, reason: str) -> None:
+        super().__init__(f"cannot write {path} ({reason})",
+                         "run where the port is writable, or make that path writable")
+        self.path = path
+        self.reason = reason
 
 
 @contextlib.contextmanager

@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 from sync.infra import atomic
-from sync.infra.errors import Unwritable
 
 OFF = "off"
 _SAFE_BUILTINS = frozenset({"dict", "list", "tuple", "set", "frozenset", "str", "bytes", "int",
@@ -107,8 +106,8 @@ class Store:
         """Replace what is stored (atomically); a failure leaves the cache as it was."""
         if self.path is None:
             return
-        # A cache that cannot be written (`Unwritable`) is only a slower next run.
-        with contextlib.suppress(OSError, Unwritable, pickle.PicklingError,
+        # A cache that cannot be written (`atomic.Unwritable`) is only a slower next run.
+        with contextlib.suppress(OSError, atomic.Unwritable, pickle.PicklingError,
                                  RecursionError, TypeError, AttributeError):
             data = pickle.dumps((fingerprint(), values), protocol=pickle.HIGHEST_PROTOCOL)
             atomic.sweep([(self.path.parent, False)])  # a killed save's temp file

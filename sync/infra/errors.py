@@ -12,7 +12,6 @@ the docs need the codes as data, and a second hand-written table is what drifted
 from __future__ import annotations
 
 import inspect
-from pathlib import Path
 
 
 class SyncError(Exception):
@@ -44,17 +43,6 @@ class EnvironmentUnresolved(SyncError):
     writable (a read-only mount)."""
 
     exit_code = 3
-
-
-class Unwritable(EnvironmentUnresolved):
-    """A write the file system refused (a read-only mount, another user's checkout, a file
-    where a folder must be: `infra.atomic.writing`); `reason` is its own words."""
-
-    def __init__(self, path: Path, reason: str) -> None:
-        super().__init__(f"cannot write {path} ({reason})",
-                         "run where the port is writable, or make that path writable")
-        self.path = path
-        self.reason = reason
 
 
 class MalformedRecord(SyncError):

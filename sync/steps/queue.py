@@ -28,8 +28,8 @@ from typing import Any
 
 from sync.headers import citations as headers
 from sync.headers import verify as sha_verify
-from sync.infra.atomic import read_record, read_text, write_bytes
-from sync.infra.errors import MalformedRecord, Unwritable, UsageError
+from sync.infra.atomic import Unwritable, read_record, read_text, write_bytes
+from sync.infra.errors import MalformedRecord, UsageError
 from sync.port import Port
 from sync.records import cycle
 from sync.records.decisions import ALL
