@@ -21,8 +21,6 @@ from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
-from sync.headers import citations as citations_mod
-from sync.headers import oracles as oracles_mod
 from sync.infra import atomic, paths
 from sync.infra.atomic import port_lock, read_record
 from sync.infra.errors import BlockedCycle, EnvironmentUnresolved, SyncError, UsageError
@@ -30,13 +28,17 @@ from sync.infra.notes import Notes
 from sync.records import carryover as carryover_mod
 from sync.records import config as config_mod
 from sync.records import decisions as decisions_mod
-from sync.records import ledger as ledger_mod
 from sync.records import pins
 from sync.records import prefs as prefs_mod
 from sync.upstream import gitio
 
 if TYPE_CHECKING:
     # These read the port's paths from a Port, so they are imported where they are loaded.
+    # The header parser and the ledger reader too: they are the heaviest modules to import
+    # (their patterns are compiled at import), and `status` needs neither.
+    from sync.headers import citations as citations_mod
+    from sync.headers import oracles as oracles_mod
+    from sync.records import ledger as ledger_mod
     from sync.records.cycle import Cycle
     from sync.records.gates import GateResult
     from sync.records.inventory import Inventory
@@ -152,6 +154,7 @@ class Port:
         return self._once("upstreams", self._upstreams)
 
     def _upstreams(self) -> oracles_mod.Upstreams:
+        from sync.headers import oracles as oracles_mod
         from sync.records import oraclefile
 
         found: dict[str, oracles_mod.Oracle] = {}
@@ -205,12 +208,17 @@ class Port:
     def header(self, rel: str, text: str) -> citations_mod.Header:
         """The per-file pin header of port file `rel`, its citations attributed to their
         oracles and the port's own paths moved to its mentions."""
+        from sync.headers import citations as citations_mod
+        from sync.headers import oracles as oracles_mod
+
         return oracles_mod.attribute(citations_mod.parse_header(text, rel), self.upstreams(),
                                      rel)
 
     def ledger_read(self) -> ledger_mod.Read:
         """The parity ledger as read: its table (malformed rows read as well as they can
         be), or why it could not be read at all. Never treat an unreadable one as empty."""
+        from sync.records import ledger as ledger_mod
+
         return self._once("ledger", lambda: ledger_mod.read(self.root / self.config.ledger,
                                                             rel=self.config.ledger))
 
