@@ -89,7 +89,10 @@ def entry(sha: str = A, **kw: Any) -> str:
 
 
 def test_malformed() -> None:
-    assert bad("[decisions\n").startswith("d.toml: not valid TOML:")
+    # The refusal points at the line tomllib stopped on.
+    assert bad("[decisions\n").startswith("d.toml:1: not valid TOML: Expected ']'")
+    assert bad("schema = 1\n\n[decisions\n").startswith("d.toml:3: not valid TOML:")
+    assert bad("schema = [\n").startswith("d.toml: not valid TOML:")  # at the end: no line
     assert "nested too deeply" in bad("a = " + "[" * 5000 + "]" * 5000 + "\n")
     assert bad("schema = 1\nextra = 2\n") == "d.toml: unknown key 'extra' — remove it"
     assert bad("schema = 2\n") == "d.toml: schema 2, expected 1 — upgrade upstream-sync"
@@ -221,7 +224,7 @@ def malformed_cycle(tmp: Path, text: str | bytes) -> str:
     with pytest.raises(MalformedRecord) as exc:
         cycle.load(port(tmp))
     message = str(exc.value)
-    assert message.startswith(".agents/sync/cycle.toml: ") and "\n" not in message
+    assert message.startswith(".agents/sync/cycle.toml:") and "\n" not in message
     return message
 
 
@@ -233,7 +236,8 @@ def cycle_doc(**kw: Any) -> str:
 
 
 def test_cycle_malformed(tmp: Path) -> None:
-    assert "not valid TOML" in malformed_cycle(tmp, "pin = \n")
+    assert malformed_cycle(tmp, "pin = \n").startswith(
+        ".agents/sync/cycle.toml:1: not valid TOML: Invalid value (column 7)")
     assert "is not UTF-8" in malformed_cycle(tmp, b"pin = '\xff'\n")
     assert "nested too deeply" in malformed_cycle(tmp, "a = " + "[" * 5000 + "]" * 5000)
     assert "missing key 'target'" in malformed_cycle(tmp, cycle_doc(target=None))

@@ -9,6 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from sync.infra.errors import MalformedRecord
 from sync.records import schema
 from sync.records.schema import DERIVED
 
@@ -81,3 +82,25 @@ def test_any_parsed_document_is_typed_or_a_problem(doc: dict[str, Any]) -> None:
                    if k in schema.keys(Sample))
     else:
         assert problem.key in doc and "\n" not in problem.text
+
+
+@given(st.lists(st.sampled_from(["schema = 1", "[decisions", "[t]", "a = [", "b = = 2", "c = '",
+                                 "d = 1", "", "# note", "e = {x = 1", "]", "f = 'ok'"]),
+                max_size=8))
+def test_a_toml_refusal_is_one_line_at_a_line_of_the_record(lines: list[str]) -> None:
+    """Whatever the text, parse_toml returns a table or refuses in one line, and a line it
+    names is one of the record's (walk-s11's nit: the carry-over refusal named none)."""
+    text = "\n".join(lines) + "\n"
+    try:
+        doc = schema.parse_toml(text, "r.toml", "fix it")
+    except MalformedRecord as exc:
+        message = str(exc)
+        assert "\n" not in message and "not valid TOML: " in message
+        assert message.endswith(" — fix it")
+        if exc.line is not None:
+            assert 1 <= exc.line <= len(lines) + 1
+            assert message.startswith(f"r.toml:{exc.line}: ")
+        else:
+            assert message.startswith("r.toml: ")
+    else:
+        assert isinstance(doc, dict)

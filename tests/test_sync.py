@@ -516,7 +516,7 @@ def test_malformed_decisions_toml(fx: Fixture) -> None:
     write(fx.port, ".agents/sync/decisions.toml", "[decisions.abc\nbroken = ")
     r = run(fx.port, "sync")
     assert r.rc == 4
-    assert r.err.startswith("upstream-sync: error: .agents/sync/decisions.toml: not valid TOML")
+    assert r.err.startswith("upstream-sync: error: .agents/sync/decisions.toml:1: not valid TOML")
     assert len(r.err.strip().splitlines()) == 1
     write(fx.port, ".agents/sync/decisions.toml",
           f'[decisions.{fx.marks["docs"]}]\ndisposition = "LATER"\nreason = "x"\n')
@@ -876,9 +876,9 @@ def test_a_carried_sha_that_names_no_commit_is_a_malformed_record(fx: Fixture) -
                                "is no commit") in status.out
     write(fx.port, ".agents/sync/decisions.toml", "schema = 1\n[decisions\n")
     status = run(fx.port, "status")
-    assert "record: .agents/sync/decisions.toml: not valid TOML" in status.out
+    assert "record: .agents/sync/decisions.toml:2: not valid TOML" in status.out
     assert json.loads(run(fx.port, "status", "--json").out)["records"][0].startswith(
-        ".agents/sync/decisions.toml: not valid TOML")
+        ".agents/sync/decisions.toml:2: not valid TOML")
     (fx.port / ".agents/sync/decisions.toml").unlink()
     # A record from a checkout that lacks the carrying cycle too may be behind: fetch it.
     write(fx.port, ".agents/sync/carry-over.toml", _carry(typo, "e" * 40))
@@ -898,7 +898,7 @@ def test_a_malformed_carry_over_record_is_refused_typed(fx: Fixture, text: str, 
     write(fx.port, ".agents/sync/carry-over.toml", text)
     r = run(fx.port, "sync")
     assert r.rc == 4 and why in r.err and len(r.err.strip().splitlines()) == 1
-    assert r.err.startswith("upstream-sync: error: .agents/sync/carry-over.toml: ")
+    assert r.err.startswith("upstream-sync: error: .agents/sync/carry-over.toml:")
 
 
 def test_explain_says_what_made_a_rule_match(fx: Fixture) -> None:

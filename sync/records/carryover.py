@@ -12,7 +12,6 @@ what was closed. An item is recorded once; it keeps the report that first carrie
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal, get_args
@@ -81,11 +80,7 @@ def _item(sha: str, raw: object, rel: str) -> Carried:
 
 def parse(text: str, *, rel: str) -> dict[str, Carried]:
     schema.refuse_conflict(text, rel)
-    try:
-        doc = tomllib.loads(text)
-    except (tomllib.TOMLDecodeError, RecursionError, ValueError) as exc:  # ValueError: 4300+
-        # digit integers
-        raise _bad(rel, f"not valid TOML ({type(exc).__name__})") from None
+    doc = schema.parse_toml(text, rel, _FIX)
     if set(doc) - {"schema", "carried"} or doc.get("schema") != SCHEMA:
         raise _bad(rel, f"expected schema = {SCHEMA} and [carried.<sha>] tables only")
     table = doc.get("carried", {})

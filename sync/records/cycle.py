@@ -8,7 +8,6 @@ every later step of the cycle reads the same SHA even when the remote moves, unt
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -55,17 +54,7 @@ def path(port: Layout) -> Path:
 
 def _read(p: Path, rel: str) -> dict[str, Any]:
     text = read_record(p, rel=rel)
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise MalformedRecord(f"not valid TOML ({exc})", "fix it or delete it and run fetch again",
-                              path=rel) from None
-    except ValueError:  # an integer of more than 4300 digits
-        raise MalformedRecord("not valid TOML (a value is out of bounds)",
-                              "fix it or delete it and run fetch again", path=rel) from None
-    except RecursionError:
-        raise MalformedRecord("not valid TOML (nested too deeply)",
-                              "fix it or delete it and run fetch again", path=rel) from None
+    return schema.parse_toml(text, rel, "fix it or delete it and run fetch again")
 
 
 def _validate(doc: dict[str, Any], rel: str, fix: str = _REDO) -> None:

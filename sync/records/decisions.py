@@ -11,7 +11,6 @@ UNCLASSIFIED, rules (`config.Rule`) conclude one of `RULED`.
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -46,19 +45,8 @@ class Decision:
 
 
 def _toml(text: str, path: str) -> dict[str, Any]:
-    try:
-        return tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise MalformedRecord(f"not valid TOML: {exc}", "fix the syntax (each decision is a "
-                              "[decisions.<sha>] table)", path=path) from None
-    except RecursionError:
-        # tomllib recurses per nested array/inline table; no decision file nests deeply.
-        raise MalformedRecord("not valid TOML: nested too deeply", "fix the syntax",
-                              path=path) from None
-    except ValueError:
-        # tomllib turns an integer of more than 4300 digits into int(): a ValueError.
-        raise MalformedRecord("not valid TOML: a value is out of bounds", "fix the syntax",
-                              path=path) from None
+    return schema.parse_toml(text, path, "fix the syntax (each decision is a [decisions.<sha>] "
+                             "table)")
 
 
 def _table(doc: dict[str, Any], path: str) -> dict[str, Any]:

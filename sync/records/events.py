@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import tomllib
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
@@ -60,11 +59,7 @@ def directory(port: Layout) -> Path:
 
 def _toml(data: bytes, rel: str) -> dict[str, Any]:
     text = decode_record(data, rel=rel)
-    try:
-        return tomllib.loads(text)
-    except (tomllib.TOMLDecodeError, RecursionError, ValueError) as exc:
-        raise MalformedRecord(f"state event is not valid TOML ({exc})", _RESTORE,
-                              path=rel) from None
+    return schema.parse_toml(text, rel, _RESTORE)
 
 
 def _validate(doc: dict[str, Any], rel: str) -> None:

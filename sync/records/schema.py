@@ -13,6 +13,7 @@ checks here say *what* is wrong (`Problem`) and the record says it.
 from __future__ import annotations
 
 import re
+import tomllib
 import types
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import MISSING, Field, dataclass, fields
@@ -208,3 +209,27 @@ def refuse_conflict(text: str, path: str) -> None:
         raise MalformedRecord("holds merge conflict markers", "resolve the conflict (keep one "
                               "side, or both, as git's merge left them to you), then run "
                               "again", path=path, line=line)
+
+
+_TOML_AT = re.compile(r"\s*\(at line (\d+), column (\d+)\)\Z")
+
+
+def parse_toml(text: str, path: str, fix: str) -> dict[str, Any]:
+    """A TOML record's document; MalformedRecord at the line tomllib stopped on, so the
+    refusal points where an editor jumps (`decisions.toml:7: not valid TOML: ...`)."""
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        message = str(exc)
+        at = _TOML_AT.search(message)
+        if at is None:  # "(at end of document)" and the like: no line to point at
+            raise MalformedRecord(f"not valid TOML: {message}", fix, path=path) from None
+        raise MalformedRecord(f"not valid TOML: {message[:at.start()]} (column {at[2]})", fix,
+                              path=path, line=int(at[1])) from None
+    except RecursionError:
+        # tomllib recurses per nested array or inline table: no record nests deeply.
+        raise MalformedRecord("not valid TOML: nested too deeply", fix, path=path) from None
+    except ValueError:
+        # tomllib turns an integer of more than 4300 digits into int(): a ValueError.
+        raise MalformedRecord("not valid TOML: a value is out of bounds", fix,
+                              path=path) from None
