@@ -6,9 +6,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
 
 from sync.infra import atomic
-from sync.infra.errors import BlockedCycle
+from sync.infra.errors import BlockedCycle, MalformedRecord
 
 
 def leftovers(directory: Path) -> list[str]:
@@ -151,3 +153,25 @@ def test_an_other_os_error_of_a_write_is_not_called_unwritable(tmp: Path) -> Non
     path.mkdir()
     with pytest.raises(IsADirectoryError):  # a record path that is a folder: not EROFS & co.
         atomic.write_text(path, "x\n")
+
+
+
+@given(st.binary(max_size=64))
+def test_a_record_that_is_not_utf8_is_refused_at_its_line_and_column(data: bytes) -> None:
+    """decode_record keeps every byte of UTF-8 text, and locates the first bad byte of any
+    other by line and character column (walk-s11's nit: a byte offset alone)."""
+    assume(not any(data.startswith(bom) for bom, _name in atomic._BOMS))
+    try:
+        expected = data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        first = err.start
+    else:
+        assert atomic.decode_record(data, rel="r.md") == expected
+        return
+    with pytest.raises(MalformedRecord) as exc:
+        atomic.decode_record(data, rel="r.md")
+    head = data[:first]
+    line, column = head.count(b"\n") + 1, len(head.rsplit(b"\n", 1)[-1].decode("utf-8")) + 1
+    assert exc.value.line == line and "\n" not in str(exc.value)
+    assert str(exc.value).startswith(f"r.md:{line}: is not UTF-8 (byte 0x{data[first]:02x} at "
+                                     f"column {column}, offset {first})")

@@ -146,7 +146,11 @@ def test_merge_conflict_markers_are_refused_as_that() -> None:
 def test_load_not_utf8(tmp: Path) -> None:
     path = tmp / "d.toml"
     path.write_bytes(b"# \xff\n")
-    with pytest.raises(MalformedRecord, match=r"^d.toml: is not UTF-8"):
+    with pytest.raises(MalformedRecord, match=r"^d.toml:1: is not UTF-8 \(byte 0xff at column 3, "):
+        decisions.load(path, rel="d.toml")
+    # Located by line and column, as an editor shows it, not by byte offset alone.
+    path.write_bytes(b"schema = 1\n\n# caf\xc3\xa9 \xff\n")
+    with pytest.raises(MalformedRecord, match=r"^d.toml:3: is not UTF-8 \(byte 0xff at column 8, "):
         decisions.load(path, rel="d.toml")
     path.unlink()
     path.mkdir()

@@ -182,8 +182,13 @@ def decode_record(data: bytes, *, rel: str) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise MalformedRecord(f"is not UTF-8 (byte 0x{data[exc.start]:02x} at offset "
-                              f"{exc.start})", _RESAVE, path=rel) from None
+        # Located as an editor shows it: the line, and the column in characters (what comes
+        # before the first bad byte decodes).
+        start = data.rfind(b"\n", 0, exc.start) + 1
+        line = data.count(b"\n", 0, start) + 1
+        column = len(data[start:exc.start].decode("utf-8")) + 1
+        raise MalformedRecord(f"is not UTF-8 (byte 0x{data[exc.start]:02x} at column {column}, "
+                              f"offset {exc.start})", _RESAVE, path=rel, line=line) from None
 
 
 def read_record(path: Path, *, rel: str) -> str:

@@ -331,7 +331,7 @@ def test_check_flags_an_inventory_that_is_not_utf8_and_leftover_temps(port: Path
     dead = port / f"src/.b.cpp.us{child.pid}-x1y2z3.tmp"
     dead.write_text("half\n")
     r = run(port, "check", "--no-audit")
-    assert r.rc == 7 and "porting-inventory.md: is not UTF-8" in r.out, r.out
+    assert r.rc == 7 and "porting-inventory.md:2: is not UTF-8" in r.out, r.out
     assert "src/.a.cpp.ab12cd34.tmp: temp file" in r.out
     assert f"{dead.name}: temp file" in r.out
     os.unlink(dead)
