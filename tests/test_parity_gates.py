@@ -258,8 +258,24 @@ def test_parity_records_against_the_cycle_target(tmp_path: Path,
     assert rc == 6 and f"gate target is {TARGET[:10]}" in err
 
 
+def test_parity_with_no_suites_configured_has_nothing_to_gate(tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch
+                                                             ) -> None:
+    """walk-s13 U5: the gates workflow runs `parity --strict` on every port; a port with
+    no suites (an advance needs none) passes it, and records no gate."""
+    root = make(tmp_path, "schema = 1\n")
+    gate_host(monkeypatch)
+    rc, out, err = run_cli(["--port", str(root), "parity", "--strict"])
+    assert (rc, out) == (0, "no parity suites are configured: nothing to gate (add "
+                            "[parity.suites.<name>] command = [...] to the port's config to "
+                            "gate on one)\n"), err
+    rc, out, _ = run_cli(["--port", str(root), "parity", "--strict", "--json"])
+    assert rc == 0 and json.loads(out) == {"gates": [], "ok": True}
+    assert gates.load(port_at(root), PIN) == []
+
+
 @pytest.mark.parametrize(("config_text", "argv", "why"), [
-    ("schema = 1\n", [], "no parity suites are configured"),
+    ("schema = 1\n", ["--suite", "op"], "no parity suite named 'op' — none is configured"),
     (CONFIG, ["--suite", "nope"], "no parity suite named 'nope'"),
     ('[parity.suites.x]\ncommand = ["{bad}"]\n', [], "uses {bad}"),
 ])

@@ -48,18 +48,23 @@ def expand(arg: str, values: Mapping[str, str]) -> str:
     return arg.format_map(dict(values))
 
 
+NONE_CONFIGURED = ("no parity suites are configured: nothing to gate (add "
+                   "[parity.suites.<name>] command = [...] to the port's config to gate on one)")
+
+
 def chosen(port: Port, name: str | None) -> list[Suite]:
+    """The suites to run: all of them, or the one named. None configured is nothing to
+    run, not a refusal: an advance needs no parity gate, and the gates workflow runs
+    `parity --strict` on every port (walk-s13 U5)."""
     suites = list(port.config.suites)
-    if not suites:
-        raise UsageError("no parity suites are configured",
-                         "add [parity.suites.<name>] command = [...] to the port's config")
     if name is None:
         return suites
     for s in suites:
         if s.name == name:
             return [s]
-    raise UsageError(f"no parity suite named {name!r}",
-                     f"configured suites: {', '.join(s.name for s in suites)}")
+    have = (f"configured suites: {', '.join(s.name for s in suites)}" if suites else
+            "none is configured: add [parity.suites.<name>] command = [...] to the port's config")
+    raise UsageError(f"no parity suite named {name!r}", have)
 
 
 @dataclass(frozen=True)
