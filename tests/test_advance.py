@@ -1305,3 +1305,29 @@ def test_a_hand_edited_cycle_state_no_event_records_is_not_kept(
     rc, _out, err = cmd("rollback")
     assert rc == 2 and ("there is no advance to roll back (the latest state event, "
                         "0001-stall.toml, is a stall, which moved no pin)") in err
+
+
+def test_a_refused_advance_still_says_what_it_would_leave_behind(
+        prepared: Prepared, copy: Callable[[str], Copy]) -> None:
+    """walk-s13 U6: the files an advance leaves behind are listed before the unmet lines
+    too (docs/adopting.md: "listed first"), not only once every precondition holds: they
+    are work for the same session."""
+    c = copy("ready")
+    left = json.loads(ok("advance", "--dry-run", "--json"))["left_behind"]
+    assert left["behind"]
+
+    def other_pin(text: str, para: paragraph.Paragraph) -> str:
+        lines = text.splitlines(keepends=True)
+        lines[para.line - 1] = lines[para.line - 1].replace(para.sha, "e24d1b24", 1)
+        return "".join(lines)
+
+    _edit_paragraph(c, other_pin)
+    rc, out, _ = cmd("advance", "--dry-run", "--json")
+    doc = json.loads(out)
+    assert rc == 6 and doc["unmet"] and doc["left_behind"] == left
+    rc, out, err = cmd("advance", "--dry-run")
+    assert rc == 6 and out.startswith("unmet: ")
+    warned = f"warning: {len(left['behind'])} ported file(s) will be behind the new pin "
+    assert err.startswith(warned), err
+    listed = err.split("\n")[1:1 + len(left["behind"])]
+    assert [line.strip() for line in listed] == left["behind"]

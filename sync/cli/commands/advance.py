@@ -8,7 +8,7 @@ from typing import Any, NoReturn
 
 from sync.cli.context import Context, add_json
 from sync.infra import txn
-from sync.infra.errors import BlockedCycle, UsageError
+from sync.infra.errors import BlockedCycle, SyncError, UsageError
 from sync.port import Port
 from sync.records import events
 from sync.steps.advance import advance, synccommit
@@ -50,15 +50,14 @@ def _advance(args: argparse.Namespace, ctx: Context, port: Port) -> int:
     if args.stall:
         return _stall(ctx, unmet, commit=args.commit)
     if unmet:
-        _refuse(ctx, unmet)
+        _refuse(ctx, unmet, _left_while_unmet(port))
     p = advance.plan(port, measured)
     kept = advance.flashinfer_kept(measured)
     if kept is not None:
         ctx.note(f"flashinfer_version stays {kept}: the oracle at the target has no "
                  "FlashInfer to measure")
     left = advance.left_behind(port, p.old.commit, p.new.commit)
-    for line in left.lines(p.new.commit):
-        ctx.note(line if line.startswith("  ") else f"warning: {line}")
+    _warn(ctx, left, p.new.commit)
     if args.dry_run:
         return _dry_run(ctx, p, measured, left)
     synccommit.refuse(port, args.commit, p.writes)
@@ -107,9 +106,33 @@ def _print(ctx: Context, p: advance.Plan, done: synccommit.Committed | None, how
     synccommit.tell(done, ctx.say, ctx.note)
 
 
-def _refuse(ctx: Context, unmet: list[str]) -> NoReturn:
-    """Report what is unmet and exit 6; nothing is written (stalling is `--stall`)."""
-    ctx.emit_json({"advanced": False, "unmet": unmet})
+def _warn(ctx: Context, left: advance.LeftBehind, target: str) -> None:
+    for line in left.lines(target):
+        ctx.note(line if line.startswith("  ") else f"warning: {line}")
+
+
+def _left_while_unmet(port: Port) -> tuple[advance.LeftBehind, str] | None:
+    """What the open cycle's advance would leave behind, said with the unmet lines too: it
+    is work for the same session as theirs (walk-s13 U6). None when there is no open
+    cycle, or its checkout cannot be read (an unmet line then says why)."""
+    c = port.live_cycle()
+    if c is None:
+        return None
+    try:
+        return advance.left_behind(port, c.pin, c.target), c.target
+    except SyncError:
+        return None
+
+
+def _refuse(ctx: Context, unmet: list[str],
+            left: tuple[advance.LeftBehind, str] | None = None) -> NoReturn:
+    """Report what is unmet (after what the advance would leave behind) and exit 6; nothing
+    is written (stalling is `--stall`)."""
+    doc: dict[str, object] = {"advanced": False, "unmet": unmet}
+    if left is not None:
+        _warn(ctx, *left)
+        doc["left_behind"] = left[0].doc()
+    ctx.emit_json(doc)
     for line in unmet:
         ctx.say(f"unmet: {line}")
     raise BlockedCycle(f"the advance is refused: {len(unmet)} unmet precondition(s)",
