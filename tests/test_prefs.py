@@ -192,7 +192,22 @@ def test_every_preference_is_declared_readably() -> None:
 
 def test_reference_checkout_missing(tmp: Path) -> None:
     message = refused(prefs.load(tmp / "absent.md", environ={"VLLM_SOURCE": str(tmp / "nope")}))
-    assert "does not exist" in message
+    assert message == (f"reference checkout {tmp / 'nope'} (from env VLLM_SOURCE) does not "
+                       "exist — set VLLM_SOURCE to a full clone of the upstream")
+
+
+def test_a_reference_checkout_from_the_preferences_file_is_refused_naming_it(tmp: Path) -> None:
+    """walk-s13 U4: a wrong path copied from the .example was refused with "set
+    VLLM_SOURCE", as though the variable had given it; the file did."""
+    file = tmp / "developer-preferences.md"
+    file.write_text(f"```sync-preferences\nreference_checkout = {tmp / 'nope'}\n```\n")
+    assert refused(prefs.load(file, environ={})) == (
+        f"reference checkout {tmp / 'nope'} (from {file}) does not exist — point "
+        f"reference_checkout in {file} at a full clone of the upstream, or set VLLM_SOURCE")
+    (tmp / "plain").mkdir()
+    file.write_text(f"```sync-preferences\nreference_checkout = {tmp / 'plain'}\n```\n")
+    assert refused(prefs.load(file, environ={})).startswith(
+        f"reference checkout {tmp / 'plain'} (from {file}) is not a git repository — point ")
 
 
 def test_reference_checkout_not_git(tmp: Path) -> None:

@@ -130,12 +130,17 @@ class Preferences:
         """The reference checkout, refused when unset, missing, not git, or shallow."""
         var = KEYS["reference_checkout"].variable
         path = self.path("reference_checkout")
-        ref = gitio.open_repo(path, variable=var, allow_shallow=True)
+        # Every refusal names where the path came from and the variable: the fix may be
+        # pointing it elsewhere, in that file or by the variable (walk-s13 U4).
+        source = self.source_of("reference_checkout")
+        fix = (f"set {var} to a full clone of the upstream" if source.startswith("env ") else
+               f"point reference_checkout in {source} at a full clone of the upstream, or set "
+               f"{var}")
+        ref = gitio.open_repo(path, variable=var, allow_shallow=True, source=source, fix=fix)
         if gitio.is_shallow(ref):
-            # Every refusal names the variable: the fix may be pointing it elsewhere.
             raise EnvironmentUnresolved(
-                f"reference checkout {path} (from {self.source_of('reference_checkout')}) is a "
-                "shallow clone: history before its cut is invisible",
+                f"reference checkout {path} (from {source}) is a shallow clone: history "
+                "before its cut is invisible",
                 f"run 'git -C {path} fetch --unshallow' or set {var} to a full clone",
             )
         return ref

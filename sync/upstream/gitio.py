@@ -288,19 +288,18 @@ def _gitpython(path: Path) -> git.Repo:
 
 
 def open_repo(path: Path, *, what: str = "reference checkout", variable: str = "VLLM_SOURCE",
-              allow_shallow: bool = False) -> Reference:
-    """Open a git work tree, refusing missing, non-git and (by default) shallow ones."""
+              allow_shallow: bool = False, source: str = "", fix: str = "") -> Reference:
+    """Open a git work tree, refusing missing, non-git and (by default) shallow ones.
+    `source` says where the path came from (`env VLLM_SOURCE`, a preferences file) and
+    `fix` how to point it elsewhere there: the refusal names both."""
+    named = f"{what} {path}" + (f" (from {source})" if source else "")
+    fix = fix or f"set {variable} to a full clone of the upstream"
     if not path.exists():
-        raise EnvironmentUnresolved(
-            f"{what} {path} does not exist", f"set {variable} to a full clone of the upstream"
-        )
+        raise EnvironmentUnresolved(f"{named} does not exist", fix)
     scrub_environ()
     ref = _locate(path)
     if ref is None:
-        raise EnvironmentUnresolved(
-            f"{what} {path} is not a git repository",
-            f"set {variable} to a full clone of the upstream",
-        )
+        raise EnvironmentUnresolved(f"{named} is not a git repository", fix)
     if not allow_shallow and is_shallow(ref):
         raise EnvironmentUnresolved(
             f"{what} {path} is a shallow clone: history before its cut is invisible",
