@@ -70,7 +70,8 @@ class IdentityMismatch(SyncError):
 
 class BlockedCycle(SyncError):
     """The cycle cannot proceed: advance preconditions unmet, a PENDING gate under
-    `--strict`, another run holds the lock."""
+    `--strict`, files `bump-headers` cannot bump safely (`--check` too, as a dry run),
+    another run holds the lock."""
 
     exit_code = 6
 
