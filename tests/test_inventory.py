@@ -368,7 +368,8 @@ def test_annotate_command_from_the_report(world: World) -> None:
 def test_annotate_command_bad_input(world: World) -> None:
     inv = world.root / ".agents/porting-inventory.md"
     r = run(world.root, "inventory", "annotate", "--pr", "99", "--tier", "T1")
-    assert r.rc == 2 and "no --path was given" in r.err
+    assert r.rc == 2 and ("vllm#99 is not in a report: no cycle is open, and no --path was "
+                          "given") in r.err, r.err
     r = run(world.root, "inventory", "annotate", "--pr", "99", "--tier", "T1", "--path",
             "vllm/x.py")
     assert r.rc == 2 and "no sync cycle is open" in r.err

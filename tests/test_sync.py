@@ -164,7 +164,7 @@ def _decided_by_hand(fx: Fixture, reason: str) -> tuple[str, str, Ran]:
 def test_hand_edited_disposition_becomes_a_decision(fx: Fixture) -> None:
     sha, new, r = _decided_by_hand(fx, "covered by the W5 refactor already")
     assert r.rc == 0, r.err
-    assert "read back 1 hand-edited entries" in r.err
+    assert "read back 1 hand-edited entry into decisions.toml" in r.err
     d = decided(fx)[sha]
     assert (d.disposition, d.reason) == ("IGNORE", "covered by the W5 refactor already")
     assert d.by.startswith("hand edit of ")
@@ -240,7 +240,7 @@ def test_a_persons_line_under_an_entry_is_not_joined_to_it(fx: Fixture) -> None:
 
 def test_a_wrapped_hand_edit_is_read_whole(fx: Fixture) -> None:
     sha, _new, r = _decided_by_hand(fx, "covered by the W5\n  refactor already")
-    assert r.rc == 0 and "read back 1 hand-edited entries" in r.err, r.err
+    assert r.rc == 0 and "read back 1 hand-edited entry into decisions.toml" in r.err, r.err
     assert decided(fx)[sha].reason == "covered by the W5 refactor already"
 
 
@@ -552,6 +552,9 @@ def test_divergent_target_needs_allow_divergent(fx: Fixture) -> None:
     assert doc["divergent"] is True and doc["target"] == side
     assert [e["sha"] for e in doc["entries"]] == [side]
     assert "(divergent: does not descend from the pin)" in fx.report().read_text(encoding="utf-8")
+    # One commit is "1 commit" (walk-s13 N7).
+    r = run(fx.port, "sync", "--target", "origin/side", "--allow-divergent")
+    assert r.rc == 0 and r.out.startswith(f"1 commit {fx.pin[:10]}..{side[:10]}: "), r.out
 
 
 def test_explicit_same_target_keeps_the_cycle_and_its_report(fx: Fixture) -> None:
@@ -832,7 +835,8 @@ def test_a_carried_item_stays_until_a_decision_closes_it(fx: Fixture) -> None:
     assert lines[1].startswith(f"carried into the open cycle {fx.pin[:10]}..")
     assert "since .agents/sync/2026-01-01-0000000.md (outside its range)" in lines[1]
     assert lines[2] == ("decision: PORT-NOW: carry-over: the import itself (the carry-over "
-                        "record) — decides it; rules and the symbol pass are not consulted")
+                        "record) — decides it; rules and the symbol pass are not consulted "
+                        "(shown below for reference)")
     assert lines[-2].startswith("result: PORT-NOW: carry-over: the import itself")
     assert json.loads(run(fx.port, "explain", base[:10], "--json").out)["carried_since"] == (
         ".agents/sync/2026-01-01-0000000.md")

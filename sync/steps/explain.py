@@ -200,7 +200,8 @@ def render(d: Derivation) -> list[str]:
     if d.decision is not None:
         by = " ".join(x for x in (d.decision.by or "recorded", d.decision.at) if x)
         lines.append(f"decision: {d.decision.disposition}: {d.decision.reason} "
-                     f"({by}) — decides it; rules and the symbol pass are not consulted")
+                     f"({by}) — decides it; rules and the symbol pass are not consulted (shown "
+                     "below for reference)")
     else:
         lines.append("decision: none recorded")
     lines.append(_rules_head(d))

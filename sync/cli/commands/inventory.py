@@ -55,7 +55,7 @@ def _report_entry(port: Port, c: cycle.Cycle | None, pr: int) -> Entry | None:
     return hits[-1] if hits else None
 
 
-def _paths(args: argparse.Namespace, entry: Entry | None) -> list[str]:
+def _paths(args: argparse.Namespace, entry: Entry | None, *, cycle_open: bool) -> list[str]:
     """The upstream paths to annotate: `--path`, else the report entry's."""
     if entry is not None and entry.disposition != "INVENTORY":
         raise UsageError(f"the cycle's report lists vllm#{args.pr} as {entry.disposition}, "
@@ -64,8 +64,9 @@ def _paths(args: argparse.Namespace, entry: Entry | None) -> list[str]:
     paths: list[str] = list(dict.fromkeys(args.path)) or (
         list(entry.upstream_paths) if entry else [])
     if entry is None and not paths and args.row is None:
-        raise UsageError(f"vllm#{args.pr} is not in the open cycle's report and no --path was "
-                         "given", "pass --path P (the upstream path it adds or changes)")
+        where = "in the open cycle's report" if cycle_open else "in a report: no cycle is open"
+        raise UsageError(f"vllm#{args.pr} is not {where}, and no --path was given",
+                         "pass --path P (the upstream path it adds or changes)")
     return paths
 
 
@@ -106,7 +107,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
 def _annotate(args: argparse.Namespace, ctx: Context, port: Port) -> int:
     c = cycle.load(port)
     entry = _report_entry(port, c, args.pr)
-    paths = _paths(args, entry)
+    paths = _paths(args, entry, cycle_open=c is not None)
     file = port.root / port.config.inventory
     rel = port.rel(file)
     if not file.exists():

@@ -47,8 +47,11 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         return 0
     counts = m.counts()
     if result.new_decisions:
-        ctx.note(f"read back {result.new_decisions} hand-edited entries into decisions.toml")
-    ctx.say(f"{m.stats.commits} commits {short(m.pin)}..{short(m.target)}: "
+        n = result.new_decisions
+        ctx.note(f"read back {n} hand-edited {'entry' if n == 1 else 'entries'} into "
+                 "decisions.toml")
+    commits = "commit" if m.stats.commits == 1 else "commits"
+    ctx.say(f"{m.stats.commits} {commits} {short(m.pin)}..{short(m.target)}: "
           + ", ".join(f"{counts[d]} {d}" for d in report.SECTIONS))
     ctx.say(f"report: {result.path}")
     return 0
