@@ -324,15 +324,15 @@ def test_no_gates_is_a_warning_and_advance_refuses_until_declared(tmp: Path) -> 
     code, out, _ = init(str(root))
     assert code == 0 and "  warning: no gates configured" in out
     from sync import port
-    from sync.steps.advance import advance
+    from sync.steps.advance import blockers
 
     p = port.locate(str(root))
-    assert advance._gates_declared(p) == [
+    assert blockers.gates_declared(p) == [
         "no gates are configured — configure [golden] scripts or [parity.suites.<name>] in "
         ".agents/upstream-sync.toml, or declare that the port has none with [gates] none = true"]
     cfg = root / config.CONFIG_PATH
     cfg.write_text(cfg.read_text() + "\n[gates]\nnone = true\n")
-    assert advance._gates_declared(port.locate(str(root))) == []
+    assert blockers.gates_declared(port.locate(str(root))) == []
 
 
 def test_force_keeps_what_the_old_configuration_set_by_hand(tmp: Path) -> None:

@@ -24,10 +24,11 @@ from pathlib import Path
 from sync.infra.errors import BlockedCycle, SyncError, UsageError
 from sync.infra.notes import Notes
 from sync.port import Port
-from sync.records import config, cycle, events, gates, oraclefile, paragraph, pins, schema, spans
+from sync.records import cycle, events, gates, oraclefile, paragraph, pins, schema, spans
 from sync.records.mdtext import code
 from sync.steps import audit, carry, report, surface, syncrun
 from sync.steps import target as target_mod
+from sync.steps.advance import blockers
 from sync.steps.advance import evidence as gate_evidence
 from sync.steps.verify import golden, oracle, parity
 from sync.steps.verify import identity as oracle_verify
@@ -35,7 +36,7 @@ from sync.steps.verify.probe import Probe
 from sync.upstream import gitio
 from sync.upstream.gitio import short
 
-CORE = "vllm"
+CORE = blockers.CORE
 ADVANCED = re.compile(r"^- Cycle state: ADVANCED(?=\r?$)", re.MULTILINE)
 
 
@@ -62,14 +63,6 @@ class Measured:
     rewrite: paragraph.Rewrite | None = None  # the protocol file with both moved to it
 
 
-def _required_gates(port: Port) -> list[str]:
-    names = []
-    if port.config.golden_scripts:
-        names.append("golden")
-    names += [f"parity:{s.name}" for s in port.config.suites]
-    return names
-
-
 def preconditions(port: Port, ctx: Notes | None, *, release_label: str | None = None
                   ) -> tuple[list[str], Measured]:
     """Every unmet precondition, one line each, plus what a passing check measured."""
@@ -78,8 +71,9 @@ def preconditions(port: Port, ctx: Notes | None, *, release_label: str | None = 
     if unmet:
         return unmet, Measured(c)
     result = syncrun.run_cycle(port, ctx, syncrun.CycleRequest(write_report=False))
-    unmet = (_unclassified(result) + _unported(port, result) + _gates_declared(port)
-             + _gates_unmet(port, c.target) + _paragraph_stale(port) + _core_file_unmet(port))
+    unmet = (_unclassified(result) + _unported(port, result) + blockers.gates_declared(port)
+             + _gates_unmet(port, c.target) + blockers.paragraph_stale(port)
+             + blockers.core_file_unmet(port))
     oracle_unmet, verification = _oracle_unmet(port, c.target)
     if verification is not None:
         oracle_unmet += gate_evidence.unmet(port, c.target, verification.probe)
@@ -134,20 +128,10 @@ def _unported(port: Port, result: syncrun.Result) -> list[str]:
     return out
 
 
-def _gates_declared(port: Port) -> list[str]:
-    """Gates are configured, or the port declares it has none: an advance never passes only
-    because nothing was configured."""
-    if _required_gates(port) or port.config.gates_none:
-        return []
-    return [f"no gates are configured — configure [golden] scripts or [parity.suites.<name>] "
-            f"in {config.CONFIG_PATH}, or declare that the "
-            "port has none with [gates] none = true"]
-
-
 def _gates_unmet(port: Port, target: str) -> list[str]:
     """Every required gate PASSed at the target, and no other recorded gate failed."""
     recorded = {g.name: g for g in port.gates(target)}
-    required = _required_gates(port)
+    required = blockers.required_gates(port)
     out = [line for name in required
            for line in _required_gate_unmet(name, recorded, target,
                                             _gate_command(port, name, target))]
@@ -263,19 +247,6 @@ def left_behind(port: Port, pin: str, target: str) -> LeftBehind:
         tuple(f for f in gone if f not in was_gone), tuple(f for f in gone if f in was_gone))
 
 
-def _core_file_unmet(port: Port) -> list[str]:
-    """The core oracle file the advance rewrites exists (known from the start: said with the
-    other unmet lines, not found last)."""
-    # By its name, as `check` requires (`id` is the file stem): what it holds is read once,
-    # when the advance rewrites it.
-    if any(p.stem == CORE for p in port.oracle_files()):
-        return []
-    return [f"no core oracle file ({CORE}.md) among {port.config.oracles} — add "
-            f"{Path(port.config.oracles).parent.as_posix()}/{CORE}.md holding one "
-            "`oracle-pin` block (id, role, upstream, scope, pin, pin_label, pinned_on, gateable, "
-            "evidence): the advance rewrites its pin"]
-
-
 def _oracle_unmet(port: Port, target: str
                   ) -> tuple[list[str], oracle_verify.Verification | None]:
     """The core oracle at the target verifies (its measurement is what the pin becomes)."""
@@ -283,7 +254,7 @@ def _oracle_unmet(port: Port, target: str
     try:
         v = oracle_verify.verify(port, prefs, CORE, target)
     except SyncError as exc:
-        return [f"oracle {CORE} at the target cannot be verified: {exc}"], None
+        return [blockers.unverifiable(exc)], None
     if not v.ok:
         return [f"oracle {CORE} at {short(target)} fails verification: "
                 + "; ".join(str(m) for m in v.mismatches[:3])], None
@@ -413,18 +384,6 @@ def _rewrite(port: Port, m: Measured, new: pins.Pin, given: str | None) -> parag
         tallies=(("commits", len(entries)),
                  *(m.result.model.counts().items() if m.result is not None else ())))
     return paragraph.rewrite(text, para, measured)
-
-
-def _paragraph_stale(port: Port) -> list[str]:
-    """The PARITY PIN paragraph must copy the pin it moves from (the advance rewrites it from
-    there): checked before the oracle, as `check` does, so a dry run lists it at once."""
-    rel = port.rel(port.protocol)
-    record = port.pin_record()  # the protocol file as the read model holds it: read once
-    try:
-        para = paragraph.find(record.text, path=rel)
-    except SyncError as exc:
-        return [f"the PARITY PIN paragraph: {exc}"]
-    return paragraph.agrees(para, record.pin, path=rel)
 
 
 def _paragraph_unmet(port: Port, rw: paragraph.Rewrite) -> list[str]:

@@ -1,0 +1,79 @@
+"""The advance's preconditions that the records and this machine's settings decide alone:
+no range is classified, no oracle is measured, no gate runs. `advance` checks them with the
+rest; `status` lists them (walk-s13 U1), so it imports this module and not the advance.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sync.infra.errors import SyncError
+from sync.port import Port
+from sync.records import config, oraclefile, paragraph
+from sync.steps.verify import oracle
+
+CORE = oraclefile.CORE_ID
+
+
+def unmeasured(port: Port) -> list[str]:
+    """What `status` names of the advance's unmet lines, worded as the advance words them
+    (the PORT-NOW commits, the gates and the core oracle file it shows otherwise)."""
+    return gates_declared(port) + paragraph_stale(port) + oracle_home_unmet(port)
+
+
+def required_gates(port: Port) -> list[str]:
+    names = []
+    if port.config.golden_scripts:
+        names.append("golden")
+    names += [f"parity:{s.name}" for s in port.config.suites]
+    return names
+
+
+def gates_declared(port: Port) -> list[str]:
+    """Gates are configured, or the port declares it has none: an advance never passes only
+    because nothing was configured."""
+    if required_gates(port) or port.config.gates_none:
+        return []
+    return [f"no gates are configured — configure [golden] scripts or [parity.suites.<name>] "
+            f"in {config.CONFIG_PATH}, or declare that the "
+            "port has none with [gates] none = true"]
+
+
+def paragraph_stale(port: Port) -> list[str]:
+    """The PARITY PIN paragraph must copy the pin it moves from (the advance rewrites it from
+    there): checked before the oracle, as `check` does, so a dry run lists it at once."""
+    rel = port.rel(port.protocol)
+    record = port.pin_record()  # the protocol file as the read model holds it: read once
+    try:
+        para = paragraph.find(record.text, path=rel)
+    except SyncError as exc:
+        return [f"the PARITY PIN paragraph: {exc}"]
+    return paragraph.agrees(para, record.pin, path=rel)
+
+
+def core_file_unmet(port: Port) -> list[str]:
+    """The core oracle file the advance rewrites exists (known from the start: said with the
+    other unmet lines, not found last)."""
+    # By its name, as `check` requires (`id` is the file stem): what it holds is read once,
+    # when the advance rewrites it.
+    if any(p.stem == CORE for p in port.oracle_files()):
+        return []
+    return [f"no core oracle file ({CORE}.md) among {port.config.oracles} — add "
+            f"{Path(port.config.oracles).parent.as_posix()}/{CORE}.md holding one "
+            "`oracle-pin` block (id, role, upstream, scope, pin, pin_label, pinned_on, gateable, "
+            "evidence): the advance rewrites its pin"]
+
+
+def unverifiable(exc: SyncError) -> str:
+    """The unmet line of a core oracle that cannot be verified at the target at all."""
+    return f"oracle {CORE} at the target cannot be verified: {exc}"
+
+
+def oracle_home_unmet(port: Port) -> list[str]:
+    """No oracle home here (unset, or inside a checkout): no oracle can be verified, which
+    the advance finds first when it verifies the target's."""
+    try:
+        oracle.oracle_home(port, port.preferences())
+    except SyncError as exc:
+        return [unverifiable(exc)]
+    return []
