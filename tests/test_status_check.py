@@ -335,3 +335,33 @@ def test_status_with_no_reference_checkout_says_which_line_goes_where(
         "reference checkout: unresolved: reference_checkout is not set (a full clone of "
         "upstream vLLM, never a shallow one) — set VLLM_SOURCE, or add the line "
         f"'reference_checkout = <path>' to the ```sync-preferences block of {prefs_file}")
+
+
+def _without_oracle_home(port: Path) -> Path:
+    """The port's preferences with their `oracle_home` line taken out."""
+    prefs_file = port / ".agents/developer-preferences.md"
+    text = prefs_file.read_text(encoding="utf-8")
+    prefs_file.write_text("".join(line for line in text.splitlines(keepends=True)
+                                  if not line.startswith("oracle_home = ")), encoding="utf-8")
+    return prefs_file
+
+
+def test_status_with_no_oracle_home_says_so_not_build_the_environment(tmp_path: Path) -> None:
+    """walk-s13 U2: with oracle_home unset status advised 'upstream-sync oracle build', which
+    then refused (rc 3) for the unset home; an empty home looked the same."""
+    fx = build(tmp_path)
+    (tmp_path / "oracles").mkdir()
+    assert "  no environment at the pin (upstream-sync oracle build, or adopt)" in run(
+        fx.port, "status").out.splitlines()
+    prefs_file = _without_oracle_home(fx.port)
+    refusal = (
+        "oracle_home is not set (the directory holding the oracle virtualenvs, outside every "
+        "checkout) — set SYNC_ORACLE_HOME, or add the line 'oracle_home = <directory>' to the "
+        f"```sync-preferences block of {prefs_file}")
+    lines = run(fx.port, "status").out.splitlines()
+    (i,) = (n for n, x in enumerate(lines) if x.startswith("oracle build: "))
+    assert lines[i + 1] == f"  no environment can be looked up: {refusal}"
+    build_it = run(fx.port, "oracle", "build", "--if-missing")
+    assert build_it.rc == 3 and build_it.err == f"upstream-sync: error: {refusal}\n"
+    doc = json.loads(run(fx.port, "status", "--json").out)["oracle_build"]
+    assert (doc["env"], doc["home"], doc["home_error"]) == (None, None, refusal)

@@ -120,11 +120,16 @@ def _oracle_build(port: Port, pin: pins.Pin) -> dict[str, Any]:
     except SyncError as exc:
         return {"build_mode": None, "said_by": None, "error": str(exc), "env": None}
     doc: dict[str, Any] = {"build_mode": st.mode, "said_by": st.said_by,
-                           "require_flashinfer": st.require_flashinfer, "env": None}
+                           "require_flashinfer": st.require_flashinfer, "env": None,
+                           "home": None, "home_error": None}
     try:
         home = oracle.oracle_home(port, port.preferences())
-    except SyncError:
-        return doc  # no oracle home here: nothing to show of an environment
+    except SyncError as exc:
+        # No oracle home here: no environment can be looked up, and 'oracle build' refuses
+        # the same way (walk-s13 U2: "no environment at the pin" sent people to it).
+        doc["home_error"] = str(exc)
+        return doc
+    doc["home"] = str(home)
     env = oracle.env_path(home, oracle.CORE_ID, pin.commit)
     if not (env.exists() or env.is_symlink()):
         return doc

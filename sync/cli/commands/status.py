@@ -87,6 +87,8 @@ def _build_lines(b: dict[str, Any]) -> list[str]:
     flashinfer = "FlashInfer required" if b["require_flashinfer"] else "FlashInfer not required"
     lines = [f"oracle build: mode {b['build_mode']} (from {b['said_by']}); {flashinfer}"]
     env = b["env"]
+    if env is None and b.get("home_error"):
+        return [*lines, f"  no environment can be looked up: {b['home_error']}"]
     if env is None:
         return [*lines, "  no environment at the pin (upstream-sync oracle build, or adopt)"]
     if env.get("error") or env["record"] is None:
