@@ -195,9 +195,11 @@ def test_a_command_imports_only_the_steps_it_runs(tmp_path: Path) -> None:
     (tmp_path / ".agents/upstream-sync.md").write_text("no pin block here\n")
     proc = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True,
                           text=True, check=True, cwd=tmp_path)
-    # status shows the oracle's build mode and record: verify.oracle, which imports no step.
-    assert proc.stdout.split() == ["sync.steps", "sync.steps.status", "sync.steps.verify",
-                                   "sync.steps.verify.oracle"]
+    # status shows the oracle's build mode and record: verify.oracle, which imports no step;
+    # and the advance's blockers that need no measurement, not the advance itself.
+    assert proc.stdout.split() == ["sync.steps", "sync.steps.advance",
+                                   "sync.steps.advance.blockers", "sync.steps.status",
+                                   "sync.steps.verify", "sync.steps.verify.oracle"]
 
 
 def test_every_command_registers_the_name_it_is_listed_under() -> None:

@@ -64,7 +64,8 @@ def test_status_json_keys(tmp_path: Path) -> None:
     assert [line for line in text.out.splitlines() if "carry-over" in line] == [
         f"  carry-over: 5 PORT-NOW open, 3 INVENTORY unannotated — each item in {report} "
         "(## Carry-over); the PORT-NOW diffs in 'upstream-sync queue'"]
-    assert len(text.out.splitlines()) < 15
+    # 13 lines, the advance's unmet 'no gates are configured' and the dry-run pointer.
+    assert len(text.out.splitlines()) < 17
 
 
 def test_status_on_the_example_reports_a_disagreeing_oracle(copy: Path) -> None:
@@ -365,3 +366,35 @@ def test_status_with_no_oracle_home_says_so_not_build_the_environment(tmp_path: 
     assert build_it.rc == 3 and build_it.err == f"upstream-sync: error: {refusal}\n"
     doc = json.loads(run(fx.port, "status", "--json").out)["oracle_build"]
     assert (doc["env"], doc["home"], doc["home_error"]) == (None, None, refusal)
+
+
+def test_status_names_the_blockers_advance_needs_no_measurement_for(tmp_path: Path) -> None:
+    """walk-s13 U1: status promised the open cycle's blockers, but said nothing of a PARITY
+    PIN paragraph that disagrees with the block or of an unset oracle home, both unmet lines
+    of 'advance --dry-run'; it names them as the advance words them, and points to it."""
+    fx = build(tmp_path)
+    assert run(fx.port, "sync").rc == 0
+    protocol = fx.port / ".agents/upstream-sync.md"
+    protocol.write_text(protocol.read_text(encoding="utf-8").replace(
+        f"current parity pin {fx.pin[:9]}", f"current parity pin {STALE[:9]}"), encoding="utf-8")
+    prefs_file = _without_oracle_home(fx.port)
+    unmet = [
+        "no gates are configured — configure [golden] scripts or [parity.suites.<name>] in "
+        ".agents/upstream-sync.toml, or declare that the port has none with [gates] none = true",
+        f".agents/upstream-sync.md:3: the PARITY PIN paragraph's pin {STALE[:9]} is not a "
+        f"prefix of the pin block's vllm_commit {fx.pin} — write {fx.pin[:9]} there by hand (an "
+        "advance rewrites this line itself, but not while it disagrees with the block)",
+        "oracle vllm at the target cannot be verified: oracle_home is not set (the directory "
+        "holding the oracle virtualenvs, outside every checkout) — set SYNC_ORACLE_HOME, or add "
+        f"the line 'oracle_home = <directory>' to the ```sync-preferences block of {prefs_file}"]
+    r = run(fx.port, "status")
+    assert r.rc == 0, r.err
+    assert r.out.splitlines()[-4:] == [
+        *(f"  unmet: {u}" for u in unmet),
+        "  the full list, with the gates and the oracle at the target checked: "
+        "'upstream-sync advance --dry-run'"]
+    assert json.loads(run(fx.port, "status", "--json").out)["cycle"]["unmet"] == unmet
+    dry = run(fx.port, "advance", "--dry-run")
+    assert dry.rc == 6 and set(unmet) <= {
+        x.removeprefix("unmet: ") for x in dry.out.splitlines()}, dry.out
+

@@ -10,6 +10,7 @@ from sync.infra.errors import EnvironmentUnresolved, MalformedRecord, SyncError
 from sync.port import Port
 from sync.records import carryover, cycle, oraclefile, pins, reportdoc, spans
 from sync.records.prefs import Preferences
+from sync.steps.advance import blockers
 from sync.steps.verify import oracle
 from sync.upstream import gitio, health
 from sync.upstream.gitio import short
@@ -169,8 +170,9 @@ def _cycle(port: Port, pin: str) -> dict[str, Any] | None:
     rpath = (port.sync_dir / cycle.report_name(c)).with_suffix(".json")
     text = port.text(rpath)
     rep = reportdoc.load_doc(text, port.rel(rpath)) if text is not None else None
+    is_open = c.pin == pin
     return {
-        "open": c.pin == pin, "pin": c.pin,
+        "open": is_open, "pin": c.pin,
         "target": c.target, "target_ref": c.target_ref, "frozen_at": c.frozen_at,
         "report": port.rel(rpath.with_suffix(".md")) if rep else None,
         "state": rep["state"] if rep else None,
@@ -178,4 +180,7 @@ def _cycle(port: Port, pin: str) -> dict[str, Any] | None:
         "carry_over": rep["carry_over"] if rep else None,
         "carry_over_counts": rep.get("carry_over_counts") if rep else None,
         "carried": len(rep.get("carried") or []) if rep else None,
+        # What blocks the advance that the report does not count and nothing need measure
+        # (walk-s13 U1: the PARITY PIN paragraph, an unset oracle home), as advance words it.
+        "unmet": blockers.unmeasured(port) if is_open else None,
     }

@@ -124,6 +124,9 @@ def _cycle_lines(c: dict[str, Any] | None) -> list[str]:
         counts = ", ".join(f"{v} {k}" for k, v in c["counts"].items())
         lines.append(f"  report {c['report']} [{c['state']}]: {counts}")
         lines += _carry_line(c)
+    lines += [f"  unmet: {u}" for u in c["unmet"]]
+    lines.append("  the full list, with the gates and the oracle at the target checked: "
+                 "'upstream-sync advance --dry-run'")
     return lines
 
 
