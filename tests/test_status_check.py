@@ -398,3 +398,40 @@ def test_status_names_the_blockers_advance_needs_no_measurement_for(tmp_path: Pa
     assert dry.rc == 6 and set(unmet) <= {
         x.removeprefix("unmet: ") for x in dry.out.splitlines()}, dry.out
 
+
+
+def test_status_after_a_stall_counts_its_port_now_apart_from_the_other_unmet(
+        tmp_path: Path) -> None:
+    """walk-s13 N5: after 'advance --stall' the carry-over line said "21 unmet" for 17
+    PORT-NOW commits and 4 other preconditions; before the stall it said "17 PORT-NOW open"."""
+    fx = build(tmp_path)
+    assert run(fx.port, "sync").rc == 0
+    unmet = [x.removeprefix("unmet: ") for x in run(fx.port, "advance", "--dry-run").out
+             .splitlines() if x.startswith("unmet: ")]
+    others = len([u for u in unmet if not u.startswith("PORT-NOW `")])
+    assert len(unmet) - others == 5 and others > 1, unmet
+    assert run(fx.port, "advance", "--stall").rc == 0
+    r = run(fx.port, "status")
+    (line,) = (x for x in r.out.splitlines() if x.startswith("  carry-over: "))
+    (report,) = (fx.port / ".agents/sync").glob("*.md")
+    assert line == (
+        f"  carry-over: 5 PORT-NOW open, 3 INVENTORY unannotated (+{others} other unmet "
+        f"preconditions) — each item in .agents/sync/{report.name} (## Carry-over); the "
+        "PORT-NOW diffs in 'upstream-sync queue'")
+    counts = {"PORT-NOW open": 5, "unmet": others, "INVENTORY unannotated": 3}
+    assert json.loads(run(fx.port, "status", "--json").out)["cycle"]["carry_over_counts"] \
+        == counts
+    assert json.loads(report.with_suffix(".json").read_text())["carry_over_counts"] == counts
+
+
+@pytest.mark.parametrize(("counts", "folded"), [
+    ({"PORT-NOW open": 2, "unmet": 1}, "2 PORT-NOW open (+1 other unmet precondition)"),
+    ({"unmet": 3}, "+3 other unmet preconditions"),
+    ({"gate": 1}, "1 gate")])
+def test_the_carry_over_line_says_a_stalls_other_unmet_apart(counts: dict[str, int],
+                                                               folded: str) -> None:
+    from sync.cli.commands import status
+
+    assert status._carry_line({"carry_over_counts": counts, "report": "r.md"}) == [
+        f"  carry-over: {folded} — each item in r.md (## Carry-over); the PORT-NOW diffs in "
+        "'upstream-sync queue'"]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import re
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast, get_args
 
@@ -23,7 +23,7 @@ from sync.records.mdtext import code, one_line
 from sync.records.mdtext import escape as escape
 from sync.records.mdtext import short_subject as short_subject
 from sync.records.mdtext import unescape as unescape
-from sync.records.reportdoc import STATE_LINE
+from sync.records.reportdoc import STATE_LINE, carry_counts
 from sync.records.reportdoc import State as State
 from sync.records.reportdoc import state_of as state_of
 from sync.steps.classify import Entry, Evidence
@@ -422,26 +422,6 @@ def _coarse_line(c: Coarse) -> str:
     anchor = (f"{c.path}::{c.named[0]}" if len(c.named) == 1
               else f"{c.path} ({', '.join(c.named)})")
     return head + f"; the port file names {shown}: cite {code(anchor)} if that is what it mirrors"
-
-
-CarryKind = Literal["PORT-NOW open", "PORT-NOW carried over", "INVENTORY unannotated",
-                    "UNCLASSIFIED", "gate", "unmet", "carried in"]
-
-_KINDS: tuple[tuple[str, CarryKind], ...] = (
-    ("- PORT-NOW open: ", "PORT-NOW open"), ("- PORT-NOW carried over: ", "PORT-NOW carried over"),
-    ("- INVENTORY unannotated: ", "INVENTORY unannotated"), ("- UNCLASSIFIED: ", "UNCLASSIFIED"),
-    ("- gate ", "gate"), ("- unmet: ", "unmet"), ("- carried ", "carried in"),
-)
-
-
-def carry_counts(carry_lines: Iterable[str]) -> dict[str, int]:
-    """How many carry-over lines of each kind (for a short `status`)."""
-    out: dict[str, int] = {}
-    for line in carry_lines:
-        kind = next((k for prefix, k in _KINDS if line.startswith(prefix)), None)
-        if kind is not None:
-            out[kind] = out.get(kind, 0) + 1
-    return out
 
 
 def _read_unmet(r: _Reading, raw: str) -> None:

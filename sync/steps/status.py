@@ -178,7 +178,10 @@ def _cycle(port: Port, pin: str) -> dict[str, Any] | None:
         "state": rep["state"] if rep else None,
         "counts": rep["counts"] if rep else None,
         "carry_over": rep["carry_over"] if rep else None,
-        "carry_over_counts": rep.get("carry_over_counts") if rep else None,
+        # From the lines, not the JSON's own counts: a report written before walk-s13 N5
+        # counted a stall's unmet PORT-NOW lines as "unmet".
+        "carry_over_counts": reportdoc.carry_counts(
+            x for x in rep["carry_over"] if isinstance(x, str)) if rep else None,
         "carried": len(rep.get("carried") or []) if rep else None,
         # What blocks the advance that the report does not count and nothing need measure
         # (walk-s13 U1: the PARITY PIN paragraph, an unset oracle home), as advance words it.

@@ -141,9 +141,14 @@ def _moved_line(doc: dict[str, Any]) -> list[str]:
 
 def _carry_line(c: dict[str, Any]) -> list[str]:
     """The carry-over folded to counts and a pointer: the report lists every item."""
-    counts = c.get("carry_over_counts") or {}
+    counts = dict(c.get("carry_over_counts") or {})
     if not counts:
         return ["  carry-over: nothing owed"]
+    # A stall's other unmet preconditions apart from what the cycle owes (walk-s13 N5).
+    unmet = counts.pop("unmet", 0)
     folded = ", ".join(f"{n} {kind}" for kind, n in counts.items())
+    if unmet:
+        more = f"+{unmet} other unmet precondition{'s' if unmet > 1 else ''}"
+        folded = f"{folded} ({more})" if folded else more
     return [f"  carry-over: {folded} — each item in {c['report']} (## Carry-over); the "
             "PORT-NOW diffs in 'upstream-sync queue'"]
