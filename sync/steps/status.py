@@ -175,15 +175,22 @@ def _cycle(port: Port, pin: str) -> dict[str, Any] | None:
         "open": is_open, "pin": c.pin,
         "target": c.target, "target_ref": c.target_ref, "frozen_at": c.frozen_at,
         "report": port.rel(rpath.with_suffix(".md")) if rep else None,
-        "state": rep["state"] if rep else None,
-        "counts": rep["counts"] if rep else None,
-        "carry_over": rep["carry_over"] if rep else None,
-        # From the lines, not the JSON's own counts: a report written before walk-s13 N5
-        # counted a stall's unmet PORT-NOW lines as "unmet".
-        "carry_over_counts": reportdoc.carry_counts(
-            x for x in rep["carry_over"] if isinstance(x, str)) if rep else None,
-        "carried": len(rep.get("carried") or []) if rep else None,
+        **_report_part(rep),
         # What blocks the advance that the report does not count and nothing need measure
         # (walk-s13 U1: the PARITY PIN paragraph, an unset oracle home), as advance words it.
         "unmet": blockers.unmeasured(port) if is_open else None,
+    }
+
+
+def _report_part(rep: dict[str, Any] | None) -> dict[str, Any]:
+    """What the cycle's part of the document takes from its report's JSON (None: no report)."""
+    if rep is None:
+        return dict.fromkeys(("state", "counts", "carry_over", "carry_over_counts", "carried"))
+    return {
+        "state": rep["state"], "counts": rep["counts"], "carry_over": rep["carry_over"],
+        # From the lines, not the JSON's own counts: a report written before walk-s13 N5
+        # counted a stall's unmet PORT-NOW lines as "unmet".
+        "carry_over_counts": reportdoc.carry_counts(
+            x for x in rep["carry_over"] if isinstance(x, str)),
+        "carried": len(rep.get("carried") or []),
     }

@@ -86,18 +86,24 @@ def _build_lines(b: dict[str, Any]) -> list[str]:
         return [f"oracle build: REFUSED ({b['error']})"]
     flashinfer = "FlashInfer required" if b["require_flashinfer"] else "FlashInfer not required"
     lines = [f"oracle build: mode {b['build_mode']} (from {b['said_by']}); {flashinfer}"]
+    return lines + _env_lines(b)
+
+
+def _env_lines(b: dict[str, Any]) -> list[str]:
+    """The core oracle's environment at the pin: where it is, how it was built, and what
+    its precompiled binaries are."""
     env = b["env"]
     if env is None and b.get("home_error"):
-        return [*lines, f"  no environment can be looked up: {b['home_error']}"]
+        return [f"  no environment can be looked up: {b['home_error']}"]
     if env is None:
-        return [*lines, "  no environment at the pin (upstream-sync oracle build, or adopt)"]
+        return ["  no environment at the pin (upstream-sync oracle build, or adopt)"]
     if env.get("error") or env["record"] is None:
-        return [*lines, f"  environment at the pin: {env['path']}: "
+        return [f"  environment at the pin: {env['path']}: "
                 f"{env.get('error') or 'no build record (adopt it or rebuild it)'}"]
     r = env["record"]
     link = f" -> {env['link']}" if env["link"] else ""
-    lines.append(f"  environment at the pin: {env['path']}{link} ({r['origin']} "
-                 f"{r['built_at']}, mode {r['build_mode']}, {r['installer']})")
+    lines = [f"  environment at the pin: {env['path']}{link} ({r['origin']} "
+             f"{r['built_at']}, mode {r['build_mode']}, {r['installer']})"]
     if not env["mode_agrees"]:
         lines.append(f"  MISMATCH: built in mode {r['build_mode']!r}, but {b['said_by']} says "
                      f"{b['build_mode']!r}: rebuild it")
