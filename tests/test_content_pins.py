@@ -355,6 +355,35 @@ def test_other_oracle_shas_are_verified_against_its_checkout(
         "cites llama.cpp at 1234567ab, which is NOT a commit of its checkout"]
 
 
+def test_an_unusable_oracle_checkout_is_warned_of_with_where_it_came_from(
+        case: tuple[Path, dict[str, str]], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """walk-s13 U3: a configured checkout that is missing or not git was swallowed: audit
+    said "(not verified here)" exactly as with none configured. Audit and check warn once
+    per such checkout, naming the oracle, the path and where the value came from."""
+    root, up = case
+    gone = tmp_path / "nonexist-llama"
+    prefs = root / ".agents/developer-preferences.md"
+    write(root, ".agents/developer-preferences.md",
+          f"```sync-preferences\noracle_checkouts = llama.cpp={gone}\n```\n")
+    said = (f"llama.cpp checkout {gone} does not exist (oracle_checkouts in {prefs}), so the "
+            "SHAs the port cites llama.cpp at are not verified — point its entry there at a "
+            "clone of llama.cpp's upstream, or remove the entry")
+    r = run(root, "audit")
+    assert r.rc == 0, r.err
+    assert [ln for ln in r.out.splitlines() if "llama.cpp checkout" in ln] == [
+        f"warning: {said}"]
+    assert json.loads(run(root, "audit", "--json").out)["unusable_checkouts"] == [said]
+    checked = run(root, "check")
+    assert [ln for ln in checked.out.splitlines() + checked.err.splitlines()
+            if "llama.cpp checkout" in ln] == [f"warning: {said}"]
+    monkeypatch.setenv("SYNC_ORACLE_CHECKOUTS", f"llama.cpp={tmp_path}")  # wins over the file
+    assert audited(root, up["pin"]).unusable_checkouts == (
+        f"llama.cpp checkout {tmp_path} is not a git repository (env SYNC_ORACLE_CHECKOUTS), "
+        "so the SHAs the port cites llama.cpp at are not verified — point its entry there at "
+        "a clone of llama.cpp's upstream, or remove the entry",)
+
+
 def test_an_unreadable_ledger_leaves_ledger_notes_unknown(
         case: tuple[Path, dict[str, str]]) -> None:
     root, up = case

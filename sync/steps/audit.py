@@ -94,6 +94,9 @@ class Audit:
     ledger_problem: str | None = None  # why ledger notes could not be checked
     pin: str = ""  # the parity pin the files were audited against
     target: str | None = None  # the open cycle's target, if one is open
+    # Configured checkouts of other oracles that cannot be used, one line each (what is
+    # wrong, where the path came from, what to do): their citations are not verified.
+    unusable_checkouts: tuple[str, ...] = ()
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {s: 0 for s in ORDER}
@@ -116,6 +119,7 @@ class _Facts:
     others: dict[str, dict[str, bool]]  # oracle -> cited SHA -> a commit of its checkout
     rewrite: dict[str, str]  # near paths as cited -> as upstream has them
     target: str | None = None  # the open cycle's target (full SHA), if one is open
+    unusable: tuple[str, ...] = ()  # configured checkouts of other oracles that cannot open
 
 
 def run_audit(port: Port, ref: gitio.Reference, pin: str, upstream_ref: str,
@@ -132,7 +136,8 @@ def run_audit(port: Port, ref: gitio.Reference, pin: str, upstream_ref: str,
     files = tuple(_file_status(rel, h, facts, noted)
                   for rel, h in sorted(surf.file_headers.items()))
     problem = read.unreadable("ledger notes were not checked")
-    return Audit(files, _control_ok(control, facts), problem, pin, facts.target)
+    return Audit(files, _control_ok(control, facts), problem, pin, facts.target,
+                 facts.unusable)
 
 
 def _open_carried(port: Port, read: ledger.Read) -> frozenset[str]:
@@ -218,33 +223,45 @@ def _facts(port: Port, ref: gitio.Reference, pin: str, upstream_ref: str, surf: 
     # have is likely another project's (ATen's `aten/...`), which a SHA would not fix.
     wanted += [_at_pin(c, probe.pin, rewrite) for c in ported if not c.sha]
     content = verify.content(ref, probe.pin, wanted) if wanted else {}
-    return _Facts(ups.core, probe, content, _others(port, cites, ups.core), rewrite,
-                  _target(port))
+    others, unusable = _others(port, cites, ups.core)
+    return _Facts(ups.core, probe, content, others, rewrite, _target(port), unusable)
 
 
 def _at_pin(c: headers.Citation, pin: str, rewrite: dict[str, str]) -> verify.Cited:
     return verify.Cited(pin, c.upstream_path, rewrite.get(c.near or ""))
 
 
-def _others(port: Port, cites: list[headers.Citation], core: str) -> dict[str, dict[str, bool]]:
-    """Per other oracle with a checkout in the preferences: which cited SHAs it has."""
+def _others(port: Port, cites: list[headers.Citation],
+            core: str) -> tuple[dict[str, dict[str, bool]], tuple[str, ...]]:
+    """Per other oracle with a checkout in the preferences: which cited SHAs it has; and,
+    one line each, the configured checkouts that cannot be used (missing, not git, shallow)."""
     try:
-        checkouts = port.preferences().oracle_checkouts
+        prefs = port.preferences()
     except SyncError:
-        return {}
+        return {}, ()  # a preferences file that does not parse is refused where it is needed
     out: dict[str, dict[str, bool]] = {}
-    for oracle, path in sorted(checkouts.items()):
+    unusable: list[str] = []
+    for oracle, path in sorted(prefs.oracle_checkouts.items()):
         shas = sorted({c.sha for c in cites if c.oracle == oracle and c.sha})
-        if not shas:
-            continue
         try:
-            other = gitio.open_repo(Path(path), what=f"{oracle} checkout",
+            other = gitio.open_repo(path, what=f"{oracle} checkout",
                                     variable="SYNC_ORACLE_CHECKOUTS")
-            rows = gitio.batch_check(other, [f"{s}^{{commit}}" for s in shas])
-        except SyncError:
+            rows = gitio.batch_check(other, [f"{s}^{{commit}}" for s in shas]) if shas else []
+        except SyncError as exc:
+            unusable.append(_unusable(oracle, exc, prefs.source_of("oracle_checkouts")))
             continue
-        out[oracle] = {s: row is not None for s, row in zip(shas, rows, strict=True)}
-    return out
+        if shas:
+            out[oracle] = {s: row is not None for s, row in zip(shas, rows, strict=True)}
+    return out, tuple(unusable)
+
+
+def _unusable(oracle: str, exc: SyncError, source: str) -> str:
+    """A configured checkout of another oracle that cannot be opened, where its path came
+    from, and what to do."""
+    where = source if source.startswith("env ") else f"oracle_checkouts in {source}"
+    return (f"{exc.message} ({where}), so the SHAs the port cites {oracle} at are not "
+            f"verified — point its entry there at a clone of {oracle}'s upstream, or remove "
+            "the entry")
 
 
 def _control_ok(control: headers.Header, facts: _Facts) -> bool:

@@ -295,6 +295,7 @@ def _audit(port: Port, pin: pins.Pin, notes: list[str]) -> list[Finding]:
                            "pin did not come out at-pin) — the header probe is broken"))
     if result.ledger_problem is not None:
         notes.append(result.ledger_problem)
+    out += [Finding(problem, "warning") for problem in result.unusable_checkouts]
     severity = port.config.behind_without_note
     for f in result.findings:
         out.append(Finding(audit.finding_text(f), severity))

@@ -73,11 +73,14 @@ def _doc(result: audit.Audit, pin: str, upstream: str, severity: str) -> dict[st
                    "references": _references(f)} for f in result.files],
         "findings": [f.path for f in result.findings], "severity": severity,
         "ledger_problem": result.ledger_problem,
+        "unusable_checkouts": list(result.unusable_checkouts),
     }
 
 
 def _print(result: audit.Audit, severity: str, ctx: Context) -> None:
     for line in audit.summary_lines(result).lines:
         ctx.say(line)
+    for problem in result.unusable_checkouts:
+        ctx.say(f"warning: {problem}")
     for f in result.findings:
         ctx.say(f"{'error' if severity == 'error' else 'warning'}: {audit.finding_text(f)}")
