@@ -504,6 +504,24 @@ def test_adopt_a_genuine_env_behind_a_symlink(env: World, tmp_path: Path,
     assert f"  environment at the pin: {home / env.env.name} -> {real} (adopted " in out
 
 
+def test_adopt_of_an_env_without_vllm_leads_with_the_import_failure(env: World,
+                                                                   tmp_path: Path) -> None:
+    """walk-s13 U7: before an adoption there is no build record, so "no build record" is no
+    refusal's headline; what is wrong with the environment is (here: vllm does not import)."""
+    bare = tmp_path / "bare"
+    subprocess.run(["python3", "-m", "venv", "--without-pip", str(bare)], check=True)
+    line = refused_once(*adopt(env, bare), "import vllm failed")
+    assert line == (f"upstream-sync: error: oracle vllm at {env.up.pin[:10]} refused (5 "
+                    "mismatches): module: import vllm failed: ModuleNotFoundError: No module "
+                    f"named 'vllm' — it is not the oracle of {env.up.pin[:10]}: build one "
+                    f"('upstream-sync oracle build --oracle vllm --commit {env.up.pin}') "
+                    "instead (--json lists every mismatch)")
+    rc, out, _ = adopt(env, bare, "--json")
+    assert rc == 5
+    assert "record" not in [m["kind"] for m in json.loads(out)["mismatches"]]
+    assert not (bare / oracle.MARKER).exists()
+
+
 def test_adopt_refuses_a_path_inside_a_checkout_and_a_non_env(env: World,
                                                               tmp_path: Path) -> None:
     rc, _, err = adopt(env, tmp_path)

@@ -111,6 +111,11 @@ def adopt(port: Port, prefs: Preferences, oracle_id: str, path: Path,
     p = probe_env(port, prefs, oracle_id, commit, real, home)
     record = _measured(port, prefs, p, real)
     found = oracle_verify.check(port, prefs, replace(p, build=record), role)
+    if record is None:
+        # An environment not yet adopted has no build record: that is the normal state, not
+        # the refusal. What kept the measurement from making one (vllm does not import, not
+        # one distribution, no source checkout) is reported beside it, and leads instead.
+        found = [m for m in found if m.kind != "record"] or found
     v = oracle_verify.Verification(p, tuple(found), oracle_verify.identity(p), role)
     if found or record is None:
         return Adopted(env, real, v, None)
