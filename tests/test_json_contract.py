@@ -184,7 +184,7 @@ CASES: dict[str, tuple[list[str] | Setup, list[str] | Setup, int]] = {
     "oracle gc": (["oracle", "gc", "--dry-run"], ["oracle", "gc", "--oracle", "../x"], 2),
     "golden": (["golden"], ["golden", "--target", "0000000"], 6),
     "parity": (["parity"], ["parity", "--suite", "nope"], 2),
-    "gates merge": (_gate_file, ["gates", "merge", "/nonexistent.json"], 4),
+    "gates merge": (_gate_file, ["gates", "merge", "/nonexistent.json"], 2),
     "advance": (_ready_to_advance, ["advance"], 6),
     "rollback": (_advanced, ["rollback"], 2),
     "advance-omni": ([], ["advance-omni", "0" * 40, "--oracle", "vllm"], 2),

@@ -114,7 +114,8 @@ def test_malformed_gates_file(tmp_path: Path, text: str, why: str) -> None:
     path.write_text(text)
     with pytest.raises(MalformedRecord, match=why) as info:
         gates.load(p, PIN)
-    assert str(info.value).startswith(f".agents/sync/gates/{PIN[:7]}.json: ")
+    where = ":1: " if text == "{" else ": "  # JSON that does not parse: at its line
+    assert str(info.value).startswith(f".agents/sync/gates/{PIN[:7]}.json{where}")
     rc, _, _ = run_cli(["--port", str(p.root), "parity", "--suite", "model"])
     assert rc == 4
 
@@ -343,6 +344,31 @@ def test_gates_merge_refuses_a_result_from_the_future(tmp: Path) -> None:
     soon = (datetime.now(UTC) + timedelta(minutes=3)).strftime(gates.TIME)
     made.write_text(gates.render_doc(PIN, [result("golden", "PASS", time=soon)]))
     assert run_cli(["--port", str(root), "gates", "merge", str(made)])[0] == 0
+
+
+def test_gates_merge_of_a_missing_or_broken_artifact(tmp: Path) -> None:
+    """walk-s13 N1: a file the command line names that cannot be read is a usage error
+    (exit 2), not "a record in the port does not parse"; an artifact that is not JSON is
+    refused at its line, with the artifact's fix, not the port record's."""
+    root = make(tmp)
+    before = gates.load(port_at(root), PIN)
+    gone = tmp / "nonexist.json"
+    rc, _out, err = run_cli(["--port", str(root), "gates", "merge", str(gone)])
+    assert rc == 2
+    assert err.splitlines() == [
+        f"upstream-sync: error: {gone}: cannot read it: No such file or directory — name a "
+        "gate record file from a gate run's artifact (.agents/sync/gates/<target7>.json)"]
+    rc, _out, err = run_cli(["--port", str(root), "gates", "merge", str(tmp)])
+    assert rc == 2 and f"{tmp}: cannot read it: it is a directory" in err, err
+    bad = tmp / "bad.json"
+    bad.write_text('{"schema": 1,\n "target": "x",\n')
+    rc, _out, err = run_cli(["--port", str(root), "gates", "merge", str(bad)])
+    assert rc == 4
+    assert err.splitlines() == [
+        f"upstream-sync: error: {bad}:3: not valid JSON (Expecting property name enclosed in "
+        "double quotes at column 1) — download the gate run's artifact again, or run the gate "
+        "again; nothing was merged"]
+    assert gates.load(port_at(root), PIN) == before
 
 
 def test_gates_merge_folds_shard_records(tmp: Path) -> None:

@@ -49,6 +49,12 @@ class Unwritable(EnvironmentUnresolved):
         self.reason = reason
 
 
+class Unreadable(MalformedRecord):
+    """A record file that cannot be read at all: missing, not a regular file, or refused
+    by the file system. A record of the port's is malformed so; a file the command line
+    names is a usage error, which its command raises instead (`gates merge`)."""
+
+
 @contextlib.contextmanager
 def writing(path: Path) -> Iterator[None]:
     """The write boundary: an unwritable place becomes `Unwritable` naming `path` (what the
@@ -160,8 +166,8 @@ def read_record_bytes(path: Path, *, rel: str) -> bytes:
         info = path.stat()
         if not stat.S_ISREG(info.st_mode):
             kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
-            raise MalformedRecord(f"cannot read it: it is {kind}, not a record file",
-                                  "make it a text file", path=rel)
+            raise Unreadable(f"cannot read it: it is {kind}, not a record file",
+                             "make it a text file", path=rel)
         if info.st_size > MAX_RECORD_BYTES:
             raise MalformedRecord(f"is {info.st_size} bytes, larger than any record "
                                   f"({MAX_RECORD_BYTES} bytes)", "restore the record from git",
@@ -169,8 +175,8 @@ def read_record_bytes(path: Path, *, rel: str) -> bytes:
         with open(path, "rb") as fh:
             return fh.read(MAX_RECORD_BYTES + 1)[:MAX_RECORD_BYTES]
     except OSError as exc:
-        raise MalformedRecord(f"cannot read it: {exc.strerror or type(exc).__name__}",
-                              "make it a readable file", path=rel) from None
+        raise Unreadable(f"cannot read it: {exc.strerror or type(exc).__name__}",
+                         "make it a readable file", path=rel) from None
 
 
 def decode_record(data: bytes, *, rel: str) -> str:

@@ -32,7 +32,7 @@ class SyncError(Exception):
 
 class UsageError(SyncError):
     """Bad command line or configuration (unknown key, path escaping the port, existing file
-    without `--force`)."""
+    without `--force`, an input file the command line names that cannot be read)."""
 
     exit_code = 2
 

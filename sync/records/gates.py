@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any, Literal, get_args
 
 from sync.infra import proc
-from sync.infra.atomic import read_record, write_text
-from sync.infra.errors import BlockedCycle, MalformedRecord
+from sync.infra.atomic import Unreadable, read_record, write_text
+from sync.infra.errors import BlockedCycle, MalformedRecord, UsageError
 from sync.records import cycle, schema
 from sync.records.layout import Layout
 from sync.records.mdtext import code, escape
@@ -106,38 +106,44 @@ def check_target(port: Layout, given: str | None) -> str:
     return target
 
 
-def _bad(rel: str, message: str) -> MalformedRecord:
-    # Deleting the file would drop every valid gate in it too: restore or rerun first.
-    return MalformedRecord(message, "restore the file from git (or from the gate run's "
-                           "artifact), or fix the entry named by hand; deleting the file drops "
-                           "every gate it records", path=rel)
+# Deleting the port's record would drop every valid gate in it too: restore or rerun first.
+_RESTORE = ("restore the file from git (or from the gate run's artifact), or fix the entry "
+            "named by hand; deleting the file drops every gate it records")
+# A gate run's artifact (`gates merge FILE`): the port's record is not the broken file.
+_REFETCH = ("download the gate run's artifact again, or run the gate again; nothing was "
+            "merged")
 
 
-def _parse_gate(name: str, raw: object, rel: str) -> GateResult:
+def _bad(rel: str, message: str, fix: str = _RESTORE, line: int | None = None
+         ) -> MalformedRecord:
+    return MalformedRecord(message, fix, path=rel, line=line)
+
+
+def _parse_gate(name: str, raw: object, rel: str, fix: str = _RESTORE) -> GateResult:
     if not NAME.fullmatch(name):
         # Names are reported and carried over as they are: only the shapes gates write.
-        raise _bad(rel, f"gate name {name[:40]!r} is not a gate's name")
+        raise _bad(rel, f"gate name {name[:40]!r} is not a gate's name", fix)
     if not isinstance(raw, dict):
-        raise _bad(rel, f"gate {name!r} is not an object")
+        raise _bad(rel, f"gate {name!r} is not an object", fix)
     keys = set(schema.keys(GateResult))
     if set(raw) != keys:
         absent, extra = sorted(keys - set(raw)), sorted(set(raw) - keys)
         raise _bad(rel, f"gate {name!r}: " + (f"missing key {absent[0]!r}" if absent
-                                               else f"unknown key {extra[0]!r}"))
+                                               else f"unknown key {extra[0]!r}"), fix)
     problem = schema.mistyped(raw, GateResult)
     if problem is not None:
-        raise _bad(rel, f"gate {name!r}: {problem.text}")
+        raise _bad(rel, f"gate {name!r}: {problem.text}", fix)
     if raw["status"] == "PENDING" and not raw["handoff"]:
-        raise _bad(rel, f"gate {name!r} is PENDING without a handoff")
+        raise _bad(rel, f"gate {name!r} is PENDING without a handoff", fix)
     if _parsed_time(raw["time"]) is None:
         # Merges keep the later run by this time: one in another shape would sort anywhere.
         raise _bad(rel, f"gate {name!r} has time {str(raw['time'])[:40]!r}, not one a gate "
-                   "writes (UTC, as 2026-01-02T03:04:05Z)")
+                   "writes (UTC, as 2026-01-02T03:04:05Z)", fix)
     if raw["status"] != "PENDING" and not raw["oracle"] and name.startswith(_WITH_ORACLE):
         # These gates run a verified oracle and record its identity; a result without one
         # was not produced by them (a hand-made PASS must not satisfy an advance).
         raise _bad(rel, f"gate {name!r} is {raw['status']} with no oracle identity: golden "
-                   "and oracle gates record the verified oracle they ran")
+                   "and oracle gates record the verified oracle they ran", fix)
     duration = raw["duration_s"]
     return GateResult(name=name, **{**raw, "duration_s": None if duration is None
                                     else float(duration)})
@@ -146,21 +152,25 @@ def _parse_gate(name: str, raw: object, rel: str) -> GateResult:
 _WITH_ORACLE = ("golden", "oracle:")  # gates that run with a verified oracle
 
 
-def parse(text: str, target: str, *, rel: str) -> list[GateResult]:
+def parse(text: str, target: str, *, rel: str, fix: str = _RESTORE) -> list[GateResult]:
+    """The gates of a record file for `target`; `fix`: what to do when it is malformed."""
     try:
         doc = json.loads(text)
-    except (ValueError, RecursionError) as exc:  # ValueError: bad JSON, a 5000-digit number
-        raise _bad(rel, f"not valid JSON ({type(exc).__name__})") from None
+    except json.JSONDecodeError as exc:
+        raise _bad(rel, f"not valid JSON ({exc.msg} at column {exc.colno})", fix,
+                   exc.lineno) from None
+    except (ValueError, RecursionError) as exc:  # a 5000-digit number, deep nesting
+        raise _bad(rel, f"not valid JSON ({type(exc).__name__})", fix) from None
     if not isinstance(doc, dict) or set(doc) != {"schema", "target", "gates"}:
-        raise _bad(rel, "expected an object with exactly schema, target and gates")
+        raise _bad(rel, "expected an object with exactly schema, target and gates", fix)
     if doc["schema"] != SCHEMA:
-        raise _bad(rel, f"schema {doc['schema']!r}, expected {SCHEMA}")
+        raise _bad(rel, f"schema {doc['schema']!r}, expected {SCHEMA}", fix)
     if doc["target"] != target:
-        raise _bad(rel, f"recorded for target {str(doc['target'])[:40]!r}, not {target}")
+        raise _bad(rel, f"recorded for target {str(doc['target'])[:40]!r}, not {target}", fix)
     gates = doc["gates"]
     if not isinstance(gates, dict):
-        raise _bad(rel, "gates must be an object keyed by gate name")
-    return [_parse_gate(name, raw, rel) for name, raw in sorted(gates.items())]
+        raise _bad(rel, "gates must be an object keyed by gate name", fix)
+    return [_parse_gate(name, raw, rel, fix) for name, raw in sorted(gates.items())]
 
 
 def load(port: Layout, target: str) -> list[GateResult]:
@@ -289,22 +299,31 @@ def _newer(a: GateResult, b: GateResult) -> GateResult:
     return b if b.time >= a.time else a
 
 
+def _incoming(f: Path, target: str) -> list[GateResult]:
+    """The gates of a file the command line names (a gate run's artifact): one that cannot
+    be read is a usage error, one that is malformed is refused with the artifact's fix."""
+    try:
+        text = read_record(f, rel=str(f))
+    except Unreadable as exc:
+        raise UsageError(exc.message, "name a gate record file from a gate run's artifact "
+                         "(.agents/sync/gates/<target7>.json)") from None
+    found = parse(text, target, rel=str(f), fix=_REFETCH)
+    ahead = next((r for r in found if future(r)), None)
+    if ahead is not None:
+        # A later time wins a merge: one from the future would beat every real run.
+        raise MalformedRecord(f"gate {ahead.name!r} is dated {ahead.time}, in the future",
+                              "check the gate host's clock and run the gate again",
+                              path=str(f))
+    return found
+
+
 def merge(port: Layout, target: str, files: list[Path]) -> list[str]:
     """Fold gate records from other hosts (sharded CI artifacts) into the port's record.
 
     Every file must be a gate record for the same target; nothing is written unless all
     parse. Returns one line per gate that changed.
     """
-    incoming: list[GateResult] = []
-    for f in files:
-        found = parse(read_record(f, rel=str(f)), target, rel=str(f))
-        ahead = next((r for r in found if future(r)), None)
-        if ahead is not None:
-            # A later time wins a merge: one from the future would beat every real run.
-            raise MalformedRecord(f"gate {ahead.name!r} is dated {ahead.time}, in the future",
-                                  "check the gate host's clock and run the gate again",
-                                  path=str(f))
-        incoming += found
+    incoming = [r for f in files for r in _incoming(f, target)]
     changes = []
     with locked(port):
         kept = {r.name: r for r in load(port, target)}
