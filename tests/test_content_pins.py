@@ -359,8 +359,8 @@ def test_an_unusable_oracle_checkout_is_warned_of_with_where_it_came_from(
         case: tuple[Path, dict[str, str]], tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:
     """walk-s13 U3: a configured checkout that is missing or not git was swallowed: audit
-    said "(not verified here)" exactly as with none configured. Audit and check warn once
-    per such checkout, naming the oracle, the path and where the value came from."""
+    said "(not verified here)" exactly as with none configured. Audit, check and sync warn
+    once per such checkout, naming the oracle, the path and where the value came from."""
     root, up = case
     gone = tmp_path / "nonexist-llama"
     prefs = root / ".agents/developer-preferences.md"
@@ -374,9 +374,10 @@ def test_an_unusable_oracle_checkout_is_warned_of_with_where_it_came_from(
     assert [ln for ln in r.out.splitlines() if "llama.cpp checkout" in ln] == [
         f"warning: {said}"]
     assert json.loads(run(root, "audit", "--json").out)["unusable_checkouts"] == [said]
-    checked = run(root, "check")
-    assert [ln for ln in checked.out.splitlines() + checked.err.splitlines()
-            if "llama.cpp checkout" in ln] == [f"warning: {said}"]
+    for argv in (("check",), ("sync",)):
+        r = run(root, *argv)
+        assert [ln for ln in r.out.splitlines() + r.err.splitlines()
+                if "llama.cpp checkout" in ln] == [f"warning: {said}"], (argv, r.err)
     monkeypatch.setenv("SYNC_ORACLE_CHECKOUTS", f"llama.cpp={tmp_path}")  # wins over the file
     assert audited(root, up["pin"]).unusable_checkouts == (
         f"llama.cpp checkout {tmp_path} is not a git repository (env SYNC_ORACLE_CHECKOUTS), "

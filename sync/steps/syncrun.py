@@ -183,7 +183,8 @@ def _run(port: Port, notes: Notes | None, req: CycleRequest) -> Result:
     got = carry.imported(port, frame.ref, rng.surf, earlier.entries, frame.cycle.target,
                          port.rel(frame.path))
     warnings = _warnings(port.rel(frame.path), earlier, req, got.dormant, frame.cycle.target)
-    model = _assemble(port, frame, rng, earlier, req, got.owed)
+    model, unusable = _assemble(port, frame, rng, earlier, req, got.owed)
+    warnings += unusable  # their citations show as "not verified here"
     writes: dict[Path, str] = {}
     decided = earlier.decided if earlier.new or req.save_decisions else None
     if req.write_report:
@@ -355,11 +356,12 @@ def _previous_lines(port: Port, json_path: Path) -> dict[str, str]:
         return {}
 
 
-def _assemble(port: Port, frame: _Frame, rng: _Range, earlier: _Earlier,
-              req: CycleRequest, carried: list[carry.Imported]) -> report.Model:
+def _assemble(port: Port, frame: _Frame, rng: _Range, earlier: _Earlier, req: CycleRequest,
+              carried: list[carry.Imported]) -> tuple[report.Model, tuple[str, ...]]:
+    """The report's model, and the other oracles' checkouts its audit could not use."""
     c, back, entries = frame.cycle, earlier.back, earlier.entries
-    pins_summary = audit.summary_lines(
-        audit.run_audit(port, frame.ref, frame.pin.commit, port.upstream_ref, rng.surf))
+    pins = audit.run_audit(port, frame.ref, frame.pin.commit, port.upstream_ref, rng.surf)
+    pins_summary = audit.summary_lines(pins)
     inv = port.inventory()
     touched = deviations.touched(inv, rng.commits, rng.surf) if inv is not None else []
     recorded = port.gates(c.target)
@@ -387,7 +389,7 @@ def _assemble(port: Port, frame: _Frame, rng: _Range, earlier: _Earlier,
         enumerated=len(rng.commits), divergent=rng.divergent,
         target_from=target_step.provenance(frame.ref, c, port.upstream_ref).describe(),
         others=other_reports(port, frame.path, c.target),
-    )
+    ), pins.unusable_checkouts
 
 
 def _port_text(port: Port, rel: str) -> str | None:
