@@ -117,6 +117,27 @@ def test_check_refuses_a_gate_record_no_gate_wrote(copy: Path) -> None:
     assert r.rc == 7 and "not one a gate writes" in r.out, r.out
 
 
+def test_status_names_a_broken_gate_record_of_the_open_cycle(copy: Path) -> None:
+    """walk-s14 R1: status said nothing of a gate record that advance and gates merge refuse
+    (exit 4): it is named among the records, as a broken decisions record is."""
+    from sync import port as port_mod
+    from sync.records import gates
+
+    assert run(copy, "sync").rc == 0
+    p = port_mod.locate(str(copy))
+    target = p.open_cycle().target
+    rec = gates.path(p, target)
+    rec.parent.mkdir(parents=True, exist_ok=True)
+    rec.write_text('{"schema": 1,\n "target": ')
+    rel = p.rel(rec)
+    r = run(copy, "status")
+    assert r.rc == 0 and f"record: {rel}:2: not valid JSON (" in r.out, r.out
+    doc = json.loads(run(copy, "status", "--json").out)
+    assert [x.split(" (", 1)[0] for x in doc["records"]] == [f"{rel}:2: not valid JSON"]
+    rec.unlink()
+    assert json.loads(run(copy, "status", "--json").out)["records"] == []
+
+
 def test_an_all_clear_that_skipped_the_audit_says_so(copy: Path,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """walk-s3 D9: with no reference checkout the per-file pin audit is skipped (CI may run

@@ -4,6 +4,7 @@ agreement, disagreeing spans, and the open cycle's blockers."""
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 from typing import Any
 
 from sync.infra.errors import EnvironmentUnresolved, MalformedRecord, SyncError
@@ -147,9 +148,15 @@ def _oracle_build(port: Port, pin: pins.Pin) -> dict[str, Any]:
 
 def _records(port: Port, reference: dict[str, Any] | None) -> list[str]:
     """What is wrong with the records the cycle's commands read (decisions, the carry-over
-    record, a carried SHA that names no commit): each command refuses then, so say it here."""
+    record, the open cycle's gate record, a carried SHA that names no commit): each command
+    refuses then, so say it here (walk-s14 R1: a broken gate record passed unsaid)."""
     out = []
-    for load in (port.decisions, port.carried):
+    loads: list[Callable[[], object]] = [port.decisions, port.carried]
+    c = port.live_cycle()
+    if c is not None:
+        target = c.target
+        loads.append(lambda: port.gates(target))
+    for load in loads:
         try:
             load()
         except MalformedRecord as exc:
