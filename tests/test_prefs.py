@@ -269,3 +269,39 @@ def test_parse_gives_only_sync_errors(lines: list[str], nl: str) -> None:
 def test_parse_random_text(text: str) -> None:
     with contextlib.suppress(SyncError):
         prefs.parse("```sync-preferences\n" + text + "\n```\n", path="p.md")
+
+
+@pytest.mark.parametrize(("value", "problem"), [
+    ("llama.cpp", "entry 'llama.cpp' is not ID=PATH"),
+    ("=/tmp/x", "entry '=/tmp/x' is not ID=PATH"),
+    ("a=/x, b", "entry 'b' is not ID=PATH"),
+    ("a=/x, a=/y", "names 'a' twice"),
+])
+def test_an_oracle_checkouts_entry_that_is_not_id_path_is_refused(tmp: Path, value: str,
+                                                                    problem: str) -> None:
+    """walk-s14 R2: such an entry was dropped without a word (the symptom U3 had)."""
+    file = tmp / "developer-preferences.md"
+    file.write_text(f"```sync-preferences\nbranch = main\noracle_checkouts = {value}\n```\n")
+    with pytest.raises(MalformedRecord) as exc:
+        prefs.load(file, environ={})
+    assert str(exc.value) == (f"{file}:3: oracle_checkouts {problem} — write oracle_checkouts = "
+                              "ID=PATH, ID=PATH (each oracle once)")
+    p = prefs.load(tmp / "absent.md", environ={"SYNC_ORACLE_CHECKOUTS": value})
+    with pytest.raises(EnvironmentUnresolved) as env_exc:
+        p.oracle_checkouts  # noqa: B018 - the property refuses
+    assert str(env_exc.value).startswith(
+        f"env SYNC_ORACLE_CHECKOUTS: oracle_checkouts {problem} — set SYNC_ORACLE_CHECKOUTS ")
+
+
+@given(st.lists(st.tuples(st.text("ab.-_", max_size=3), st.sampled_from(["=", ""]),
+                          st.text("/xy ", max_size=3)), max_size=4))
+def test_oracle_checkouts_read_every_entry_or_say_which_is_not_one(
+        items: list[tuple[str, str, str]]) -> None:
+    raw = ",".join(a + eq + b for a, eq, b in items)
+    found, problem = prefs.checkout_entries(raw)
+    named = [i for i in raw.split(",") if i.strip()]
+    if problem is None:  # every entry read, in order, none twice
+        assert list(found) == [i.partition("=")[0].strip() for i in named]
+        assert list(found.values()) == [Path(i.partition("=")[2].strip()) for i in named]
+    else:  # the entries before the first bad one, and no more
+        assert len(found) < len(named)

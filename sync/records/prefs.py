@@ -118,13 +118,14 @@ class Preferences:
 
     @property
     def oracle_checkouts(self) -> dict[str, Path]:
-        """Other oracles' checkouts by oracle id (`oracle_checkouts = llama.cpp=~/src/l`)."""
-        out: dict[str, Path] = {}
-        for item in (self.get("oracle_checkouts") or "").split(","):
-            oid, eq, path = item.partition("=")
-            if eq and oid.strip() and path.strip():
-                out[oid.strip()] = Path(path.strip()).expanduser()
-        return out
+        """Other oracles' checkouts by oracle id (`oracle_checkouts = llama.cpp=~/src/l`); a
+        value that is not `ID=PATH, ...` is refused, never read as fewer checkouts."""
+        found, problem = checkout_entries(self.get("oracle_checkouts") or "")
+        if problem is not None:  # the file's value was checked when it was read: the variable
+            raise EnvironmentUnresolved(
+                f"{self.source_of('oracle_checkouts')}: oracle_checkouts {problem}",
+                f"set {KEYS['oracle_checkouts'].variable} to ID=PATH, ID=PATH (each oracle once)")
+        return found
 
     def reference(self) -> gitio.Reference:
         """The reference checkout, refused when unset, missing, not git, or shallow."""
@@ -146,6 +147,22 @@ class Preferences:
         return ref
 
 
+def checkout_entries(raw: str) -> tuple[dict[str, Path], str | None]:
+    """`ID=PATH, ID=PATH` by id, and what is wrong with the first entry that is not one (or
+    names an id again): such an entry was dropped without a word (walk-s14 R2)."""
+    out: dict[str, Path] = {}
+    for item in raw.split(","):
+        oid, eq, path = (x.strip() for x in item.partition("="))
+        if not item.strip():
+            continue  # `a=/x,` or an empty value: nothing named
+        if not (eq and oid and path):
+            return out, f"entry {item.strip()[:60]!r} is not ID=PATH"
+        if oid in out:
+            return out, f"names {oid[:60]!r} twice"
+        out[oid] = Path(path).expanduser()
+    return out, None
+
+
 def parse(text: str, *, path: str) -> dict[str, str]:
     found = blocks.find(text, INFO, path=path)
     if len(found) != 1:
@@ -159,6 +176,10 @@ def parse(text: str, *, path: str) -> dict[str, str]:
             except Exception:
                 raise MalformedRecord(f"{e.key} = {e.value!r} is not a usable git name",
                                       "fix the value", path=path, line=e.line) from None
+        problem = checkout_entries(e.value)[1] if e.key == "oracle_checkouts" else None
+        if problem is not None:
+            raise MalformedRecord(f"oracle_checkouts {problem}", "write oracle_checkouts = "
+                                  "ID=PATH, ID=PATH (each oracle once)", path=path, line=e.line)
     return values
 
 
