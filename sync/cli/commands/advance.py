@@ -106,9 +106,17 @@ def _print(ctx: Context, p: advance.Plan, done: synccommit.Committed | None, how
     synccommit.tell(done, ctx.say, ctx.note)
 
 
-def _warn(ctx: Context, left: advance.LeftBehind, target: str) -> None:
+def _warn(ctx: Context, left: advance.LeftBehind, target: str, *, listed: bool = True) -> None:
+    """Each group's line, then (`listed`) its files. A refused advance says the groups only:
+    its unmet lines come first to hand, and most of the files are behind only because the
+    open PORT-NOW items are not ported yet (walk-s14 N2: 105 paths before the unmet lines)."""
     for line in left.lines(target):
-        ctx.note(line if line.startswith("  ") else f"warning: {line}")
+        if not line.startswith("  "):
+            head = line if listed else (line.removesuffix(":") + " (each listed once the "
+                                        "preconditions hold; now in --json: left_behind)")
+            ctx.note(f"warning: {head}")
+        elif listed:
+            ctx.note(line)
 
 
 def _left_while_unmet(port: Port) -> tuple[advance.LeftBehind, str] | None:
@@ -130,7 +138,7 @@ def _refuse(ctx: Context, unmet: list[str],
     is written (stalling is `--stall`)."""
     doc: dict[str, object] = {"advanced": False, "unmet": unmet}
     if left is not None:
-        _warn(ctx, *left)
+        _warn(ctx, *left, listed=False)
         doc["left_behind"] = left[0].doc()
     ctx.emit_json(doc)
     for line in unmet:
