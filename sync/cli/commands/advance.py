@@ -107,16 +107,8 @@ def _print(ctx: Context, p: advance.Plan, done: synccommit.Committed | None, how
 
 
 def _warn(ctx: Context, left: advance.LeftBehind, target: str, *, listed: bool = True) -> None:
-    """Each group's line, then (`listed`) its files. A refused advance says the groups only:
-    its unmet lines come first to hand, and most of the files are behind only because the
-    open PORT-NOW items are not ported yet (walk-s14 N2: 105 paths before the unmet lines)."""
-    for line in left.lines(target):
-        if not line.startswith("  "):
-            head = line if listed else (line.removesuffix(":") + " (each listed once the "
-                                        "preconditions hold; now in --json: left_behind)")
-            ctx.note(f"warning: {head}")
-        elif listed:
-            ctx.note(line)
+    for line in left.lines(target, listed=listed):
+        ctx.note(line)
 
 
 def _left_while_unmet(port: Port) -> tuple[advance.LeftBehind, str] | None:
