@@ -9,6 +9,12 @@ from __future__ import annotations
 from typing import Protocol
 
 
+def counted(n: int, noun: str, plural: str = "") -> str:
+    """`n noun`, the noun in the plural unless n is 1 (`plural`: for a noun not made so by
+    adding "s": `counted(2, "entry", "entries")`)."""
+    return f"{n} {noun if n == 1 else plural or noun + 's'}"
+
+
 class Notes(Protocol):
     def note(self, message: str) -> None:
         """A notice the user should read (stderr)."""

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Literal
 
 from sync.infra.errors import EnvironmentUnresolved
+from sync.infra.notes import counted
 from sync.upstream import gitio
 from sync.upstream.gitio import short
 
@@ -44,18 +45,14 @@ class Tree:
         if self.index_missing:
             parts.append("the index is missing (every file reads as a staged deletion)")
         elif self.staged_deleted and self.staged_deleted == self.staged:
-            parts.append(f"{_n(self.staged, 'staged deletion')} (a checkout that failed?)")
+            parts.append(f"{counted(self.staged, 'staged deletion')} (a checkout that failed?)")
         elif self.staged:
-            parts.append(_n(self.staged, "staged change"))
+            parts.append(counted(self.staged, "staged change"))
         if self.unstaged:
             deleted = f", {self.unstaged_deleted} of them deleted" if self.unstaged_deleted \
                 else ""
-            parts.append(_n(self.unstaged, "unstaged change") + deleted)
+            parts.append(counted(self.unstaged, "unstaged change") + deleted)
         return "dirty: " + "; ".join(parts)
-
-
-def _n(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
 def tree(ref: gitio.Reference) -> Tree:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from sync.cli.context import Context, add_json
+from sync.infra.notes import counted
 from sync.steps.status import collect
 from sync.upstream.gitio import short
 
@@ -154,7 +155,7 @@ def _carry_line(c: dict[str, Any]) -> list[str]:
     unmet = counts.pop("unmet", 0)
     folded = ", ".join(f"{n} {kind}" for kind, n in counts.items())
     if unmet:
-        more = f"+{unmet} other unmet precondition{'s' if unmet > 1 else ''}"
+        more = "+" + counted(unmet, "other unmet precondition")
         folded = f"{folded} ({more})" if folded else more
     return [f"  carry-over: {folded} — each item in {c['report']} (## Carry-over); the "
             "PORT-NOW diffs in 'upstream-sync queue'"]

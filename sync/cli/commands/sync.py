@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from sync.cli.context import Context, add_json
+from sync.infra.notes import counted
 from sync.steps import report
 from sync.steps.syncrun import CycleRequest, run_cycle
 from sync.upstream.gitio import short
@@ -47,11 +48,9 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         return 0
     counts = m.counts()
     if result.new_decisions:
-        n = result.new_decisions
-        ctx.note(f"read back {n} hand-edited {'entry' if n == 1 else 'entries'} into "
-                 "decisions.toml")
-    commits = "commit" if m.stats.commits == 1 else "commits"
-    ctx.say(f"{m.stats.commits} {commits} {short(m.pin)}..{short(m.target)}: "
+        edited = counted(result.new_decisions, "hand-edited entry", "hand-edited entries")
+        ctx.note(f"read back {edited} into decisions.toml")
+    ctx.say(f"{counted(m.stats.commits, 'commit')} {short(m.pin)}..{short(m.target)}: "
           + ", ".join(f"{counts[d]} {d}" for d in report.SECTIONS))
     ctx.say(f"report: {result.path}")
     return 0
