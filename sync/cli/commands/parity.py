@@ -25,9 +25,9 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     finally:
         refreshed(port, ctx)  # the report's Gates section shows what was recorded
     ctx.emit_json({"gates": [r.as_doc() for r in results]})
-    if not ctx.json and not results:
-        ctx.say(parity.NONE_CONFIGURED)
     if not ctx.json:
+        if not results:
+            ctx.say(parity.NONE_CONFIGURED)
         for r in results:
             extra = f" ({r.duration_s:.1f} s)" if r.duration_s is not None else ""
             tail = f"; handoff: {r.handoff}" if r.handoff else ""
