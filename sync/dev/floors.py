@@ -133,9 +133,10 @@ def trace(args: Sequence[str], env: dict[str, str]) -> Trace:
     """`upstream-sync ARGS` traced: its reads (an audit hook), imports and `ast.parse` calls."""
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "trace.json"
-        # Traced without the cache: the floor reads every file a run must scan at least once.
+        # Traced without the cache: the floor reads every file a run must scan at least once;
+        # in one process, so that the hook sees every read and parse (`infra.fanout`).
         subprocess.run([sys.executable, "-c", _TRACE, str(out), *args],
-                       env={**env, "SYNC_CACHE_DIR": "off"}, check=True)
+                       env={**env, "SYNC_CACHE_DIR": "off", "SYNC_JOBS": "1"}, check=True)
         doc = json.loads(out.read_text())
     # The interpreter's own modules are start-up, not the job: count only the job's files.
     prefixes = tuple({os.path.realpath(p) for p in (sys.prefix, sys.base_prefix)})

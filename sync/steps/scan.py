@@ -20,6 +20,7 @@ from pathlib import Path
 
 from sync.headers import citations as headers
 from sync.headers import deferred as deferred_mod
+from sync.infra import fanout
 from sync.infra.cache import Store, digest
 
 RACY_S = 2.0
@@ -80,14 +81,27 @@ def scan_files(root: Path, files: Iterable[tuple[str, str]],
     store = Store(root, _STORE)
     cached = _load(store)
     now = time.time()
+    pairs = list(files)
+    found: dict[str, tuple[str, _Stat | None, FileScan] | None] = {}
+    todo: list[tuple[str, str, int]] = []  # (port file, path, size): not known by its stat
+    for rel, path in pairs:
+        known = _known(path, rel, cached, now)
+        if isinstance(known, int):
+            todo.append((rel, path, known))
+        else:
+            found[rel] = known
+    parts = fanout.split(todo, lambda t: t[2], fanout.jobs(sum(t[2] for t in todo)))
+    for part in fanout.map_parts(lambda p: [(rel, _scan(path, rel, mirrored, cached, now))
+                                            for rel, path, _size in p], parts):
+        found.update(part)
     out: dict[str, FileScan] = {}
     stats: dict[str, tuple[_Stat, str]] = {}
     scans: dict[str, FileScan] = {}
-    for rel, path in files:
-        found = _scan(path, rel, mirrored, cached, now)
-        if found is None:
+    for rel, _path in pairs:
+        got = found.get(rel)
+        if got is None:
             continue
-        key, stat, scan = found
+        key, stat, scan = got
         out[rel] = scan
         scans[key] = scan
         if stat is not None:
@@ -97,22 +111,35 @@ def scan_files(root: Path, files: Iterable[tuple[str, str]],
     return out
 
 
-def _scan(path: str, rel: str, mirrored: tuple[str, ...], cached: _Cached,
-          now: float) -> tuple[str, _Stat | None, FileScan] | None:
+def _known(path: str, rel: str, cached: _Cached,
+           now: float) -> tuple[str, _Stat, FileScan] | int | None:
+    """The cached scan of a file whose stat is what it was when cached; else its size (it
+    must be read), or None when it cannot be stat'ed."""
     try:
         st = os.stat(path)
     except OSError:
         return None
     stat = (st.st_size, st.st_mtime_ns, st.st_ino)
-    racy = now - st.st_mtime_ns / 1e9 < RACY_S
     known = cached.stats.get(rel)
-    if known is not None and known[0] == stat and not racy and known[1] in cached.scans:
+    if (known is not None and known[0] == stat and not _racy(st, now)
+            and known[1] in cached.scans):
         return known[1], stat, cached.scans[known[1]]
+    return st.st_size
+
+
+def _racy(st: os.stat_result, now: float) -> bool:
+    return now - st.st_mtime_ns / 1e9 < RACY_S
+
+
+def _scan(path: str, rel: str, mirrored: tuple[str, ...], cached: _Cached,
+          now: float) -> tuple[str, _Stat | None, FileScan] | None:
     try:
         with open(path, "rb") as fh:
+            st = os.fstat(fh.fileno())
             data = fh.read()
     except OSError:
         return None
+    stat = (st.st_size, st.st_mtime_ns, st.st_ino)
     # The key covers what the scan depends on besides the bytes: the name (its comment
     # style) and the mirrored subtrees.
     key = digest(data + b"\0" + rel.encode() + b"\0" + "\0".join(mirrored).encode())
@@ -123,4 +150,4 @@ def _scan(path: str, rel: str, mirrored: tuple[str, ...], cached: _Cached,
         except UnicodeDecodeError:
             scan = replace(scan_text(rel, data.decode("utf-8", errors="replace"), mirrored),
                            utf8=False)
-    return key, None if racy else stat, scan
+    return key, None if _racy(st, now) else stat, scan
