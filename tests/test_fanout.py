@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from portfixture import build, run
 
 from sync.infra import fanout
 from sync.infra.errors import UsageError
@@ -135,6 +136,40 @@ def test_parts_cover_every_item_once_in_order_and_are_balanced(weights: list[int
     if items:
         loads = [sum(w for _, w in p) for p in parts]
         assert max(loads) - min(loads) <= max(weights)
+
+
+_FORKS: list[int] = []
+os.register_at_fork(before=lambda: _FORKS.append(1))  # counts this process's forks
+
+
+@forks
+def test_a_sync_split_across_processes_writes_the_report_a_serial_one_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fx = build(tmp_path, monkeypatch)
+    monkeypatch.setenv("SYNC_CACHE_DIR", "off")
+    reports = []
+    for jobs, forked in (("1", False), ("3", True)):
+        monkeypatch.setenv(fanout.ENV, jobs)
+        before = len(_FORKS)
+        assert run(fx.port, "sync").rc == 0
+        # The port files' scan and the symbol pass each forked (two children apiece).
+        assert (len(_FORKS) - before >= 4) is forked
+        md = fx.report()
+        reports.append((md.read_bytes(), md.with_suffix(".json").read_bytes()))
+        md.unlink()
+        md.with_suffix(".json").unlink()
+    assert reports[0] == reports[1]
+    assert b"PORT-NOW" in reports[0][0]
+
+
+def test_a_bad_sync_jobs_is_a_usage_error_of_the_command(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fx = build(tmp_path, monkeypatch)
+    monkeypatch.setenv(fanout.ENV, "many")
+    got = run(fx.port, "sync")
+    assert got.rc == 2
+    assert "SYNC_JOBS='many' is not a number of processes" in got.err
+    assert "Traceback" not in got.err
 
 
 @forks

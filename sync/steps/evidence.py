@@ -27,7 +27,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from sync.infra import globs
+from sync.infra import fanout, globs
 from sync.infra.cache import Store
 from sync.infra.notes import Notes
 from sync.steps import symbols
@@ -181,7 +181,39 @@ def _read(ref: gitio.Reference, touching: list[history.Commit], surf: Surface,
     for c, cp in plans:
         blobs.want_commit(c, cp, surf)
     blobs.read()
-    return {c.sha: _commit(c, cp, surf, blobs) for c, cp in plans}
+    tasks = [t for c, cp in plans for t in _tasks(c, cp, surf)]
+    changed = _files(tasks, surf, blobs)
+    files: dict[str, list[FileChange]] = {c.sha: [] for c in touching}
+    for t, fc in zip(tasks, changed, strict=True):
+        files[t.sha].append(fc)
+    return {c.sha: CommitChanges(c.sha, tuple(files[c.sha]), models(c, surf))
+            for c in touching}
+
+
+def _files(tasks: list[_Task], surf: Surface, blobs: _Blobs) -> list[FileChange]:
+    """Each task's file change. The parsing dominates, so the tasks are split across cores
+    (`infra.fanout`) by path: each path's blobs are parsed in one process, whose outlines
+    its commits share (a commit's new blob is the next one's old)."""
+    by_path: dict[str, list[int]] = {}
+    for i, t in enumerate(tasks):
+        by_path.setdefault(t.path, []).append(i)
+    groups = list(by_path.values())
+
+    def weight(group: list[int]) -> int:
+        return sum(blobs.size(tasks[i].fp) for i in group)
+
+    parts = fanout.split(groups, weight, fanout.jobs(sum(weight(g) for g in groups)))
+
+    def work(part: list[list[int]]) -> list[tuple[int, FileChange]]:
+        return [(i, _file(tasks[i].path, tasks[i].fp, surf.cites[tasks[i].path], blobs,
+                          tasks[i].ctx)) for group in part for i in group]
+
+    out: list[FileChange | None] = [None] * len(tasks)
+    for done in fanout.map_parts(work, parts):
+        for i, fc in done:
+            out[i] = fc
+    assert all(fc is not None for fc in out)
+    return [fc for fc in out if fc is not None]
 
 
 # -- blobs: every one the pass needs, in one read -----------------------------------------------
@@ -214,6 +246,12 @@ class _Blobs:
 
     def read(self) -> None:
         self.data = gitio.cat_blobs(self.ref, list(self.names))
+
+    def size(self, fp: patch.FilePatch) -> int:
+        """What comparing a changed file costs, about: its blobs' bytes, when it is Python."""
+        if not _python(fp.path):
+            return 1
+        return 1 + sum(len(self.get(b) or b"") for b in (fp.old_blob, fp.new_blob))
 
     def get(self, name: str | None) -> bytes | None:
         i = self.names.get(name or "")
@@ -253,19 +291,27 @@ def _at(sha: str | None, path: str) -> str | None:
 # -- one commit ---------------------------------------------------------------------------------
 
 
-def _commit(c: history.Commit, cp: patch.CommitPatch | None, surf: Surface,
-            blobs: _Blobs) -> CommitChanges:
+@dataclass(frozen=True)
+class _Task:
+    """One cited file a commit changed, to compare."""
+
+    sha: str
+    path: str
+    fp: patch.FilePatch
+    ctx: symbols.Context
+
+
+def _tasks(c: history.Commit, cp: patch.CommitPatch | None, surf: Surface) -> list[_Task]:
     ctx = symbols.Context(frozenset(models(c, surf)))
-    files = []
+    out = []
     for path in sorted(p for p in c.paths if p in surf.cites):
         fp = cp.for_path(path) if cp is not None else None
         if fp is None:
             continue  # listed under its other name: a rename's target that is also cited
         if fp.new_path == path and fp.old_path in surf.cites and fp.old_path != path:
             continue  # one rename, read once under the old (cited) name
-        files.append(_file(path, fp, surf.cites[path], blobs,
-                           replace(ctx, tests=_test_module(fp.new_path or path))))
-    return CommitChanges(c.sha, tuple(files), tuple(sorted(ctx.models)))
+        out.append(_Task(c.sha, path, fp, replace(ctx, tests=_test_module(fp.new_path or path))))
+    return out
 
 
 def _test_module(path: str) -> bool:
