@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -387,6 +390,86 @@ def test_status_with_no_oracle_home_says_so_not_build_the_environment(tmp_path: 
     assert build_it.rc == 3 and build_it.err == f"upstream-sync: error: {refusal}\n"
     doc = json.loads(run(fx.port, "status", "--json").out)["oracle_build"]
     assert (doc["env"], doc["home"], doc["home_error"]) == (None, None, refusal)
+
+
+def _home_lines(port: Path) -> tuple[str, int, str]:
+    """What status says of the environment, and `oracle gc`'s exit code and stderr."""
+    lines = run(port, "status").out.splitlines()
+    (i,) = (n for n, x in enumerate(lines) if x.startswith("oracle build: "))
+    gc = run(port, "oracle", "gc")
+    return lines[i + 1], gc.rc, gc.err
+
+
+def test_an_oracle_home_that_is_a_file_is_refused_naming_where_it_was_set(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """walk N3: a file where the oracle home should be: 'oracle build' said 'internal error:
+    NotADirectoryError', while status and 'oracle gc' looked for environments in it and found
+    none. Every reader refuses it (rc 3), naming where the value came from."""
+    fx = build(tmp_path)
+    home = tmp_path / "oracles"
+    home.write_text("not a directory\n", encoding="utf-8")
+    prefs_file = fx.port / ".agents/developer-preferences.md"
+    refusal = (f"oracle_home {home} (from {prefs_file}) exists but is not a directory — change "
+               f"oracle_home in {prefs_file} (or set SYNC_ORACLE_HOME) to a directory outside "
+               "every checkout, or move what is there away")
+    assert _home_lines(fx.port) == (f"  no environment can be looked up: {refusal}", 3,
+                                    f"upstream-sync: error: {refusal}\n")
+    built = run(fx.port, "oracle", "build", "--if-missing")
+    assert (built.rc, built.err) == (3, f"upstream-sync: error: {refusal}\n")
+    doc = json.loads(run(fx.port, "status", "--json").out)["oracle_build"]
+    assert (doc["home"], doc["home_error"]) == (None, refusal)
+    # Set by the variable, and a file in the middle of the path: the variable is named.
+    monkeypatch.setenv("SYNC_ORACLE_HOME", str(home / "venvs"))
+    refusal = (f"oracle_home {home / 'venvs'} (from env SYNC_ORACLE_HOME) cannot be a "
+               "directory: a file stands in its path — set SYNC_ORACLE_HOME to a directory "
+               "outside every checkout, or move what is there away")
+    assert _home_lines(fx.port) == (f"  no environment can be looked up: {refusal}", 3,
+                                    f"upstream-sync: error: {refusal}\n")
+
+
+# Root without the capabilities that pass over file modes: the tests run as root, for whom
+# a closed folder is no bar, and EACCES is what a closed folder gives any other user.
+NO_DAC = ("setpriv", "--bounding-set=-dac_override,-dac_read_search",
+          "--inh-caps=-dac_override,-dac_read_search")
+
+
+def _closed_to_us(path: Path) -> bool:
+    probe = subprocess.run([*NO_DAC, "stat", str(path)], capture_output=True, check=False)
+    return probe.returncode != 0
+
+
+def test_an_oracle_home_closed_to_this_user_is_a_refusal_not_an_internal_error(
+        tmp_path: Path) -> None:
+    """walk N3: a home under a folder this user may not enter crashed status, probe, build
+    and gc with 'internal error: PermissionError'; each is a refusal (rc 3) that says so."""
+    if shutil.which("setpriv") is None:
+        pytest.skip("needs setpriv (util-linux) to drop the DAC capabilities")
+    fx = build(tmp_path)
+    closed = tmp_path / "oracles"
+    (closed / "venvs").mkdir(parents=True)
+    prefs_file = fx.port / ".agents/developer-preferences.md"
+    prefs_file.write_text(prefs_file.read_text(encoding="utf-8").replace(
+        f"oracle_home = {closed}", f"oracle_home = {closed / 'venvs'}"), encoding="utf-8")
+    code = Path(__file__).resolve().parents[1]
+    environ = {**os.environ, "PYTHONPATH": str(code)}
+    closed.chmod(0)
+    try:
+        if not _closed_to_us(closed / "venvs"):
+            pytest.skip("dropping the DAC capabilities does not close a mode-0 folder here")
+        results = [subprocess.run([*NO_DAC, sys.executable, "-m", "sync", "--port",
+                                   str(fx.port), *argv], capture_output=True, text=True,
+                                  env=environ, check=False)
+                   for argv in (("status",), ("oracle", "probe"), ("oracle", "gc"))]
+    finally:
+        closed.chmod(0o755)
+    refusal = (f"oracle_home {closed / 'venvs'} (from {prefs_file}) cannot be looked up "
+               "(Permission denied) — give this user access to it, or change oracle_home in "
+               f"{prefs_file} (or set SYNC_ORACLE_HOME) to a directory it can use")
+    status, probe, gc = results
+    assert status.returncode == 0, status.stderr
+    assert f"  no environment can be looked up: {refusal}" in status.stdout.splitlines()
+    assert [(r.returncode, r.stderr) for r in (probe, gc)] == [
+        (3, f"upstream-sync: error: {refusal}\n")] * 2
 
 
 def test_status_names_the_blockers_advance_needs_no_measurement_for(tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -99,7 +100,42 @@ def oracle_home(port: Port, prefs: Preferences) -> Path:
                 f"oracle_home {home} lies inside {label} at {root}",
                 "set SYNC_ORACLE_HOME (or oracle_home in the preferences) to a directory "
                 "outside every checkout")
+    _check_usable(home, prefs)
     return home
+
+
+def _check_usable(home: Path, prefs: Preferences) -> None:
+    """Refuses a home that exists but is no directory, or that this user cannot look into:
+    every step would otherwise fail inside it with an OSError, reported as a bug (walk N3:
+    `oracle build` on a file said 'internal error: NotADirectoryError', status and probe
+    looked past it, and EACCES crashed them all). A home that does not exist yet is fine:
+    `oracle build` makes it, and nothing is found in it before."""
+    try:
+        st = os.stat(home)
+    except FileNotFoundError:
+        return
+    except NotADirectoryError:
+        raise _unusable(home, prefs, "cannot be a directory: a file stands in its path",
+                        denied=False) from None
+    except OSError as exc:  # EACCES: a folder above it is closed to this user
+        raise _unusable(home, prefs, f"cannot be looked up ({exc.strerror})",
+                        denied=isinstance(exc, PermissionError)) from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise _unusable(home, prefs, "exists but is not a directory", denied=False)
+    if not os.access(home, os.R_OK | os.X_OK):
+        raise _unusable(home, prefs, "cannot be listed (Permission denied)", denied=True)
+
+
+def _unusable(home: Path, prefs: Preferences, why: str, *, denied: bool
+              ) -> EnvironmentUnresolved:
+    """The refusal names where the value came from, and the variable or line to change."""
+    source = prefs.source_of("oracle_home")
+    from_env = source.startswith("env ")
+    var = source.removeprefix("env ") if from_env else PREF_KEYS["oracle_home"].variable
+    where = f"set {var}" if from_env else f"change oracle_home in {source} (or set {var})"
+    fix = (f"give this user access to it, or {where} to a directory it can use" if denied else
+           f"{where} to a directory outside every checkout, or move what is there away")
+    return EnvironmentUnresolved(f"oracle_home {home} (from {source}) {why}", fix)
 
 
 def env_path(home: Path, oracle_id: str, commit: str) -> Path:
