@@ -8,6 +8,7 @@ survive being moved, and advance only reads it.
 
 from __future__ import annotations
 
+import fnmatch
 import io
 import json
 import re
@@ -1246,6 +1247,30 @@ def test_an_unreadable_ledger_is_an_unmet_precondition(
     assert "no PORT-NOW commit can be checked for its ledger row" in out
     # ... said once, not followed by a "has no ledger row" line per commit (walk-s11 U7).
     assert "has no ledger row" not in out
+
+
+@pytest.mark.parametrize(("tail", "why"), [
+    (None, "no ledger table with columns"), (b"\xff\xfe not UTF-8\n", "line *: is not UTF-8")])
+def test_what_an_advance_leaves_behind_is_unknown_not_none_when_the_ledger_cannot_be_read(
+        prepared: Prepared, copy: Callable[[str], Copy], tail: bytes | None, why: str) -> None:
+    """walk N4: with a ledger that cannot be read, no file was behind with no ledger note
+    (`left_behind.behind` was [], and no line said so): which rows note which files is then
+    unknown. It is null, and one warning says why, in the text and in the JSON."""
+    c = copy("ready")
+    assert json.loads(ok("advance", "--dry-run", "--json"))["left_behind"]["behind"]
+    ledger = c.port / ".agents/parity-ledger.md"
+    ledger.write_bytes(b"# Ledger\n\nno table\n" if tail is None else ledger.read_bytes() + tail)
+    rc, out, _ = cmd("advance", "--dry-run", "--json")
+    left = json.loads(out)["left_behind"]
+    assert rc == 6 and left["behind"] is None
+    assert fnmatch.fnmatchcase(left["warning"], (
+        f"the parity ledger .agents/parity-ledger.md cannot be read ({why}*): the ported files "
+        f"that will be behind the new pin {prepared.target[:10]} with upstream changes no "
+        "ledger row notes cannot be counted — fix the ledger (upstream-sync check names the "
+        "problem)")), left["warning"]
+    rc, _, err = cmd("advance", "--dry-run")
+    assert rc == 6 and err.splitlines()[0] == f"warning: {left['warning']}", err
+    assert "will be behind the new pin" not in err.split("\n", 1)[1], err
 
 
 def test_a_retarget_behind_a_stall_keeps_later_carried_commits_dormant(

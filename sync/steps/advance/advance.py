@@ -200,18 +200,20 @@ class LeftBehind:
     """The ported files an advance leaves for `check` to warn of: behind the new pin with
     upstream changes no ledger row notes, and citing a path the new pin no longer has (gone
     in the range, or already gone at the pin: said again, or a cycle that left one would be
-    the only one to say it)."""
+    the only one to say it). `behind` is None when the ledger cannot be read: which files a
+    row notes is unknown, and `unknown` says why (walk N4: the count read 0, unsaid)."""
 
-    behind: tuple[str, ...]
+    behind: tuple[str, ...] | None
     gone: tuple[str, ...]
     still_gone: tuple[str, ...] = ()
+    unknown: str | None = None  # one line: the ledger could not be read, why, what to do
 
     def lines(self, target: str, *, listed: bool = True) -> list[str]:
         """One `warning:` line per group, then (`listed`) its files indented. Unlisted (a
         refused advance), each group says where its files are: its unmet lines come first to
         hand, and most files are behind only because the open PORT-NOW items are not ported
         yet (walk-s14 N2: 105 paths before the unmet lines)."""
-        out = []
+        out = [f"warning: {self.unknown}"] if self.unknown is not None else []
         for head, files in self._groups(target):
             if not files:
                 continue
@@ -225,16 +227,17 @@ class LeftBehind:
             (f"ported file(s) will be behind the new pin {short(target)} with upstream changes "
              "no ledger row notes — bump those whose changes need nothing from the port "
              "('upstream-sync bump-headers FILE...'), or add a ledger row naming each of the "
-             "others", self.behind),
+             "others", self.behind or ()),
             (f"ported file(s) will cite a path the new pin {short(target)} does not have "
              "(renamed or deleted) — re-point or drop each such citation", self.gone),
             ("ported file(s) already cite a path the current pin does not have, and will still "
              "(check warns of them now) — re-point or drop each such citation", self.still_gone),
         )
 
-    def doc(self) -> dict[str, list[str]]:
-        return {"behind": list(self.behind), "gone": list(self.gone),
-                "still_gone": list(self.still_gone)}
+    def doc(self) -> dict[str, list[str] | str | None]:
+        return {"behind": None if self.behind is None else list(self.behind),
+                "gone": list(self.gone), "still_gone": list(self.still_gone),
+                "warning": self.unknown}
 
 
 def left_behind(port: Port, pin: str, target: str) -> LeftBehind:
@@ -248,9 +251,14 @@ def left_behind(port: Port, pin: str, target: str) -> LeftBehind:
     before = audit.run_audit(port, ref, pin, port.upstream_ref, surf)
     was_gone = {f.path for f in before.files if f.status == "path-gone"}
     gone = [f.path for f in after.files if f.status == "path-gone"]
-    return LeftBehind(
-        tuple(f.path for f in after.files if f.status == "behind-changed" and f.noted is False),
-        tuple(f for f in gone if f not in was_gone), tuple(f for f in gone if f in was_gone))
+    # An unreadable ledger notes nothing: every behind file's `noted` is None, not False.
+    unknown = port.ledger_read().unreadable(
+        f"the ported files that will be behind the new pin {short(target)} with upstream "
+        "changes no ledger row notes cannot be counted")
+    behind = None if unknown is not None else tuple(
+        f.path for f in after.files if f.status == "behind-changed" and f.noted is False)
+    return LeftBehind(behind, tuple(f for f in gone if f not in was_gone),
+                      tuple(f for f in gone if f in was_gone), unknown)
 
 
 def _oracle_unmet(port: Port, target: str
