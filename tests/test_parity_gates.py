@@ -391,13 +391,31 @@ def test_gates_merge_folds_shard_records(tmp: Path) -> None:
         f"merged 2 file(s) into the gate record for {PIN[:10]}: 2 gate(s) changed"]
     assert {g.name: g.status for g in gates.load(p, PIN)} == {
         "golden[1/2]": "PASS", "golden[2/2]": "FAIL"}
-    # A second merge of the same files changes nothing; a record for another target is refused.
+    # A second merge of the same files changes nothing.
     assert run_cli(["--port", str(root), "gates", "merge", str(shard1)])[1].endswith(
         "0 gate(s) changed\n")
+
+
+def test_gates_merge_of_another_targets_record_names_both_targets(tmp: Path) -> None:
+    """walk N5a: a well-formed record of another target (an earlier cycle's, which an
+    artifact of the gates folder holds too) was refused as malformed (exit 4), with the fix
+    'download the gate run's artifact again', which gives the same file. It is the wrong
+    file: exit 2, naming its target and the port's, and what to name instead."""
+    root = make(tmp)
+    before = gates.load(port_at(root), PIN)
     other = tmp / "other.json"
     other.write_text(gates.render_doc(TARGET, [result("golden")]))
+    ours = tmp / "ours.json"
+    ours.write_text(gates.render_doc(PIN, [result("parity:ops", "PASS")]))
+    rc, _, err = run_cli(["--port", str(root), "gates", "merge", str(ours), str(other)])
+    assert (rc, err.splitlines()) == (2, [
+        f"upstream-sync: error: {other} records gates for target {TARGET[:10]}, but this "
+        f"port's gates are for {PIN[:10]} (the pin) — name only gate records of runs at "
+        f"{PIN[:10]} (gates/{PIN[:7]}.json in a gate run's artifact); nothing was merged"])
+    assert gates.load(port_at(root), PIN) == before
+    other.write_text(json.dumps({"schema": 1, "target": "main", "gates": {}}))
     rc, _, err = run_cli(["--port", str(root), "gates", "merge", str(other)])
-    assert rc == 4 and "not " + PIN in err
+    assert rc == 2 and f"{other} records gates for target 'main', but this port's" in err
 
 
 def test_a_gate_record_stores_no_absolute_local_path(tmp_path: Path,

@@ -37,6 +37,7 @@ Status = Literal["PASS", "FAIL", "PENDING"]
 STATUSES: tuple[Status, ...] = get_args(Status)
 # `golden`, `golden[1/2]`, `parity:<suite>`, `oracle:<id>`, `golden:<oracle>`.
 NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/+\[\]-]{0,99}")
+_SHA = re.compile(r"[0-9a-f]{40}")
 
 
 @dataclass(frozen=True)
@@ -154,6 +155,14 @@ _WITH_ORACLE = ("golden", "oracle:")  # gates that run with a verified oracle
 
 def parse(text: str, target: str, *, rel: str, fix: str = _RESTORE) -> list[GateResult]:
     """The gates of a record file for `target`; `fix`: what to do when it is malformed."""
+    doc = _document(text, rel=rel, fix=fix)
+    if doc["target"] != target:
+        raise _bad(rel, f"recorded for target {str(doc['target'])[:40]!r}, not {target}", fix)
+    return _gates(doc, rel, fix)
+
+
+def _document(text: str, *, rel: str, fix: str) -> dict[str, Any]:
+    """A gate record's JSON with its three keys and this schema; its target is unchecked."""
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -165,8 +174,10 @@ def parse(text: str, target: str, *, rel: str, fix: str = _RESTORE) -> list[Gate
         raise _bad(rel, "expected an object with exactly schema, target and gates", fix)
     if doc["schema"] != SCHEMA:
         raise _bad(rel, f"schema {doc['schema']!r}, expected {SCHEMA}", fix)
-    if doc["target"] != target:
-        raise _bad(rel, f"recorded for target {str(doc['target'])[:40]!r}, not {target}", fix)
+    return doc
+
+
+def _gates(doc: dict[str, Any], rel: str, fix: str) -> list[GateResult]:
     gates = doc["gates"]
     if not isinstance(gates, dict):
         raise _bad(rel, "gates must be an object keyed by gate name", fix)
@@ -299,15 +310,25 @@ def _newer(a: GateResult, b: GateResult) -> GateResult:
     return b if b.time >= a.time else a
 
 
-def _incoming(f: Path, target: str) -> list[GateResult]:
+def _incoming(f: Path, target: str, whose: str) -> list[GateResult]:
     """The gates of a file the command line names (a gate run's artifact): one that cannot
-    be read is a usage error, one that is malformed is refused with the artifact's fix."""
+    be read, or of another target (`whose`: what `target` is), is a usage error, one that
+    is malformed is refused with the artifact's fix."""
     try:
         text = read_record(f, rel=str(f))
     except Unreadable as exc:
         raise UsageError(exc.message, "name a gate record file from a gate run's artifact "
                          "(.agents/sync/gates/<target7>.json)") from None
-    found = parse(text, target, rel=str(f), fix=_REFETCH)
+    doc = _document(text, rel=str(f), fix=_REFETCH)
+    if doc["target"] != target:
+        # A well-formed record of another cycle (an earlier one's, committed beside this
+        # one's): downloading it again would not help (walk N5a).
+        raise UsageError(
+            f"{f} records gates for target {_named(doc['target'])}, but this port's gates "
+            f"are for {short(target)} ({whose})",
+            f"name only gate records of runs at {short(target)} (gates/{target[:7]}.json in a "
+            "gate run's artifact); nothing was merged")
+    found = _gates(doc, str(f), _REFETCH)
     ahead = next((r for r in found if future(r)), None)
     if ahead is not None:
         # A later time wins a merge: one from the future would beat every real run.
@@ -317,13 +338,21 @@ def _incoming(f: Path, target: str) -> list[GateResult]:
     return found
 
 
+def _named(target: object) -> str:
+    """A record's target as a refusal names it: a SHA shortened, anything else quoted."""
+    if isinstance(target, str) and _SHA.fullmatch(target):
+        return short(target)
+    return repr(str(target)[:40])
+
+
 def merge(port: Layout, target: str, files: list[Path]) -> list[str]:
     """Fold gate records from other hosts (sharded CI artifacts) into the port's record.
 
     Every file must be a gate record for the same target; nothing is written unless all
     parse. Returns one line per gate that changed.
     """
-    incoming = [r for f in files for r in _incoming(f, target)]
+    whose = "the open cycle's target" if cycle.load(port) is not None else "the pin"
+    incoming = [r for f in files for r in _incoming(f, target, whose)]
     changes = []
     with locked(port):
         kept = {r.name: r for r in load(port, target)}
