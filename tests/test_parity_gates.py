@@ -388,12 +388,41 @@ def test_gates_merge_folds_shard_records(tmp: Path) -> None:
     assert out.splitlines() == [
         "golden[1/2]: PENDING → PASS (gpu1, 2026-01-03T00:00:00Z)",
         "golden[2/2]: PENDING → FAIL (gpu2, 2026-01-03T00:01:00Z)",
+        # This port configures no [golden] scripts: its golden shards are not required.
+        *(f"golden[{i}/2]: merged, but .agents/upstream-sync.toml does not require it — the "
+          "advance needs no result of it, yet refuses one that is not a PASS" for i in (1, 2)),
         f"merged 2 file(s) into the gate record for {PIN[:10]}: 2 gate(s) changed"]
     assert {g.name: g.status for g in gates.load(p, PIN)} == {
         "golden[1/2]": "PASS", "golden[2/2]": "FAIL"}
     # A second merge of the same files changes nothing.
     assert run_cli(["--port", str(root), "gates", "merge", str(shard1)])[1].endswith(
         "0 gate(s) changed\n")
+
+
+def test_gates_merge_notes_each_gate_the_configuration_does_not_require(tmp: Path) -> None:
+    """walk N5b: a merged gate that no [golden] script or [parity.suites] names (a suite
+    since removed, the oracle job's oracle:vllm) was folded in without a word, as if it
+    counted towards the advance. Each is noted, in the text and in JSON `unrequired`."""
+    root = make(tmp)  # requires parity:op, parity:behavioral and parity:model, no golden
+    shard = tmp / "shard.json"
+    shard.write_text(gates.render_doc(PIN, [
+        result("parity:op"), result("parity:gone"), result("oracle:vllm"),
+        result("golden[1/2]")]))
+    rc, out, err = run_cli(["--port", str(root), "gates", "merge", str(shard)])
+    assert rc == 0, err
+    noted = [line for line in out.splitlines() if "does not require it" in line]
+    assert noted == [
+        f"{name}: merged, but .agents/upstream-sync.toml does not require it — the advance "
+        "needs no result of it, yet refuses one that is not a PASS"
+        for name in ("golden[1/2]", "oracle:vllm", "parity:gone")]
+    rc, out, err = run_cli(["--port", str(root), "gates", "merge", str(shard), "--json"])
+    doc = json.loads(out)
+    assert (rc, doc["changed"], doc["unrequired"]) == (
+        0, [], ["golden[1/2]", "oracle:vllm", "parity:gone"])
+    # Only required gates: nothing to note.
+    shard.write_text(gates.render_doc(PIN, [result("parity:model")]))
+    rc, out, err = run_cli(["--port", str(root), "gates", "merge", str(shard), "--json"])
+    assert (rc, json.loads(out)["unrequired"]) == (0, [])
 
 
 def test_gates_merge_of_another_targets_record_names_both_targets(tmp: Path) -> None:

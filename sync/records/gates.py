@@ -345,13 +345,24 @@ def _named(target: object) -> str:
     return repr(str(target)[:40])
 
 
-def merge(port: Layout, target: str, files: list[Path]) -> list[str]:
+def _whose(port: Layout) -> str:
+    """What the gate target is, as a refusal names it (`current_target`'s two cases)."""
+    return "the open cycle's target" if cycle.load(port) is not None else "the pin"
+
+
+@dataclass(frozen=True)
+class Merged:
+    changes: tuple[str, ...]  # one line per gate that changed
+    names: tuple[str, ...]  # every gate the files hold, changed or not, sorted
+
+
+def merge(port: Layout, target: str, files: list[Path]) -> Merged:
     """Fold gate records from other hosts (sharded CI artifacts) into the port's record.
 
     Every file must be a gate record for the same target; nothing is written unless all
-    parse. Returns one line per gate that changed.
+    parse.
     """
-    whose = "the open cycle's target" if cycle.load(port) is not None else "the pin"
+    whose = _whose(port)
     incoming = [r for f in files for r in _incoming(f, target, whose)]
     changes = []
     with locked(port):
@@ -366,4 +377,4 @@ def merge(port: Layout, target: str, files: list[Path]) -> list[str]:
         if changes:
             write_text(path(port, target), render_doc(target, list(kept.values())))
             port.forget(f"gates:{target}")
-    return changes
+    return Merged(tuple(changes), tuple(sorted({r.name for r in incoming})))

@@ -7,6 +7,8 @@ from pathlib import Path
 
 from sync.cli.context import Context, add_json, refreshed
 from sync.records import gates
+from sync.records.config import CONFIG_PATH
+from sync.steps.advance import blockers
 from sync.upstream.gitio import short
 
 
@@ -27,14 +29,19 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace, ctx: Context) -> int:
     port = ctx.port
     target = gates.check_target(port, args.target) if args.target else gates.current_target(port)
-    changes = gates.merge(port, target, list(args.files))
-    if changes:
+    merged = gates.merge(port, target, list(args.files))
+    if merged.changes:
         refreshed(port, ctx)  # the report's Gates section shows the merged results
+    unrequired = blockers.unrequired(port, merged.names)
     if ctx.json:
-        ctx.emit_json({"target": target, "changed": changes})
-    else:
-        for line in changes:
-            ctx.say(line)
-        ctx.say(f"merged {len(args.files)} file(s) into the gate record for {short(target)}: "
-              f"{len(changes)} gate(s) changed")
+        ctx.emit_json({"target": target, "changed": list(merged.changes),
+                       "unrequired": unrequired})
+        return 0
+    for line in merged.changes:
+        ctx.say(line)
+    for name in unrequired:
+        ctx.say(f"{name}: merged, but {CONFIG_PATH} does not require it — the advance needs "
+                "no result of it, yet refuses one that is not a PASS")
+    ctx.say(f"merged {len(args.files)} file(s) into the gate record for {short(target)}: "
+            f"{len(merged.changes)} gate(s) changed")
     return 0

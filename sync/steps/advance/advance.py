@@ -136,8 +136,7 @@ def _gates_unmet(port: Port, target: str) -> list[str]:
            for line in _required_gate_unmet(name, recorded, target,
                                             _gate_command(port, name, target))]
     # Any other recorded gate (`oracle:vllm`) must not have failed or be dated ahead either.
-    out += [line for g in recorded.values()
-            if not any(g.name == n or g.name.startswith(n + "[") for n in required)
+    out += [line for g in recorded.values() if not blockers.covers(required, g.name)
             and (line := _one_gate_unmet(g, g.command)) is not None]
     return out
 

@@ -29,6 +29,18 @@ def required_gates(port: Port) -> list[str]:
     return names
 
 
+def covers(required: list[str], gate: str) -> bool:
+    """`gate` is one of the `required` gates, or a shard of one (`golden[1/2]`)."""
+    return any(gate == n or gate.startswith(n + "[") for n in required)
+
+
+def unrequired(port: Port, gates: tuple[str, ...]) -> list[str]:
+    """The `gates` the configuration does not require: the advance waits for none of them
+    (yet refuses one recorded as anything but PASS), so a merge says so (walk N5b)."""
+    required = required_gates(port)
+    return [g for g in gates if not covers(required, g)]
+
+
 def gates_declared(port: Port) -> list[str]:
     """Gates are configured, or the port declares it has none: an advance never passes only
     because nothing was configured."""
