@@ -179,7 +179,8 @@ def test_gates_run_strict_on_labelled_self_hosted_runners() -> None:
     assert run["env"]["SHARD"] == "${{ matrix.shard }}"
     assert "args=(--strict)" in run["run"] and 'args+=(--shard "$SHARD")' in run["run"]
     verify = step_named(GATES, "oracle", "Verify the oracle")["run"]
-    assert verify == 'upstream-sync oracle verify --oracle "$ORACLE" --commit target'
+    assert verify.splitlines()[-1] == ('upstream-sync oracle verify --oracle "$ORACLE" --commit '
+                                       'target --json > "gate-logs/oracle-$ORACLE.json"')
 
 
 def test_gates_upload_goldens_and_records_even_when_a_gate_fails() -> None:
@@ -188,9 +189,39 @@ def test_gates_upload_goldens_and_records_even_when_a_gate_fails() -> None:
                    if s.get("uses", "").startswith("actions/upload-artifact@")]
         assert len(uploads) == 1
         assert uploads[0]["if"] == "always()"
-        assert "/gates/" in uploads[0]["with"]["path"]
+        assert step_named(GATES, job, "Stage this cycle's gate record")["if"] == "always()"
+        # The staged record, not the port's folder: that holds earlier cycles' records too,
+        # and upload-artifact leaves out hidden folders (.agents). With more than one path
+        # the artifact's root is the workspace, so the record is gates/<target7>.json in
+        # every artifact, as 'gates merge gate-*/gates/*.json' names it.
+        paths = uploads[0]["with"]["path"].split()
+        assert paths[0] == "gates/" and len(paths) > 1, paths
+        assert not any("SYNC_DIR" in p or "/." in p for p in paths), paths
     paths = step_named(GATES, "gate", "Upload")["with"]["path"]
     assert "${{ env.GOLDEN_DIR }}" in paths and "gate-logs/" in paths
+
+
+@pytest.mark.parametrize("job", ["oracle", "gate"])
+def test_a_gate_job_stages_only_this_cycles_gate_record(tmp: Path, job: str) -> None:
+    """From the second cycle on, the port's gates folder holds the records earlier cycles
+    committed; uploaded whole, 'gates merge gate-*/gates/*.json' refused them (another
+    target). Only the open cycle's record is staged; none (the gate failed before writing
+    it) is a warning, not a failure that hides the log's upload."""
+    sync_dir = tmp / "port" / ".agents/sync"
+    (sync_dir / "gates").mkdir(parents=True)
+    target, earlier = "c26fc2f666ef31f04e2400c6bc6ba62b86e1aef4", "5c72d3ac50cba22d41d3"
+    (sync_dir / "cycle.toml").write_text(f'schema = 1\ntarget = "{target}"\n')
+    script = step_named(GATES, job, "Stage this cycle's gate record")["run"]
+    env = _env(tmp, SYNC_DIR=".agents/sync")
+    proc = _bash(script, tmp, env)
+    assert proc.returncode == 0 and "::warning::no gate record" in proc.stdout, proc.stderr
+    assert list((tmp / "gates").iterdir()) == []
+    (sync_dir / "gates" / f"{earlier[:7]}.json").write_text("{}\n")
+    (sync_dir / "gates" / f"{target[:7]}.json").write_text('{"target": "this"}\n')
+    proc = _bash(script, tmp, env)
+    assert proc.returncode == 0, proc.stderr
+    assert [(p.name, p.read_text()) for p in (tmp / "gates").iterdir()] == [
+        (f"{target[:7]}.json", '{"target": "this"}\n')]
 
 
 def test_self_hosted_runners_never_serve_pull_requests() -> None:
