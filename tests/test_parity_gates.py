@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import socket
 import sys
@@ -13,6 +14,7 @@ from fakeupstream import pin_doc, run_cli
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sync.cli import build_parser
 from sync.dev.fastimport import History
 from sync.infra.atomic import port_lock
 from sync.infra.errors import BlockedCycle, MalformedRecord, SyncError
@@ -423,6 +425,29 @@ def test_gates_merge_notes_each_gate_the_configuration_does_not_require(tmp: Pat
     shard.write_text(gates.render_doc(PIN, [result("parity:model")]))
     rc, out, err = run_cli(["--port", str(root), "gates", "merge", str(shard), "--json"])
     assert (rc, json.loads(out)["unrequired"]) == (0, [])
+
+
+def test_gates_merge_target_only_asserts_the_checkouts_gate_target(tmp: Path) -> None:
+    """walk N5: --target read 'full target SHA (default: the open cycle's, else the pin)',
+    as if it chose the record merged into; it only checks that the checkout's is the one
+    named, and its help says so."""
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    gates_sub = next(a for a in sub.choices["gates"]._actions
+                     if isinstance(a, argparse._SubParsersAction))
+    (action,) = (a for a in gates_sub.choices["merge"]._actions if a.dest == "target")
+    assert action.help == (
+        "the target the files were gated at, as a handoff names it (7 to 40 hex digits); "
+        "refused unless it is this checkout's gate target (the open cycle's, else the pin), "
+        "the one merged into with or without it")
+    root = make(tmp)
+    shard = tmp / "shard.json"
+    shard.write_text(gates.render_doc(PIN, [result("parity:op")]))
+    argv = ["--port", str(root), "gates", "merge", str(shard), "--target"]
+    assert run_cli([*argv, PIN[:7]])[0] == 0
+    rc, _, err = run_cli([*argv, TARGET])
+    assert rc == 6 and (f"this checkout's gate target is {PIN[:10]}, but --target names "
+                        f"{TARGET[:10]}") in err, err
 
 
 def test_gates_merge_of_another_targets_record_names_both_targets(tmp: Path) -> None:

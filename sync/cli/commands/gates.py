@@ -20,8 +20,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     gsub = gm.add_subparsers(dest="gates_command", metavar="ACTION", required=True)
     merge = gsub.add_parser("merge", help="merge gate record files into the port's record")
     merge.add_argument("files", nargs="+", type=Path, help="gate record JSON files")
-    merge.add_argument("--target", help="full target SHA (default: the open cycle's, else the "
-                       "pin)")
+    # It asserts, never selects: gates are only merged into this checkout's gate target.
+    merge.add_argument("--target", help="the target the files were gated at, as a handoff "
+                       "names it (7 to 40 hex digits); refused unless it is this checkout's "
+                       "gate target (the open cycle's, else the pin), the one merged into "
+                       "with or without it")
     add_json(merge)
     merge.set_defaults(func=run)
 
