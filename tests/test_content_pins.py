@@ -378,6 +378,13 @@ def test_an_unusable_oracle_checkout_is_warned_of_with_where_it_came_from(
         r = run(root, *argv)
         assert [ln for ln in r.out.splitlines() + r.err.splitlines()
                 if "llama.cpp checkout" in ln] == [f"warning: {said}"], (argv, r.err)
+    # sync --json printed it on stderr only (walk: a machine reading stdout never saw it);
+    # the report's own JSON does not depend on this machine's checkouts.
+    r = run(root, "sync", "--json")
+    doc = json.loads(r.out)
+    assert r.rc == 0 and doc["unusable_checkouts"] == [said], r.err
+    written = json.loads((root / doc["report"]).with_suffix(".json").read_text(encoding="utf-8"))
+    assert "unusable_checkouts" not in written and "llama.cpp checkout" not in json.dumps(written)
     monkeypatch.setenv("SYNC_ORACLE_CHECKOUTS", f"llama.cpp={tmp_path}")  # wins over the file
     assert audited(root, up["pin"]).unusable_checkouts == (
         f"llama.cpp checkout {tmp_path} is not a git repository (env SYNC_ORACLE_CHECKOUTS), "

@@ -61,12 +61,15 @@ class Result:
     path: Path
     json_path: Path
     nothing: bool = False
-    warnings: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()  # the unusable checkouts' lines among them
     new_decisions: int = 0
     carried: tuple[carry.Imported, ...] = ()  # the carry-over record's still-open items
     dormant: tuple[str, ...] = ()  # carried commits after the target: owed by a later cycle
     writes: dict[Path, str] = field(default_factory=dict)  # staged: the records to write
     decided: dict[str, decisions.Decision] | None = None  # staged: the decisions written
+    # Configured checkouts of other oracles the audit could not use (`audit.Audit`): in
+    # `sync --json`'s document, not in the report, which does not depend on the machine.
+    unusable_checkouts: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -193,7 +196,8 @@ def _run(port: Port, notes: Notes | None, req: CycleRequest) -> Result:
             commit_writes(port, writes, {}, decided)
     return Result(model, frame.path, frame.path.with_suffix(".json"), warnings=warnings,
                   new_decisions=earlier.new if req.write_report else 0,
-                  carried=tuple(got.owed), dormant=got.dormant, writes=writes, decided=decided)
+                  carried=tuple(got.owed), dormant=got.dormant, writes=writes, decided=decided,
+                  unusable_checkouts=unusable)
 
 
 def _warnings(rel: str, earlier: _Earlier, req: CycleRequest, dormant: tuple[str, ...],

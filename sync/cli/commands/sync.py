@@ -44,7 +44,10 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         return 0
     rel = ctx.port.rel(result.path)
     if ctx.json:
-        ctx.emit_json(report.to_json(m, rel))
+        # The report's JSON as written, plus what only this machine's run says: warned of on
+        # stderr, a machine reading stdout must see it too.
+        ctx.emit_json({**report.to_json(m, rel),
+                       "unusable_checkouts": list(result.unusable_checkouts)})
         return 0
     counts = m.counts()
     if result.new_decisions:
