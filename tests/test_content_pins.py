@@ -392,6 +392,33 @@ def test_an_unusable_oracle_checkout_is_warned_of_with_where_it_came_from(
         "a clone of llama.cpp's upstream, or remove the entry",)
 
 
+def test_an_unusable_checkout_no_header_needs_is_worded_by_its_id(
+        case: tuple[Path, dict[str, str]], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A checkout configured under an id no header cites (a typo, or an entry left over) was
+    refused as a checkout to fix, as if its SHAs went unverified: there are none; the id is
+    what to look at, beside the ids the headers do cite."""
+    root, up = case
+    monkeypatch.setenv("SYNC_ORACLE_CHECKOUTS",
+                       f"llamacpp={tmp_path / 'gone'}, llama.cpp={tmp_path / 'gone'}")
+    said = ("no header cites llamacpp: nothing to verify against its checkout (the headers "
+            "cite llama.cpp, LMCache, vllm-project/flash-attention) — correct the id in env "
+            "SYNC_ORACLE_CHECKOUTS if it is a typo, or remove the entry")
+    cited = (f"llama.cpp checkout {tmp_path / 'gone'} does not exist (env "
+             "SYNC_ORACLE_CHECKOUTS), so the SHAs the port cites llama.cpp at are not verified "
+             "— point its entry there at a clone of llama.cpp's upstream, or remove the entry")
+    assert audited(root, up["pin"]).unusable_checkouts == (cited, said)
+    r = run(root, "audit")
+    assert r.rc == 0 and f"warning: {said}" in r.out.splitlines(), r.err
+    monkeypatch.setenv("SYNC_ORACLE_CHECKOUTS", f"diffusers={tmp_path / 'gone'}")
+    for rel in ("src/ggml.cpp", "src/lm.h", "src/fa.cu", "src/mixed.cpp"):
+        (root / rel).unlink()
+    assert audited(root, up["pin"]).unusable_checkouts == (
+        "no header cites diffusers: nothing to verify against its checkout (the headers cite "
+        "no other oracle) — correct the id in env SYNC_ORACLE_CHECKOUTS if it is a typo, or "
+        "remove the entry",)
+
+
 def test_an_unreadable_ledger_leaves_ledger_notes_unknown(
         case: tuple[Path, dict[str, str]]) -> None:
     root, up = case

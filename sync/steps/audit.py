@@ -234,13 +234,16 @@ def _at_pin(c: headers.Citation, pin: str, rewrite: dict[str, str]) -> verify.Ci
 def _others(port: Port, cites: list[headers.Citation],
             core: str) -> tuple[dict[str, dict[str, bool]], tuple[str, ...]]:
     """Per other oracle with a checkout in the preferences: which cited SHAs it has; and,
-    one line each, the configured checkouts that cannot be used (missing, not git, shallow)."""
+    one line each, the configured checkouts that cannot be used (missing, not git, shallow),
+    worded by whether a header cites their oracle at all."""
     try:
         prefs = port.preferences()
     except SyncError:
         return {}, ()  # a preferences file that does not parse is refused where it is needed
     out: dict[str, dict[str, bool]] = {}
     unusable: list[str] = []
+    cited = {c.oracle for c in cites}
+    source = prefs.source_of("oracle_checkouts")
     for oracle, path in sorted(prefs.oracle_checkouts.items()):
         shas = sorted({c.sha for c in cites if c.oracle == oracle and c.sha})
         try:
@@ -248,7 +251,11 @@ def _others(port: Port, cites: list[headers.Citation],
                                     variable="SYNC_ORACLE_CHECKOUTS")
             rows = gitio.batch_check(other, [f"{s}^{{commit}}" for s in shas]) if shas else []
         except SyncError as exc:
-            unusable.append(_unusable(oracle, exc, prefs.source_of("oracle_checkouts")))
+            # Under an id no header cites, the checkout verifies nothing whatever its state:
+            # the id is what to look at (a typo of a cited one, or an entry left over).
+            unusable.append(_unusable(oracle, exc, source) if oracle in cited
+                            else _uncited(oracle, sorted(cited - {core}, key=str.lower),
+                                          source))
             continue
         if shas:
             out[oracle] = {s: row is not None for s, row in zip(shas, rows, strict=True)}
@@ -258,10 +265,23 @@ def _others(port: Port, cites: list[headers.Citation],
 def _unusable(oracle: str, exc: SyncError, source: str) -> str:
     """A configured checkout of another oracle that cannot be opened, where its path came
     from, and what to do."""
-    where = source if source.startswith("env ") else f"oracle_checkouts in {source}"
-    return (f"{exc.message} ({where}), so the SHAs the port cites {oracle} at are not "
+    return (f"{exc.message} ({_where(source)}), so the SHAs the port cites {oracle} at are not "
             f"verified — point its entry there at a clone of {oracle}'s upstream, or remove "
             "the entry")
+
+
+def _uncited(oracle: str, cited: list[str], source: str) -> str:
+    """A configured checkout under an oracle id no header cites, the ids they do cite, and
+    what to do."""
+    ids = ", ".join(cited) or "no other oracle"
+    return (f"no header cites {oracle}: nothing to verify against its checkout (the headers "
+            f"cite {ids}) — correct the id in {_where(source)} if it is a typo, or remove the "
+            "entry")
+
+
+def _where(source: str) -> str:
+    """Where the oracle_checkouts value came from: the variable, or the preferences file."""
+    return source if source.startswith("env ") else f"oracle_checkouts in {source}"
 
 
 def _control_ok(control: headers.Header, facts: _Facts) -> bool:
