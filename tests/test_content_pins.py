@@ -551,18 +551,24 @@ def test_check_warns_of_a_ported_file_that_is_not_utf8(
     characters) and was refused only by bump-headers, mid-cycle."""
     root, up = case
     (root / "src/latin1.cpp").write_bytes(
-        f"// Ported from: vllm/p1.py @ {up['c1'][:10]} (caf\xe9)\nint l;\n".encode("latin-1"))
+        f"// Ported from: vllm/p1.py @ {up['c1'][:10]}\n// (caf\xe9)\nint l;\n".encode("latin-1"))
     r = run(root, "check")
-    assert ("warning: src/latin1.cpp: is not UTF-8, so bump-headers will refuse to rewrite its "
-            "header — re-save it as UTF-8") in r.out + r.err
-    assert "src/p1.cpp: is not UTF-8" not in r.out + r.err
+    # Located at the first bad byte as a record's refusal is, and as bump-headers refuses it.
+    where = "src/latin1.cpp:2: is not UTF-8 (byte 0xe9 at column 8, offset 47)"
+    assert (f"warning: {where}, so bump-headers will refuse to rewrite its header — re-save it "
+            "as UTF-8") in r.out.splitlines(), r.out
+    assert "src/p1.cpp:" not in r.out + r.err
+    bump = run(root, "bump-headers", "src/latin1.cpp", "--to", up["pin"], "--check")
+    assert f"{where} — re-save it as UTF-8" in bump.out + bump.err, bump.out + bump.err
     # walk-s11 U6: a bad byte inside "Ported from" leaves no header: the file dropped out
     # of the surface in silence.
     (root / "src/latin1.cpp").write_bytes(
-        f"// Ported \xff from: vllm/p1.py @ {up['c1'][:10]}\nint l;\n".encode("latin-1"))
+        f"// The cache.\n// Ported \xff from: vllm/p1.py @ {up['c1'][:10]}\nint l;\n".encode(
+            "latin-1"))
     r = run(root, "check")
-    assert ("warning: src/latin1.cpp: is not UTF-8, and holds no header that could be read (a "
-            "byte inside 'Ported from' hides one) — re-save it as UTF-8") in r.out + r.err
+    assert ("warning: src/latin1.cpp:2: is not UTF-8 (byte 0xff at column 11, offset 24), and "
+            "holds no header that could be read (a byte inside 'Ported from' hides one) — "
+            "re-save it as UTF-8") in r.out.splitlines(), r.out
 
 
 @pytest.mark.parametrize("action", ["probe", "verify"])

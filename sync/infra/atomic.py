@@ -188,13 +188,19 @@ def decode_record(data: bytes, *, rel: str) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        # Located as an editor shows it: the line, and the column in characters (what comes
-        # before the first bad byte decodes).
-        start = data.rfind(b"\n", 0, exc.start) + 1
-        line = data.count(b"\n", 0, start) + 1
-        column = len(data[start:exc.start].decode("utf-8")) + 1
-        raise MalformedRecord(f"is not UTF-8 (byte 0x{data[exc.start]:02x} at column {column}, "
-                              f"offset {exc.start})", _RESAVE, path=rel, line=line) from None
+        line, said = not_utf8(data, exc)
+        raise MalformedRecord(said, _RESAVE, path=rel, line=line) from None
+
+
+def not_utf8(data: bytes, exc: UnicodeDecodeError) -> tuple[int, str]:
+    """The line of the first byte of `data` that does not decode, and what it says of it
+    ("is not UTF-8 (byte 0xff at column 3, offset 2)"): one wording for every file."""
+    # Located as an editor shows it: the line, and the column in characters (what comes
+    # before the first bad byte decodes).
+    start = data.rfind(b"\n", 0, exc.start) + 1
+    column = len(data[start:exc.start].decode("utf-8")) + 1
+    return data.count(b"\n", 0, start) + 1, (f"is not UTF-8 (byte 0x{data[exc.start]:02x} at "
+                                             f"column {column}, offset {exc.start})")
 
 
 def read_record(path: Path, *, rel: str) -> str:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from sync.headers import citations as headers
 from sync.headers import deferred as deferred_mod
-from sync.infra import fanout
+from sync.infra import atomic, fanout
 from sync.infra.cache import Store, digest
 
 RACY_S = 2.0
@@ -36,7 +36,9 @@ class FileScan:
     inline: headers.Inline  # upstream paths named in the file, cited or mentioned
     first_lines: tuple[tuple[str, int], ...]  # each inline path's first line (1-based)
     deferred: tuple[deferred_mod.Deferred, ...]
-    utf8: bool = True  # False: read with replacement characters (bump-headers refuses it)
+    # Not UTF-8: the first bad byte's line and what it is (`atomic.not_utf8`); the file was
+    # read with replacement characters (bump-headers refuses it).
+    not_utf8: tuple[int, str] | None = None
     newlines: tuple[int, ...] = ()  # offsets of the text's line breaks (for `line_at`)
 
     def line_at(self, offset: int) -> int:
@@ -147,7 +149,7 @@ def _scan(path: str, rel: str, mirrored: tuple[str, ...], cached: _Cached,
     if scan is None:
         try:
             scan = scan_text(rel, data.decode("utf-8"), mirrored)
-        except UnicodeDecodeError:
+        except UnicodeDecodeError as exc:
             scan = replace(scan_text(rel, data.decode("utf-8", errors="replace"), mirrored),
-                           utf8=False)
+                           not_utf8=atomic.not_utf8(data, exc))
     return key, None if _racy(st, now) else stat, scan

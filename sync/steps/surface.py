@@ -74,7 +74,9 @@ class Surface:
     model_globs: tuple[str, ...] = ()
     watched: dict[str, tuple[str, ...]] = field(default_factory=dict)  # original files
     references: dict[str, tuple[str, ...]] = field(default_factory=dict)  # mentions
-    not_utf8: tuple[str, ...] = ()  # ported files whose bytes are not UTF-8
+    # Ported files whose bytes are not UTF-8, each located at its first bad byte
+    # ("src/x.cpp:3: is not UTF-8 (byte 0xe9 at column 5, offset 40)", as a record's refusal).
+    not_utf8: tuple[str, ...] = ()
     # Other scanned files that are not UTF-8: a bad byte inside `Ported from` leaves no header
     # to read, and the file would drop out of the surface in silence (walk-s11 U6).
     not_utf8_other: tuple[str, ...] = ()
@@ -185,6 +187,14 @@ def _sorted(m: dict[str, set[str]]) -> dict[str, tuple[str, ...]]:
     return {k: tuple(sorted(v)) for k, v in sorted(m.items())}
 
 
+def _not_utf8(scans: dict[str, scan.FileScan], file_headers: dict[str, headers.Header], *,
+              ported: bool) -> tuple[str, ...]:
+    """The scanned files (ported ones, or the others) that are not UTF-8, sorted, each
+    located at its first bad byte."""
+    return tuple(f"{rel}:{bad[0]}: {bad[1]}" for rel, h in sorted(file_headers.items())
+                 if (h.kind == "PORTED") == ported and (bad := scans[rel].not_utf8) is not None)
+
+
 def header_reader(port: Port, found: dict[str, headers.Header] | None = None
                   ) -> Callable[[str, str], headers.Header]:
     """Read one port file's header as `build` reads it: attributed, and with what the port's
@@ -287,8 +297,6 @@ def build(port: Port) -> Surface:
     return Surface(_sorted(by_upstream), file_headers, cfg.mirrored,
                    {k: tuple(v) for k, v in sorted(cites.items())}, deferred,
                    cfg.model_globs, _sorted(refs.watched), _sorted(refs.mentioned),
-                   tuple(sorted(rel for rel, h in file_headers.items()
-                                if h.kind == "PORTED" and not scans[rel].utf8)),
-                   tuple(sorted(rel for rel, h in file_headers.items()
-                                if h.kind != "PORTED" and not scans[rel].utf8)),
+                   _not_utf8(scans, file_headers, ported=True),
+                   _not_utf8(scans, file_headers, ported=False),
                    cfg.untargeted_platforms)
