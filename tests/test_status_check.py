@@ -493,8 +493,14 @@ def test_status_names_the_blockers_advance_needs_no_measurement_for(tmp_path: Pa
         f"the line 'oracle_home = <directory>' to the ```sync-preferences block of {prefs_file}"]
     r = run(fx.port, "status")
     assert r.rc == 0, r.err
+    # The oracle home's refusal is said whole under 'oracle build:'; its unmet line points
+    # there (it said the same sentence twice, a few lines apart). The JSON keeps it whole.
+    home = unmet[2].split(": ", 1)[1]
+    assert f"  no environment can be looked up: {home}" in r.out.splitlines()
     assert r.out.splitlines()[-4:] == [
-        *(f"  unmet: {u}" for u in unmet),
+        *(f"  unmet: {u}" for u in unmet[:2]),
+        "  unmet: oracle vllm at the target cannot be verified: no oracle home here (see "
+        "'oracle build:' above)",
         "  the full list, with the gates and the oracle at the target checked: "
         "'upstream-sync advance --dry-run'"]
     assert json.loads(run(fx.port, "status", "--json").out)["cycle"]["unmet"] == unmet

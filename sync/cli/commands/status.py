@@ -9,6 +9,7 @@ from typing import Any
 
 from sync.cli.context import Context, add_json
 from sync.infra.notes import counted
+from sync.steps.advance import blockers
 from sync.steps.status import collect
 from sync.upstream.gitio import short
 
@@ -44,7 +45,7 @@ def _print(doc: dict[str, Any], ctx: Context) -> None:
                      "'upstream-sync advance --dry-run' says what it holds")
     lines += _build_lines(doc["oracle_build"])
     lines += [f"span: {s}" for s in doc["spans"]]
-    lines += _cycle_lines(doc["cycle"]) + _moved_line(doc)
+    lines += _cycle_lines(doc["cycle"], doc["oracle_build"].get("home_error")) + _moved_line(doc)
     lines += [f"record: {r}" for r in doc["records"]]
     for line in lines:
         ctx.say(line)
@@ -118,7 +119,7 @@ def _env_lines(b: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _cycle_lines(c: dict[str, Any] | None) -> list[str]:
+def _cycle_lines(c: dict[str, Any] | None, home_error: str | None = None) -> list[str]:
     if not c:
         return ["cycle: none open (run 'upstream-sync fetch' or 'upstream-sync sync')"]
     if not c["open"]:
@@ -131,10 +132,18 @@ def _cycle_lines(c: dict[str, Any] | None) -> list[str]:
         counts = ", ".join(f"{v} {k}" for k, v in c["counts"].items())
         lines.append(f"  report {c['report']} [{c['state']}]: {counts}")
         lines += _carry_line(c)
-    lines += [f"  unmet: {u}" for u in c["unmet"]]
+    lines += [f"  unmet: {_unmet(u, home_error)}" for u in c["unmet"]]
     lines.append("  the full list, with the gates and the oracle at the target checked: "
                  "'upstream-sync advance --dry-run'")
     return lines
+
+
+def _unmet(line: str, home_error: str | None) -> str:
+    """An unmet line as shown; the oracle home's refusal is said whole under 'oracle build:'
+    above, so its unmet line points there instead of saying it twice (the JSON keeps both)."""
+    if home_error and line == blockers.unverifiable(home_error):
+        return blockers.unverifiable("no oracle home here (see 'oracle build:' above)")
+    return line
 
 
 def _moved_line(doc: dict[str, Any]) -> list[str]:

@@ -76,8 +76,9 @@ def core_file_unmet(port: Port) -> list[str]:
             "evidence): the advance rewrites its pin"]
 
 
-def unverifiable(exc: SyncError) -> str:
-    """The unmet line of a core oracle that cannot be verified at the target at all."""
+def unverifiable(exc: SyncError | str) -> str:
+    """The unmet line of a core oracle that cannot be verified at the target at all: why
+    (the refusal, or what stands for it)."""
     return f"oracle {CORE} at the target cannot be verified: {exc}"
 
 
