@@ -529,6 +529,12 @@ def file_line(f: FileStatus) -> str:
     return f"- {code(f.path)} {f.status}: {said}{note}"
 
 
+def no_sha_texts(a: Audit) -> tuple[str, ...]:
+    """One warning per ported file whose header cites vLLM with no SHA (`check` and `audit`
+    say the same lines)."""
+    return tuple(no_sha_text(f) for f in a.files if f.status == "no-sha")
+
+
 def no_sha_text(f: FileStatus) -> str:
     """A ported file whose header cites vLLM with no SHA, and what to do, as one sentence."""
     bare = [c for c in f.cites if c.status == "no-sha"]

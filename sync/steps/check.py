@@ -301,6 +301,5 @@ def _audit(port: Port, pin: pins.Pin, notes: list[str]) -> list[Finding]:
         out.append(Finding(audit.finding_text(f), severity))
     # A header that pins nothing breaks the protocol's per-file pin rule, but says nothing
     # about unported changes: a warning whatever `behind_without_note` says.
-    out += [Finding(audit.no_sha_text(f), "warning") for f in result.files
-            if f.status == "no-sha"]
+    out += [Finding(text, "warning") for text in audit.no_sha_texts(result)]
     return out

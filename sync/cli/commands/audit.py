@@ -84,3 +84,6 @@ def _print(result: audit.Audit, severity: str, ctx: Context) -> None:
         ctx.say(f"warning: {problem}")
     for f in result.findings:
         ctx.say(f"{'error' if severity == 'error' else 'warning'}: {audit.finding_text(f)}")
+    # As `check` warns of them: a header that pins nothing is a warning whatever the severity.
+    for text in audit.no_sha_texts(result):
+        ctx.say(f"warning: {text}")
