@@ -410,6 +410,13 @@ def test_an_unusable_checkout_no_header_needs_is_worded_by_its_id(
     assert audited(root, up["pin"]).unusable_checkouts == (cited, said)
     r = run(root, "audit")
     assert r.rc == 0 and f"warning: {said}" in r.out.splitlines(), r.err
+    # A checkout that opens is no better under such an id: it was taken in silence.
+    h = History()
+    h.modify("ggml/src/ggml-cpu.c", "int x;\n")
+    h.commit("llama.cpp (#1)")
+    h.write(tmp_path / "llama.cpp")
+    monkeypatch.setenv("SYNC_ORACLE_CHECKOUTS", f"llamacpp={tmp_path / 'llama.cpp'}")
+    assert audited(root, up["pin"]).unusable_checkouts == (said,)
     monkeypatch.setenv("SYNC_ORACLE_CHECKOUTS", f"diffusers={tmp_path / 'gone'}")
     for rel in ("src/ggml.cpp", "src/lm.h", "src/fa.cu", "src/mixed.cpp"):
         (root / rel).unlink()

@@ -95,7 +95,8 @@ class Audit:
     pin: str = ""  # the parity pin the files were audited against
     target: str | None = None  # the open cycle's target, if one is open
     # Configured checkouts of other oracles that cannot be used, one line each (what is
-    # wrong, where the path came from, what to do): their citations are not verified.
+    # wrong, where the path came from, what to do): their citations are not verified, or
+    # no header cites their oracle.
     unusable_checkouts: tuple[str, ...] = ()
 
     def counts(self) -> dict[str, int]:
@@ -234,8 +235,8 @@ def _at_pin(c: headers.Citation, pin: str, rewrite: dict[str, str]) -> verify.Ci
 def _others(port: Port, cites: list[headers.Citation],
             core: str) -> tuple[dict[str, dict[str, bool]], tuple[str, ...]]:
     """Per other oracle with a checkout in the preferences: which cited SHAs it has; and,
-    one line each, the configured checkouts that cannot be used (missing, not git, shallow),
-    worded by whether a header cites their oracle at all."""
+    one line each, the configured checkouts that cannot be used: under an id no header
+    cites, or that cannot be opened (missing, not git, shallow)."""
     try:
         prefs = port.preferences()
     except SyncError:
@@ -245,17 +246,18 @@ def _others(port: Port, cites: list[headers.Citation],
     cited = {c.oracle for c in cites}
     source = prefs.source_of("oracle_checkouts")
     for oracle, path in sorted(prefs.oracle_checkouts.items()):
+        if oracle not in cited:
+            # Its checkout verifies nothing, whatever its state: the id is what to look at
+            # (a typo of a cited one, or an entry left over), and it is not opened.
+            unusable.append(_uncited(oracle, sorted(cited - {core}, key=str.lower), source))
+            continue
         shas = sorted({c.sha for c in cites if c.oracle == oracle and c.sha})
         try:
             other = gitio.open_repo(path, what=f"{oracle} checkout",
                                     variable="SYNC_ORACLE_CHECKOUTS")
             rows = gitio.batch_check(other, [f"{s}^{{commit}}" for s in shas]) if shas else []
         except SyncError as exc:
-            # Under an id no header cites, the checkout verifies nothing whatever its state:
-            # the id is what to look at (a typo of a cited one, or an entry left over).
-            unusable.append(_unusable(oracle, exc, source) if oracle in cited
-                            else _uncited(oracle, sorted(cited - {core}, key=str.lower),
-                                          source))
+            unusable.append(_unusable(oracle, exc, source))
             continue
         if shas:
             out[oracle] = {s: row is not None for s, row in zip(shas, rows, strict=True)}
