@@ -494,6 +494,7 @@ def test_a_vllm_citation_with_no_sha_pins_nothing_and_says_so(
     assert warned in check.out.splitlines(), check.out
     # audit warns of it as check does (the real case: check said 23 such lines, audit none).
     assert [ln for ln in said.splitlines() if "with no SHA, so it pins nothing" in ln] == [warned]
+    assert doc["no_sha"] == [warned.removeprefix("warning: ")]
     bump = run(root, "bump-headers", "src/bare.cpp", "--to", up["pin"])
     assert bump.rc != 0 and "has no SHA to rewrite" in bump.out + bump.err
 

@@ -74,6 +74,7 @@ def _doc(result: audit.Audit, pin: str, upstream: str, severity: str) -> dict[st
         "findings": [f.path for f in result.findings], "severity": severity,
         "ledger_problem": result.ledger_problem,
         "unusable_checkouts": list(result.unusable_checkouts),
+        "no_sha": list(audit.no_sha_texts(result)),  # the warnings the text says of them
     }
 
 
