@@ -428,7 +428,8 @@ def _env(tmp: Path, **extra: str) -> dict[str, str]:
 
 
 def _bash(script: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    # GitHub runs `run:` scripts as `bash --noprofile --norc -eo pipefail {0}`.
+    # With `shell: bash` (every template's default), GitHub runs `run:` scripts as
+    # `bash --noprofile --norc -eo pipefail {0}`.
     return subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
                           cwd=cwd, env=env, capture_output=True, text=True, check=False)
 
@@ -533,6 +534,17 @@ def _ci_env(tmp: Path, suite: Suite, **extra: str) -> dict[str, str]:
     runner = {k: v for k, v in _env(tmp).items()
               if k in ("PATH", "RUNNER_TEMP", "GITHUB_OUTPUT", "GITHUB_STEP_SUMMARY")}
     return suite.environ(**runner, SUITE=str(suite.root), **extra)
+
+
+@pytest.mark.parametrize("name", [CYCLE, CHECK, GATES])
+def test_every_run_script_runs_under_pipefail(name: str) -> None:
+    # With no shell named, GitHub runs `bash -e {0}`: a gate piped through tee would
+    # exit 0 whatever the gate exited with.
+    assert doc(name).get("defaults", {}).get("run", {}).get("shell") == "bash"
+    for job in doc(name)["jobs"].values():
+        for step in steps(job):
+            assert step.get("shell", "bash") == "bash", step.get("name")
+        assert job.get("defaults", {}).get("run", {}).get("shell", "bash") == "bash"
 
 
 @pytest.mark.parametrize("code", [3, 6])
