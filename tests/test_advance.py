@@ -8,6 +8,7 @@ survive being moved, and advance only reads it.
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 import io
 import json
@@ -36,6 +37,7 @@ from sync.infra.atomic import read_text
 from sync.infra.errors import MalformedRecord
 from sync.port import Port
 from sync.records import config, events, mdtext, oraclefile, paragraph, pins, spans
+from sync.steps.advance import advance
 from sync.steps.verify import identity as oracle_verify
 from sync.steps.verify import oracle
 
@@ -1358,3 +1360,19 @@ def test_a_refused_advance_still_says_what_it_would_leave_behind(
     assert first.endswith(" naming each of the others (each listed once the preconditions "
                           "hold; now in --json: left_behind)"), first
     assert not any(line.startswith("  ") for line in err.splitlines()), err
+
+
+def test_a_pin_copy_in_a_file_that_is_not_utf8_is_rewritten_keeping_its_other_bytes(
+        prepared: Prepared, copy: Callable[[str], Copy]) -> None:
+    # A Latin-1 page restating the pin: skipped as "not text", it kept the old pin for ever.
+    c = copy("ready")
+    page = c.port / "docs" / "latin1.md"
+    page.write_bytes(b"Caf\xe9: the oracle at <!--pin:commit-->" + prepared.pin[:10].encode()
+                     + b"<!--/pin--> \xff.\n")
+    out = ok("advance", "--dry-run")
+    assert "+++ b/docs/latin1.md\n" in out
+    port = the_port(c.port)
+    new = dataclasses.replace(pins.load(port.protocol).pin, commit=prepared.target)
+    writes = advance.span_writes(port, {}, new)
+    assert writes[page] == (b"Caf\xe9: the oracle at <!--pin:commit-->"
+                            + prepared.target[:10].encode() + b"<!--/pin--> \xff.\n")

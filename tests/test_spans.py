@@ -168,22 +168,40 @@ def test_scan_tree(tmp_path: Path) -> None:
     (tmp_path / "README.md").write_text("pin <!--pin:commit-->deadbeef<!--/pin--> here\n")
     (tmp_path / "notes.txt").write_text("pin <!--pin:commit-->deadbeef<!--/pin--> here\n")
     (tmp_path / "blob.md").write_bytes(b"\xff\xfe<!--pin:commit-->deadbeef<!--/pin-->")
+    (tmp_path / "latin1.md").write_bytes(b"caf\xe9 <!--pin:commit-->5559679229<!--/pin-->\n")
     for skipped in (".git", ".nox/env", "node_modules/pkg"):
         (tmp_path / skipped).mkdir(parents=True)
         (tmp_path / skipped / "x.md").write_text("pin <!--pin:commit-->deadbeef<!--/pin-->\n")
     (tmp_path / "link.md").symlink_to(tmp_path / "README.md")
     found = spans.scan(tmp_path, ("**/*.md",))
+    # Files that are not UTF-8 are read too: a pin copy in one is still a pin copy.
     assert [(s.path.relative_to(tmp_path).as_posix(), s.value) for s in found] == [
-        ("README.md", "deadbeef"),
+        ("README.md", "deadbeef"), ("blob.md", "deadbeef"), ("latin1.md", "5559679229"),
         ("docs/bench.md", "555967922"), ("docs/bench.md", "0.23.1rc1.dev1511"),
         ("docs/bench.md", "5559679229bc"),
     ]
     assert spans.check(tmp_path, ("**/*.md",), PIN) == [
         f"README.md:1: pin commit span deadbeef is not a prefix of "
-        f"vllm_commit {COMMIT}"
+        f"vllm_commit {COMMIT}",
+        f"blob.md:1: pin commit span deadbeef is not a prefix of vllm_commit {COMMIT}",
     ]
     assert [p.name for p in spans.files(tmp_path, ("docs/*.md", "*.txt"))] == [
         "notes.txt", "bench.md"]
+
+
+@given(st.binary(), st.sampled_from(["<!--pin:commit-->5559679229<!--/pin-->",
+                                     "<!--pin:label-->0.23.1<!--/pin-->"]))
+def test_a_file_that_is_not_utf8_has_its_spans_rewritten_and_every_other_byte_kept(
+        around: bytes, span: str) -> None:
+    data = around + b" " + span.encode() + b" " + around
+    text = spans.decode(data)
+    assert spans.encode(text) == data
+    found = [s for s in spans.scan_text(text, path="a.md") if s.value in span]
+    assert found
+    out = spans.encode(spans.rewrite(text, found, commit=NEXT, label="0.24.0.dev12"))
+    new = "<!--pin:commit-->" + NEXT[:10] if "commit" in span else "<!--pin:label-->0.24.0.dev12"
+    assert out.startswith(around + b" " + new.encode() + b"<!--/pin--> ")
+    assert out.endswith(b"<!--/pin--> " + around)
 
 
 def test_scan_unreadable_file_is_refused(tmp_path: Path) -> None:

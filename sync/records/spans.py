@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Literal
 
 from sync.infra import globs as globs_mod
-from sync.infra.atomic import read_text
 from sync.infra.errors import MalformedRecord, UsageError
 from sync.records.pins import Pin
 
@@ -166,11 +165,20 @@ def files(root: Path, globs: tuple[str, ...], skip: tuple[str, ...] = ()) -> lis
     return found
 
 
-def _read(path: Path) -> str | None:
+def decode(data: bytes) -> str:
+    """A scanned file's text. Bytes that are not UTF-8 (a Latin-1 page) are kept as lone
+    surrogates: a pin copy in such a file is still read, checked and rewritten, and every
+    other byte written back as it was (`encode`)."""
+    return data.decode("utf-8", "surrogateescape")
+
+
+def encode(text: str) -> bytes:
+    return text.encode("utf-8", "surrogateescape")
+
+
+def _read(path: Path) -> str:
     try:
-        return read_text(path)
-    except UnicodeDecodeError:
-        return None  # not text: it cannot restate a pin in prose
+        return decode(path.read_bytes())
     except OSError as exc:
         raise MalformedRecord(f"cannot read ({exc.strerror})",
                               "fix its permissions: an unread file could hide a stale pin copy",
@@ -181,7 +189,7 @@ def scan(root: Path, globs: tuple[str, ...]) -> list[Span]:
     spans: list[Span] = []
     for path in files(root, globs):
         text = _read(path)
-        if text is not None and "<!--" in text:
+        if "<!--" in text:
             spans.extend(scan_text(text, path=path))
     return spans
 
@@ -211,7 +219,7 @@ def check(root: Path, globs: tuple[str, ...], pin: Pin, skip: tuple[str, ...] = 
     out: list[str] = []
     for path in files(root, globs, skip):
         text = _read(path)
-        if text is not None and "<!--" in text:
+        if "<!--" in text:
             found, marker = _scan(text, path.relative_to(root))
             out.extend(marker)
             out.extend(problems(found, pin))

@@ -444,14 +444,11 @@ def span_writes(port: Port, writes: dict[Path, bytes], pin: pins.Pin) -> dict[Pa
     out: dict[Path, bytes] = {}
     for path in spans.files(port.root, port.config.span_globs,
                              (port.config.sync_dir,)):
-        try:
-            current = writes.get(path, path.read_bytes()).decode()
-        except UnicodeDecodeError:
-            continue  # not text: it restates no pin (check skips it the same way)
+        current = spans.decode(writes.get(path, path.read_bytes()))
         found = spans.scan_text(current, path=path)
         if found:
-            out[path] = spans.rewrite(current, found, commit=pin.commit,
-                                      label=pin.public_version).encode()
+            out[path] = spans.encode(spans.rewrite(current, found, commit=pin.commit,
+                                                   label=pin.public_version))
     return out
 
 
