@@ -15,8 +15,10 @@ Three inputs, each built with one `git fast-import`:
   made): the same commands, the same bars.
 Then what a warm `nox -s sync` adds to its command (`dev/warmnox.py`, bar 0.5 s), and each
 command's lower bound (`floors.bounds`): the start-up and imports of the package's modules it
-loads, plus a first `sync`'s `ast.parse` calls, set against its bar in seconds.
-Figures are min and median over `--runs` repetitions; CPU is the child's user + system.
+loads, plus a first `sync`'s `ast.parse` calls shared among the cores its symbol pass is
+split across, set against its bar in seconds.
+Figures are min and median over `--runs` repetitions; CPU is the child's user + system,
+its worker processes' included.
 """
 
 from __future__ import annotations

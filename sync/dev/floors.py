@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sync.infra import fanout
+
 # Runs the command in process with an `open` audit hook; prints the files it read, the
 # package's modules it imported and what its `ast.parse` calls cost.
 _TRACE = """
@@ -231,14 +233,20 @@ def reset_sync(port: Path, cache: Path) -> None:
 class Bound:
     """What Python spends on a command before any work of the tool's own: start-up and the
     imports of the package's modules the command loads (one child that only imports them),
-    and, on a first run, the symbol pass's `ast.parse` calls. Set against the bar in seconds
-    (the bar's ratio times the floor), it says whether a bar is reachable at all."""
+    and, on a first run, the symbol pass's `ast.parse` calls, shared among the processes
+    the pass is split across (`infra.fanout`). Set against the bar in seconds (the bar's
+    ratio times the floor), it says whether a bar is reachable at all."""
 
     result: Result
     imports: Timing
     io_s: float  # the floor's own reads, git process and writes (its time less a bare start-up)
     parse_s: float  # 0 where the run parses nothing (a re-run reads the cache)
     parses: int
+    jobs: int = 1  # the processes a large pass is split across here
+
+    @property
+    def parse_share_s(self) -> float:
+        return self.parse_s / self.jobs
 
     @property
     def bar_s(self) -> float:
@@ -246,18 +254,20 @@ class Bound:
 
     @property
     def seconds(self) -> float:
-        return self.imports.wall_median + self.io_s + self.parse_s
+        return self.imports.wall_median + self.io_s + self.parse_share_s
 
     def as_doc(self) -> dict[str, Any]:
         return {"input": self.result.input, "command": self.result.name, "bar_s": self.bar_s,
                 "startup_and_imports_s": self.imports.wall_median,
                 "modules": len(self.result.floor.trace.modules), "floor_io_s": self.io_s,
-                "parse_s": self.parse_s, "parses": self.parses, "lower_bound_s": self.seconds}
+                "parse_s": self.parse_s, "parses": self.parses, "jobs": self.jobs,
+                "lower_bound_s": self.seconds}
 
 
 def bounds(results: Sequence[Result], runs: int) -> list[Bound]:
     """The lower bound of each result (the import child timed once per set of modules)."""
     bare = timed([sys.executable, "-I", "-c", "pass"], runs).wall_median
+    jobs = fanout.jobs(fanout.WORTH)  # as many as a pass worth splitting gets here
     timed_imports: dict[tuple[str, ...], Timing] = {}
     out = []
     for r in results:
@@ -268,7 +278,7 @@ def bounds(results: Sequence[Result], runs: int) -> list[Bound]:
         first = r.name == "sync"  # the re-run's parses come from the cache
         io = max(0.0, r.floor.timing.wall_median - bare)
         out.append(Bound(r, timed_imports[mods], io, r.floor.trace.parse_s if first else 0.0,
-                         r.floor.trace.parses if first else 0))
+                         r.floor.trace.parses if first else 0, jobs))
     return out
 
 
@@ -278,7 +288,8 @@ BOUND_HEADER = ("| input | command | bar s | start-up + imports s | floor's I/O 
 
 def bound_row(b: Bound) -> str:
     r = b.result
-    parse = f"{b.parse_s:.2f} ({b.parses} sources)" if b.parses else "—"
+    share = f", {b.parse_share_s:.2f} on each of {b.jobs} cores" if b.jobs > 1 else ""
+    parse = f"{b.parse_s:.2f} ({b.parses} sources{share})" if b.parses else "—"
     verdict = "over the bar" if b.seconds > b.bar_s else "under the bar"
     return (f"| {r.input} | `{r.name}` | {b.bar_s:.2f} | {b.imports.wall_median:.2f} "
             f"({len(r.floor.trace.modules)} modules) | {b.io_s:.2f} | {parse} | "
