@@ -427,6 +427,31 @@ def test_an_oracle_home_that_is_a_file_is_refused_naming_where_it_was_set(
                                     f"upstream-sync: error: {refusal}\n")
 
 
+def test_an_oracle_home_inside_a_checkout_is_refused_naming_where_it_was_set(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The refusal of a home inside a checkout said 'set SYNC_ORACLE_HOME (or oracle_home in
+    the preferences)' whichever had set it: it names the source and what to change there, as
+    the refusal of a home that is no directory does."""
+    fx = build(tmp_path)
+    prefs_file = fx.port / ".agents/developer-preferences.md"
+    inside = (fx.port / ".venvs").resolve()
+    prefs_file.write_text(prefs_file.read_text(encoding="utf-8").replace(
+        f"oracle_home = {tmp_path / 'oracles'}", f"oracle_home = {inside}"), encoding="utf-8")
+    probe = run(fx.port, "oracle", "probe")
+    assert (probe.rc, probe.err) == (3, (
+        f"upstream-sync: error: oracle_home {inside} (from {prefs_file}) lies inside the port "
+        f"at {fx.port.resolve()} — change oracle_home in {prefs_file} (or set "
+        "SYNC_ORACLE_HOME) to a directory outside every checkout\n"))
+    monkeypatch.setenv("SYNC_ORACLE_HOME", str(fx.reference / "venvs"))
+    probe = run(fx.port, "oracle", "probe")
+    assert (probe.rc, probe.err) == (3, (
+        f"upstream-sync: error: oracle_home {(fx.reference / 'venvs').resolve()} (from env "
+        f"SYNC_ORACLE_HOME) lies inside $VLLM_SOURCE (vllm source checkout) at "
+        f"{fx.reference.resolve()} — set SYNC_ORACLE_HOME to a directory outside every "
+        "checkout\n"))
+    assert not inside.exists() and not (fx.reference / "venvs").exists()
+
+
 # Root without the capabilities that pass over file modes: the tests run as root, for whom
 # a closed folder is no bar, and EACCES is what a closed folder gives any other user.
 NO_DAC = ("setpriv", "--bounding-set=-dac_override,-dac_read_search",

@@ -96,10 +96,10 @@ def oracle_home(port: Port, prefs: Preferences) -> Path:
     home = prefs.path("oracle_home").resolve()
     for label, root in checkouts(port, prefs):
         if under(home, root):
+            source, where = _set_by(prefs)
             raise EnvironmentUnresolved(
-                f"oracle_home {home} lies inside {label} at {root}",
-                "set SYNC_ORACLE_HOME (or oracle_home in the preferences) to a directory "
-                "outside every checkout")
+                f"oracle_home {home} (from {source}) lies inside {label} at {root}",
+                f"{where} to a directory outside every checkout")
     _check_usable(home, prefs)
     return home
 
@@ -129,13 +129,19 @@ def _check_usable(home: Path, prefs: Preferences) -> None:
 def _unusable(home: Path, prefs: Preferences, why: str, *, denied: bool
               ) -> EnvironmentUnresolved:
     """The refusal names where the value came from, and the variable or line to change."""
-    source = prefs.source_of("oracle_home")
-    from_env = source.startswith("env ")
-    var = source.removeprefix("env ") if from_env else PREF_KEYS["oracle_home"].variable
-    where = f"set {var}" if from_env else f"change oracle_home in {source} (or set {var})"
+    source, where = _set_by(prefs)
     fix = (f"give this user access to it, or {where} to a directory it can use" if denied else
            f"{where} to a directory outside every checkout, or move what is there away")
     return EnvironmentUnresolved(f"oracle_home {home} (from {source}) {why}", fix)
+
+
+def _set_by(prefs: Preferences) -> tuple[str, str]:
+    """Where oracle_home came from, and what to change: the variable when it set the value,
+    else the preferences line (the variable still wins over it)."""
+    source = prefs.source_of("oracle_home")
+    from_env = source.startswith("env ")
+    var = source.removeprefix("env ") if from_env else PREF_KEYS["oracle_home"].variable
+    return source, f"set {var}" if from_env else f"change oracle_home in {source} (or set {var})"
 
 
 def env_path(home: Path, oracle_id: str, commit: str) -> Path:
