@@ -497,6 +497,69 @@ def test_an_oracle_home_closed_to_this_user_is_a_refusal_not_an_internal_error(
         (3, f"upstream-sync: error: {refusal}\n")] * 2
 
 
+def test_a_file_where_an_oracle_environment_belongs_is_refused_or_skipped(
+        tmp_path: Path) -> None:
+    """A file named as an environment of the home: status took it for an environment with no
+    build record, 'oracle build --if-missing' for one to keep, probe and verify sent people
+    to build it, which said it exists, '--rebuild' crashed with 'internal error:
+    NotADirectoryError' and gc passed it in silence. Each command that uses it refuses it
+    (rc 3), naming it; status and gc, which only list, say so and go on."""
+    fx = build(tmp_path)
+    home = tmp_path / "oracles"
+    home.mkdir()
+    at_pin, older = home / f"vllm-{fx.pin[:10]}", home / f"vllm-{STALE[:10]}"
+    for f in (at_pin, older):
+        f.write_text("not an environment\n", encoding="utf-8")
+    refusal = (f"oracle environment {at_pin} is not a directory — move it away, then build "
+               "the oracle again")
+    status = run(fx.port, "status").out.splitlines()
+    assert f"  environment at the pin: {at_pin}: {refusal}" in status
+    doc = json.loads(run(fx.port, "status", "--json").out)["oracle_build"]
+    assert doc["env"] == {"path": str(at_pin), "error": refusal}
+    for argv in (("oracle", "probe"), ("oracle", "verify"), ("oracle", "build", "--if-missing"),
+                 ("oracle", "build", "--rebuild")):
+        r = run(fx.port, *argv)
+        assert (r.rc, r.err) == (3, f"upstream-sync: error: {refusal}\n"), argv
+    gc = run(fx.port, "oracle", "gc")
+    assert (gc.rc, gc.out.splitlines()) == (0, [
+        f"kept {f.name}: cannot be judged: oracle environment {f} is not a directory — move "
+        "it away, then build the oracle again" for f in sorted((at_pin, older))])
+    assert at_pin.is_file() and older.is_file()
+
+
+def test_an_oracle_environment_closed_to_this_user_is_refused_or_skipped(
+        tmp_path: Path) -> None:
+    """A mode-0 environment in a good home crashed status, probe, build, gc, verify and adopt
+    with 'internal error: PermissionError'; each refuses it (rc 3), naming it, and status
+    and gc say so and go on."""
+    if shutil.which("setpriv") is None:
+        pytest.skip("needs setpriv (util-linux) to drop the DAC capabilities")
+    fx = build(tmp_path)
+    env = tmp_path / "oracles" / f"vllm-{fx.pin[:10]}"
+    env.mkdir(parents=True)
+    environ = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.chmod(0)
+    try:
+        if not _closed_to_us(env / "bin"):
+            pytest.skip("dropping the DAC capabilities does not close a mode-0 folder here")
+        results = [subprocess.run([*NO_DAC, sys.executable, "-m", "sync", "--port",
+                                   str(fx.port), *argv], capture_output=True, text=True,
+                                  env=environ, check=False)
+                   for argv in (("status",), ("oracle", "gc"), ("oracle", "probe"),
+                                ("oracle", "verify"), ("oracle", "build", "--if-missing"),
+                                ("oracle", "adopt", str(env)))]
+    finally:
+        env.chmod(0o755)
+    refusal = (f"oracle environment {env} cannot be listed (Permission denied) — give this "
+               "user access to it, or run as the user who made it")
+    status, gc, *refused = results
+    assert status.returncode == 0, status.stderr
+    assert f"  environment at the pin: {env}: {refusal}" in status.stdout.splitlines()
+    assert (gc.returncode, gc.stdout) == (0, f"kept {env.name}: cannot be judged: {refusal}\n")
+    assert [(r.returncode, r.stderr) for r in refused] == [
+        (3, f"upstream-sync: error: {refusal}\n")] * 4
+
+
 def test_status_names_the_blockers_advance_needs_no_measurement_for(tmp_path: Path) -> None:
     """walk-s13 U1: status promised the open cycle's blockers, but said nothing of a PARITY
     PIN paragraph that disagrees with the block or of an unset oracle home, both unmet lines

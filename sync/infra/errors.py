@@ -39,8 +39,9 @@ class UsageError(SyncError):
 
 class EnvironmentUnresolved(SyncError):
     """A machine-specific input is missing or unusable: reference checkout unset, missing or
-    shallow; oracle environment missing; oracle home inside a checkout, not a directory or
-    closed to this user; the port not writable (a read-only mount)."""
+    shallow; oracle environment missing; oracle home inside a checkout; oracle home or
+    environment not a directory or closed to this user; the port not writable (a read-only
+    mount)."""
 
     exit_code = 3
 

@@ -136,7 +136,7 @@ def _oracle_build(port: Port, pin: pins.Pin) -> dict[str, Any]:
     if not (env.exists() or env.is_symlink()):
         return doc
     try:
-        record = oracle.read_marker(env)
+        record = oracle.read_marker(oracle.usable_env(env))
     except SyncError as exc:
         doc["env"] = {"path": str(env), "error": str(exc)}
         return doc

@@ -61,6 +61,7 @@ from sync.steps.verify.oracle import (
     scratch,
     settings,
     source_path,
+    usable_env,
     write_marker,
 )
 from sync.steps.verify.watch import omni_watch
@@ -211,7 +212,7 @@ def existing(port: Port, prefs: Preferences, oracle_id: str, commit_spec: str | 
     built in another mode than the one the config and the pin say (before any build)."""
     st = settings(port, check_id(oracle_id))
     commit = resolve_commit(port, prefs, oracle_id, commit_spec)
-    env = env_path(oracle_home(port, prefs), oracle_id, commit)
+    env = usable_env(env_path(oracle_home(port, prefs), oracle_id, commit))
     if not (env.exists() or env.is_symlink()):
         return None
     record = read_marker(env)
@@ -238,7 +239,7 @@ def build(port: Port, prefs: Preferences, oracle_id: str, commit_spec: str | Non
     if not gitio.has_commit(ref, commit):
         raise EnvironmentUnresolved(f"commit {short(commit)} is not in {ref.path}",
                                     "run 'upstream-sync fetch' (or fetch the source checkout)")
-    env = env_path(home, oracle_id, commit)
+    env = usable_env(env_path(home, oracle_id, commit))
     _clear(env, rebuild=rebuild, note=note)
     kept = tuple(sorted(p for p in home.glob(f"{oracle_id}-*") if p.is_dir() and p != env))
     job = Job(port, prefs, cfg, st, ref, commit, home, env, constraints)

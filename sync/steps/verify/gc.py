@@ -15,7 +15,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from sync.infra.errors import MalformedRecord
+from sync.infra.errors import EnvironmentUnresolved, MalformedRecord
 from sync.port import Port
 from sync.records import events
 from sync.records.prefs import Preferences
@@ -27,6 +27,7 @@ from sync.steps.verify.oracle import (
     read_marker,
     recorded_commit,
     source_path,
+    usable_env,
 )
 from sync.upstream import gitio
 from sync.upstream.gitio import short
@@ -80,9 +81,17 @@ def plan(port: Port, prefs: Preferences, oracle_id: str) -> list[Entry]:
     name = re.compile(re.escape(oracle_id) + r"-[0-9a-f]{10}")
     out = []
     for env in sorted(home.glob(f"{oracle_id}-*")):
-        if name.fullmatch(env.name) and (env.is_dir() or env.is_symlink()):
-            out.append(_judge(env, _commit_of(env, ref), keep, floor, ref))
+        if name.fullmatch(env.name):
+            out.append(_entry(env, keep, floor, ref))
     return out
+
+
+def _entry(env: Path, keep: dict[str, str], floor: str, ref: gitio.Reference | None) -> Entry:
+    try:
+        usable_env(env)
+    except EnvironmentUnresolved as exc:  # a listing skips it, saying why, and drops nothing
+        return Entry(env, None, False, f"cannot be judged: {exc}", env.is_symlink())
+    return _judge(env, _commit_of(env, ref), keep, floor, ref)
 
 
 def _judge(env: Path, commit: str | None, keep: dict[str, str], floor: str,

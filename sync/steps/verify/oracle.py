@@ -148,6 +148,32 @@ def env_path(home: Path, oracle_id: str, commit: str) -> Path:
     return home / f"{oracle_id}-{short(commit)}"
 
 
+def usable_env(env: Path) -> Path:
+    """`env`, refused when what stands there cannot be looked into: a file where the
+    environment's directory belongs, or a folder closed to this user. Status, probe, build,
+    gc, verify and adopt otherwise failed inside it with 'internal error: PermissionError',
+    or took a file for an environment with no build record. Nothing there (a dangling link
+    too) is no environment, which each caller says in its own words."""
+    try:
+        st = os.stat(env)
+    except FileNotFoundError:
+        return env
+    except OSError as exc:  # EACCES on a link's target, ELOOP
+        raise _closed_env(env, f"cannot be looked up ({exc.strerror})") from None
+    if not stat.S_ISDIR(st.st_mode):
+        raise EnvironmentUnresolved(f"oracle environment {env} is not a directory",
+                                    "move it away, then build the oracle again")
+    if not os.access(env, os.R_OK | os.X_OK):
+        raise _closed_env(env, "cannot be listed (Permission denied)")
+    return env
+
+
+def _closed_env(env: Path, why: str) -> EnvironmentUnresolved:
+    # Not "remove it": an adopted environment is the port's own virtualenv, not ours.
+    return EnvironmentUnresolved(f"oracle environment {env} {why}",
+                                 "give this user access to it, or run as the user who made it")
+
+
 def env_label(env: Path | str, home: Path | None) -> str:
     """An oracle environment as a committed record (an event) names it: by its place under
     the oracle home, never by an absolute path, which is one maintainer's machine."""

@@ -29,6 +29,7 @@ from sync.steps.verify.oracle import (
     read_marker,
     resolve_commit,
     scratch,
+    usable_env,
 )
 from sync.upstream.gitio import short
 
@@ -177,7 +178,7 @@ def _opt(doc: dict[str, Any], key: str) -> str | None:
 def probe_env(port: Port, prefs: Preferences, oracle_id: str, commit: str, env: Path,
               home: Path) -> Probe:
     cfg = port.config.oracle(check_id(oracle_id))
-    python = env / "bin" / "python"
+    python = usable_env(env) / "bin" / "python"
     if not python.exists():
         raise EnvironmentUnresolved(
             f"no oracle environment for {oracle_id} at {short(commit)} ({env})",

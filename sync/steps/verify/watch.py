@@ -15,7 +15,7 @@ from sync.infra.errors import EnvironmentUnresolved
 from sync.port import Port
 from sync.records.prefs import Preferences
 from sync.steps.verify import isolation
-from sync.steps.verify.oracle import CORE_ID, env_path, is_core, source_path
+from sync.steps.verify.oracle import CORE_ID, env_path, is_core, source_path, usable_env
 
 
 def core_env(port: Port, home: Path) -> Path:
@@ -38,7 +38,7 @@ def omni_watch(port: Port, prefs: Preferences, home: Path, oracle_id: str, commi
     if is_core(oracle_id):
         return nullcontext(None)
     core = core_env(port, home)
-    if not core.is_dir():
+    if not usable_env(core).is_dir():
         raise EnvironmentUnresolved(
             f"the core environment {core} does not exist: isolation of {oracle_id} cannot be "
             "proven against it",
