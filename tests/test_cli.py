@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import io
 import subprocess
 import sys
@@ -102,6 +103,24 @@ def test_help_from_the_console_entry() -> None:
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 0 and proc.stderr == ""
     assert proc.stdout.startswith("usage: upstream-sync status")
+
+
+def test_the_console_entry_runs_its_command_without_the_cyclic_collector(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    # A command's objects live until the process ends; full collections only walked them.
+    seen: list[bool] = []
+
+    def command(argv: list[str] | None = None) -> int:
+        seen.append(gc.isenabled())
+        return 0
+
+    monkeypatch.setattr(cli, "main", command)
+    try:
+        with pytest.raises(SystemExit) as exc:
+            cli.entry()
+    finally:
+        gc.enable()
+    assert exc.value.code == 0 and seen == [False]
 
 
 def test_sync_error_exit_code_and_one_line(boom: None) -> None:
