@@ -475,18 +475,8 @@ def test_an_oracle_home_closed_to_this_user_is_a_refusal_not_an_internal_error(
     prefs_file = fx.port / ".agents/developer-preferences.md"
     prefs_file.write_text(prefs_file.read_text(encoding="utf-8").replace(
         f"oracle_home = {closed}", f"oracle_home = {closed / 'venvs'}"), encoding="utf-8")
-    code = Path(__file__).resolve().parents[1]
-    environ = {**os.environ, "PYTHONPATH": str(code)}
-    closed.chmod(0)
-    try:
-        if not _closed_to_us(closed / "venvs"):
-            pytest.skip("dropping the DAC capabilities does not close a mode-0 folder here")
-        results = [subprocess.run([*NO_DAC, sys.executable, "-m", "sync", "--port",
-                                   str(fx.port), *argv], capture_output=True, text=True,
-                                  env=environ, check=False)
-                   for argv in (("status",), ("oracle", "probe"), ("oracle", "gc"))]
-    finally:
-        closed.chmod(0o755)
+    results = _run_closed(closed, closed / "venvs", fx.port,
+                          [("status",), ("oracle", "probe"), ("oracle", "gc")])
     refusal = (f"oracle_home {closed / 'venvs'} (from {prefs_file}) cannot be looked up "
                "(Permission denied) — give this user access to it, or change oracle_home in "
                f"{prefs_file} (or set SYNC_ORACLE_HOME) to a directory it can use")
@@ -495,6 +485,23 @@ def test_an_oracle_home_closed_to_this_user_is_a_refusal_not_an_internal_error(
     assert f"  no environment can be looked up: {refusal}" in status.stdout.splitlines()
     assert [(r.returncode, r.stderr) for r in (probe, gc)] == [
         (3, f"upstream-sync: error: {refusal}\n")] * 2
+
+
+def _run_closed(closed: Path, inside: Path, port: Path,
+                argvs: list[tuple[str, ...]]) -> list[subprocess.CompletedProcess[str]]:
+    """Each command run without the DAC capabilities while `closed` is mode 0 (skipped
+    where that does not close `inside` to us)."""
+    environ = {**os.environ, "PYTHONPATH": str(REPO)}
+    closed.chmod(0)
+    try:
+        if not _closed_to_us(inside):
+            pytest.skip("dropping the DAC capabilities does not close a mode-0 folder here")
+        return [subprocess.run([*NO_DAC, sys.executable, "-m", "sync", "--port", str(port),
+                                *argv], capture_output=True, text=True, env=environ,
+                               check=False)
+                for argv in argvs]
+    finally:
+        closed.chmod(0o755)
 
 
 def test_a_file_where_an_oracle_environment_belongs_is_refused_or_skipped(
@@ -537,19 +544,10 @@ def test_an_oracle_environment_closed_to_this_user_is_refused_or_skipped(
     fx = build(tmp_path)
     env = tmp_path / "oracles" / f"vllm-{fx.pin[:10]}"
     env.mkdir(parents=True)
-    environ = {**os.environ, "PYTHONPATH": str(REPO)}
-    env.chmod(0)
-    try:
-        if not _closed_to_us(env / "bin"):
-            pytest.skip("dropping the DAC capabilities does not close a mode-0 folder here")
-        results = [subprocess.run([*NO_DAC, sys.executable, "-m", "sync", "--port",
-                                   str(fx.port), *argv], capture_output=True, text=True,
-                                  env=environ, check=False)
-                   for argv in (("status",), ("oracle", "gc"), ("oracle", "probe"),
-                                ("oracle", "verify"), ("oracle", "build", "--if-missing"),
-                                ("oracle", "adopt", str(env)))]
-    finally:
-        env.chmod(0o755)
+    results = _run_closed(env, env / "bin", fx.port,
+                          [("status",), ("oracle", "gc"), ("oracle", "probe"),
+                           ("oracle", "verify"), ("oracle", "build", "--if-missing"),
+                           ("oracle", "adopt", str(env))])
     refusal = (f"oracle environment {env} cannot be listed (Permission denied) — give this "
                "user access to it, or run as the user who made it")
     status, gc, *refused = results
