@@ -208,12 +208,10 @@ def _files(tasks: list[_Task], surf: Surface, blobs: _Blobs) -> list[FileChange]
         return [(i, _file(tasks[i].path, tasks[i].fp, surf.cites[tasks[i].path], blobs,
                           tasks[i].ctx)) for group in part for i in group]
 
-    out: list[FileChange | None] = [None] * len(tasks)
+    got: dict[int, FileChange] = {}
     for done in fanout.map_parts(work, parts):
-        for i, fc in done:
-            out[i] = fc
-    assert all(fc is not None for fc in out)
-    return [fc for fc in out if fc is not None]
+        got.update(done)
+    return [got[i] for i in range(len(tasks))]
 
 
 # -- blobs: every one the pass needs, in one read -----------------------------------------------
