@@ -26,6 +26,11 @@ from typing import Any
 
 from sync.infra import fanout
 
+# Every timed child runs the installed package: `-P` keeps the current folder (the bench
+# runs from the checkout, as nox does) off `sys.path`, where the source tree would shadow
+# it and, without `__pycache__` (PYTHONDONTWRITEBYTECODE), be compiled anew on every run.
+PYTHON = (sys.executable, "-P")
+
 # Runs the command in process with an `open` audit hook; prints the files it read, the
 # package's modules it imported and what its `ast.parse` calls cost.
 _TRACE = """
@@ -137,7 +142,7 @@ def trace(args: Sequence[str], env: dict[str, str]) -> Trace:
         out = Path(tmp) / "trace.json"
         # Traced without the cache: the floor reads every file a run must scan at least once;
         # in one process, so that the hook sees every read and parse (`infra.fanout`).
-        subprocess.run([sys.executable, "-c", _TRACE, str(out), *args],
+        subprocess.run([*PYTHON, "-c", _TRACE, str(out), *args],
                        env={**env, "SYNC_CACHE_DIR": "off", "SYNC_JOBS": "1"}, check=True)
         doc = json.loads(out.read_text())
     # The interpreter's own modules are start-up, not the job: count only the job's files.
@@ -181,7 +186,7 @@ def floor(job: Job, runs: int) -> Floor:
 
 
 def command(port: Path, *args: str) -> list[str]:
-    return [sys.executable, "-m", "sync", "--port", str(port), *args]
+    return [*PYTHON, "-m", "sync", "--port", str(port), *args]
 
 
 @dataclass(frozen=True)
@@ -273,7 +278,7 @@ def bounds(results: Sequence[Result], runs: int) -> list[Bound]:
     for r in results:
         mods = r.floor.trace.modules
         if mods not in timed_imports:
-            timed_imports[mods] = timed([sys.executable, "-c", "import " + ", ".join(mods)],
+            timed_imports[mods] = timed([*PYTHON, "-c", "import " + ", ".join(mods)],
                                         runs)
         first = r.name == "sync"  # the re-run's parses come from the cache
         io = max(0.0, r.floor.timing.wall_median - bare)
