@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -280,6 +281,54 @@ def test_latest_mention_is_a_substring_search_of_the_rows(rows: list[tuple[str, 
     # needle of path characters: a path, as every caller passes).
     table = ledger.Table(tuple(ledger.Row(r, i) for i, r in enumerate(rows)), 0, "\n", False)
     assert (ledger.latest_mention(table, needle) is not None) == (needle in table.joined)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_NEEDLE, _NEEDLE, _NEEDLE, _NEEDLE), max_size=6),
+       st.text(alphabet="ab/._-+7", min_size=1, max_size=8), st.booleans())
+def test_latest_mention_is_the_last_row_holding_it_in_a_run(rows: list[tuple[str, ...]],
+                                                            needle: str, starts: bool) -> None:
+    # Slashed needles are looked up by the part after their first slash, the rest by one
+    # search: both must name the row a search of each row's runs would.
+    table = ledger.Table(tuple(ledger.Row(r, i) for i, r in enumerate(rows)), 0, "\n", False)
+    runs = [re.findall(r"[A-Za-z0-9_./+-]+", r.text) for r in table.rows]
+    hits = [i for i, words in enumerate(runs)
+            if any(w.startswith(needle) if starts else needle in w for w in words)]
+    got = ledger.latest_mention(table, needle, starts_word=starts)
+    assert (got.row if got else None) == (hits[-1] if hits else None)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="0123456789abcdefgA_ -/", max_size=120))
+def test_sha_words_are_the_hex_words_with_a_digit(text: str) -> None:
+    words = re.findall(r"(?<![0-9A-Za-z_])[0-9a-f]{7,40}(?![0-9A-Za-z_])", text)
+    assert ledger.sha_words(text) == [w for w in words if any(c.isdigit() for c in w)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=80) | st.text(alphabet="ab/._-+7 |é\n\t\x00\ud800", max_size=80))
+def test_path_runs_are_the_maximal_runs_of_path_characters(text: str) -> None:
+    assert ledger.path_runs(text) == re.findall(r"[A-Za-z0-9_./+-]+", text)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet="a|\\ `", max_size=30))
+def test_split_row_splits_at_every_unescaped_bar(line: str) -> None:
+    body = line.strip().removeprefix("|")
+    if body.endswith("|") and not body.endswith("\\|"):
+        body = body[:-1]
+    assert ledger.split_row(line) == [c.strip() for c in re.split(r"(?<!\\)\|", body)]
+
+
+_CELL = st.text(alphabet="ab7f0#/ vlm|\n", max_size=12) | st.sampled_from(
+    ["vllm#12", "a1b2c3d", "deadbeef", "x vllm#7 y", "github.com/vllm-project/vllm/pull/9"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_CELL, _CELL, _CELL, _CELL), max_size=5))
+def test_a_reads_refs_are_what_its_rows_name(rows: list[tuple[str, ...]]) -> None:
+    table = ledger.Table(tuple(ledger.Row(r, i) for i, r in enumerate(rows)), 0, "\n", False)
+    assert ledger.Read("l.md", table, None).refs == ledger.Refs.of(table.rows)
 
 
 # -- the real ledger's shape (`late-july`: 94 blocks, 48 malformed rows of kinds A-F) ---------

@@ -148,7 +148,7 @@ def _open_carried(port: Port, read: ledger.Read) -> frozenset[str]:
         record, decided = port.carried(), port.decisions()
     except SyncError:
         return frozenset()
-    refs = ledger.Refs.of(read.rows)
+    refs = read.refs
     return frozenset(sha for sha, rec in record.items()
                      if rec.disposition == "PORT-NOW" and not refs.names(sha, rec.pr_or_none)
                      and decided.get(sha, rec).disposition == "PORT-NOW")

@@ -47,7 +47,7 @@ class LedgerRefs:
 
     @classmethod
     def of(cls, read: ledger.Read) -> LedgerRefs:
-        return cls(ledger.Refs.of(read.rows), read)
+        return cls(read.refs, read)
 
     @property
     def prs(self) -> frozenset[int]:
