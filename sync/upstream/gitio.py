@@ -105,8 +105,10 @@ def environ(source: Mapping[str, str] | None = None,
     base = os.environ if source is None else source
     env = {k: v for k, v in base.items() if not k.startswith("GIT_") or _kept(k)}
     pairs = [*_inherited_config(base), *HARDENING, *config]
+    # No optional locks: `git status` in a reference checkout does not rewrite its index
+    # (as editors run it in the background), so reading never writes the user's checkout.
     env.update({"GIT_TERMINAL_PROMPT": "0", "GIT_NO_REPLACE_OBJECTS": "1",
-                "GIT_CONFIG_COUNT": str(len(pairs))})
+                "GIT_OPTIONAL_LOCKS": "0", "GIT_CONFIG_COUNT": str(len(pairs))})
     for i, (key, value) in enumerate(pairs):
         env[f"GIT_CONFIG_KEY_{i}"], env[f"GIT_CONFIG_VALUE_{i}"] = key, value
     return env

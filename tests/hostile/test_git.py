@@ -169,6 +169,7 @@ def test_the_environment_allowlist() -> None:
                          ("credential.helper", "store")]
     assert ("core.fsmonitor", "false") in pairs and ("core.fsmonitor", "evil") not in pairs
     assert env["GIT_NO_REPLACE_OBJECTS"] == "1" and env["GIT_TERMINAL_PROMPT"] == "0"
+    assert env["GIT_OPTIONAL_LOCKS"] == "0"  # `git status` never rewrites a checkout's index
     assert gitio.environ(env) == env  # applying it twice changes nothing
 
 
