@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import tomli_w
 
+from sync.infra import clock
 from sync.infra.atomic import read_record, write_text
 from sync.infra.errors import MalformedRecord, UsageError
 from sync.records import blocks, schema
@@ -103,7 +103,7 @@ def report_name(c: Cycle) -> str:
 
 def now() -> str:
     """The time a cycle frozen now is stamped with."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return clock.now().strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def save(port: Layout, pin: str, target: str, target_ref: str,

@@ -12,12 +12,12 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any, Literal, get_args
 
 import tomli_w
 
+from sync.infra import clock
 from sync.infra.atomic import decode_record, read_record_bytes, write_bytes
 from sync.infra.errors import MalformedRecord
 from sync.records import schema
@@ -170,7 +170,7 @@ def staged(port: Layout, kind: Kind, **fields: str | int) -> tuple[Path, bytes]:
     if problems:
         raise MalformedRecord(problems[0], "repair the event chain before appending")
     index = len(evs) + 1
-    draft = Event(index, kind, datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    draft = Event(index, kind, clock.now().strftime("%Y-%m-%dT%H:%M:%SZ"),
                   previous_hash=evs[-1].digest if evs else "")
     # `fields` replace the draft's values in place (the file's key order stays); an unknown
     # one is refused below, as a file with wrong keys.

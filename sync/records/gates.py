@@ -21,7 +21,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from sync.infra import proc
+from sync.infra import clock, proc
 from sync.infra.atomic import Unreadable, read_record, write_text
 from sync.infra.errors import BlockedCycle, MalformedRecord, UsageError
 from sync.records import cycle, schema
@@ -65,7 +65,7 @@ SKEW = timedelta(minutes=10)
 
 
 def now() -> str:
-    return datetime.now(UTC).strftime(TIME)
+    return clock.now().strftime(TIME)
 
 
 def _parsed_time(text: str) -> datetime | None:
@@ -79,7 +79,7 @@ def _parsed_time(text: str) -> datetime | None:
 def future(result: GateResult, at: datetime | None = None) -> bool:
     """Dated later than now (beyond clock skew): no run wrote that, a hand did."""
     t = _parsed_time(result.time)
-    return t is not None and t > (at or datetime.now(UTC)) + SKEW
+    return t is not None and t > (at or clock.now()) + SKEW
 
 
 def hostname() -> str:

@@ -14,10 +14,9 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 
-from sync.infra import txn
+from sync.infra import clock, txn
 from sync.infra.atomic import write_bytes
 from sync.infra.errors import EnvironmentUnresolved, MalformedRecord, SyncError, UsageError
 from sync.infra.notes import Notes
@@ -326,7 +325,6 @@ def _hand_edits(back: report.ReadBack, seen: _LastRun,
     without anyone editing the report.
     """
     by_prefix = {short(e.sha): e for e in seen.entries}
-    today = datetime.now(UTC).strftime("%Y-%m-%d")
     new = 0
     for pe in back.entries:
         e = by_prefix[short(pe.sha_prefix)]
@@ -338,6 +336,8 @@ def _hand_edits(back: report.ReadBack, seen: _LastRun,
             continue
         if pe.auto_rule is not None and (pe.disposition, pe.reason) == (e.disposition, e.reason):
             continue  # only the escaping or the auto tag's text differs: nothing was decided
+        # The day is read only for an edit: a run that finds none can be replayed (memo).
+        today = clock.now().strftime("%Y-%m-%d")
         decided[e.sha] = decisions.Decision(e.sha, pe.disposition, pe.reason,
                                             f"hand edit of {seen.report_name}", today, e.subject)
         new += 1

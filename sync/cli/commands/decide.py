@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import argparse
 import getpass
-from datetime import UTC, datetime
 
 from sync.cli.context import Context, add_json
+from sync.infra import clock
 from sync.infra.errors import UsageError
 from sync.records import decisions
 from sync.steps import pick
@@ -65,7 +65,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         table = port.decisions()
         new = decisions.Decision(commit.sha, args.disposition, reason,
                                  args.by or getpass.getuser(),
-                                 datetime.now(UTC).strftime("%Y-%m-%d"), commit.subject)
+                                 clock.now().strftime("%Y-%m-%d"), commit.subject)
         replaced = _replaces(table.get(commit.sha), new, args.force)
         table[commit.sha] = new
         port.keep("decisions", table)  # saved with the report it changes, all or nothing

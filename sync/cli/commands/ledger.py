@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import argparse
 import re
-from datetime import UTC, datetime
+from datetime import datetime
 
 from sync.cli.context import Context, add_json, refreshed
+from sync.infra import clock
 from sync.infra.errors import UsageError
 from sync.port import Port
 from sync.records import cycle, ledger
@@ -60,7 +61,7 @@ def upstream_cell(prs: list[int], paths: list[str], text: str | None) -> str:
 
 
 def _date(given: str | None) -> str:
-    date = given or datetime.now(UTC).strftime("%Y-%m-%d")
+    date = given or clock.now().strftime("%Y-%m-%d")
     if not _DATE.fullmatch(date):
         raise UsageError(f"--date {date!r} is not YYYY-MM-DD", "give a date like 2026-08-13")
     try:

@@ -18,9 +18,9 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from pathlib import Path
 
+from sync.infra import clock
 from sync.infra.errors import BlockedCycle, SyncError, UsageError
 from sync.infra.notes import Notes
 from sync.port import Port
@@ -385,7 +385,7 @@ def _rewrite(port: Port, m: Measured, new: pins.Pin, given: str | None) -> parag
     probe = m.verification.probe if m.verification is not None else None
     entries = m.result.model.entries if m.result is not None else ()
     measured = paragraph.Measured(
-        date=datetime.now(UTC).strftime("%Y-%m-%d"), commit=new.commit,
+        date=clock.now().strftime("%Y-%m-%d"), commit=new.commit,
         release_label=release_label(port, m.cycle, new, given), prior=record.pin.commit,
         prior_label=para.release_label,
         # What the oracle measured: a FlashInfer it lacks is not named (the pin block keeps
@@ -411,7 +411,7 @@ def _surfaces(port: Port, rw: paragraph.Rewrite, new: pins.Pin
               ) -> tuple[dict[Path, bytes], dict[str, str]]:
     """The protocol file (pin block and paragraph) and the core oracle file moved to `new`,
     and what the paragraph and the oracle file said before (for a rollback)."""
-    today = datetime.now(UTC).strftime("%Y-%m-%d")
+    today = clock.now().strftime("%Y-%m-%d")
     para = paragraph.find(port.protocol.read_text(encoding="utf-8"), path=port.rel(port.protocol))
     core = oraclefile.core(oraclefile.load_all(port.oracle_files(), port.root), CORE)
     if core is None:

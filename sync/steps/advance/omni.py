@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 
+from sync.infra import clock
 from sync.infra.errors import BlockedCycle
 from sync.port import Port
 from sync.records import events, oraclefile
@@ -70,7 +70,7 @@ def plan(port: Port, m: Measured) -> OmniAdvance:
         raise BlockedCycle("the omni oracle reports no version", "rebuild it")
     of = m.file
     core_pin = port.pin_record().pin.commit
-    today = datetime.now(UTC).strftime("%Y-%m-%d")
+    today = clock.now().strftime("%Y-%m-%d")
     label = runtime.partition("+")[0]
     text = oraclefile.render(of, pin=m.commit, pin_label=label, pinned_on=today)
     labels = {"omni_commit": m.commit, "vllm_commit": m.verification.identity.get("vllm_commit"),
