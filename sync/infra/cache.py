@@ -22,14 +22,13 @@ import dataclasses
 import enum
 import hashlib
 import io
-import os
 import pickle
 from pathlib import Path
 from typing import Any
 
-from sync.infra import atomic
+from sync.infra import atomic, cachedir
 
-OFF = "off"
+OFF = cachedir.OFF
 _SAFE_BUILTINS = frozenset({"dict", "list", "tuple", "set", "frozenset", "str", "bytes", "int",
                             "float", "bool", "complex", "NoneType"})
 _FINGERPRINT: list[str] = []
@@ -69,15 +68,11 @@ class _Unpickler(pickle.Unpickler):
 
 def location(port_root: Path, environ: dict[str, str] | None = None) -> Path | None:
     """The port's cache folder; None when the cache is off."""
-    env = os.environ if environ is None else environ
-    base = env.get("SYNC_CACHE_DIR")
-    if base == OFF:
+    base = cachedir.base(environ)
+    if base is None:
         return None
-    if not base:
-        xdg = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-        base = str(Path(xdg) / "upstream-sync")
     key = hashlib.blake2b(str(port_root.resolve()).encode(), digest_size=8).hexdigest()
-    return Path(base).expanduser() / f"{port_root.name[:40]}-{key}"
+    return Path(base) / f"{port_root.name[:40]}-{key}"
 
 
 class Store:
