@@ -1,3 +1,3 @@
-from sync.cli import entry
+from sync.launch import entry
 
 entry()

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sync import cli
+from sync import cli, launch
 from sync.cli.context import Context
 from sync.infra.errors import MalformedRecord, SyncError
 
@@ -115,9 +115,10 @@ def test_the_console_entry_runs_its_command_without_the_cyclic_collector(
         return 0
 
     monkeypatch.setattr(cli, "main", command)
+    monkeypatch.setattr(sys, "argv", ["upstream-sync", "explain"])
     try:
         with pytest.raises(SystemExit) as exc:
-            cli.entry()
+            launch.entry()
     finally:
         gc.enable()
     assert exc.value.code == 0 and seen == [False]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import gc
 import importlib
 import os
 import sys
@@ -187,16 +186,8 @@ def _print_doc(out: TextIO, doc: Any) -> None:
     out.flush()
 
 
-def entry() -> None:
-    """The console script: one command, then the process ends."""
-    # Without the cyclic collector: what a command holds (the cache's values, the parsed
-    # headers, the ledger's rows) lives until the process ends and forms no cycles worth
-    # collecting, yet every full collection walks all of it: a quarter of a re-run's time
-    # at 3,000 commits, for the same peak memory. `main` called in-process keeps it.
-    gc.disable()
-    sys.exit(main())
-
-
 if __name__ == "__main__":  # pragma: no cover
     os.environ.setdefault("PYTHONIOENCODING", "utf-8")
+    from sync.launch import entry
+
     entry()

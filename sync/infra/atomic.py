@@ -17,6 +17,7 @@ import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from sync.infra import memo
 from sync.infra.errors import BlockedCycle, EnvironmentUnresolved, MalformedRecord
 
 # Tests set this to simulate a kill at a point of a write ("created", "written", "synced",
@@ -220,6 +221,7 @@ def _holder(fd: int) -> str:
 @contextlib.contextmanager
 def port_lock(lock_path: Path) -> Iterator[None]:
     """Exclusive, non-blocking lock: a second concurrent writer refuses instead of waiting."""
+    memo.transient(str(lock_path))  # its content is the holder's pid: not a record
     with writing(lock_path):
         lock_path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
@@ -228,6 +230,7 @@ def port_lock(lock_path: Path) -> Iterator[None]:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
             if exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+                memo.unrepeatable("another run held the port lock")
                 raise BlockedCycle(
                     f"another upstream-sync run{_holder(fd)} holds the lock {lock_path}",
                     "wait for it to finish, then run again",

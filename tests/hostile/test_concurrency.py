@@ -159,7 +159,7 @@ def test_a_decide_refused_for_the_lock_has_written_nothing(
 
 def _spawn(fx: Fixture, *argv: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-c", "from sync.cli import entry; entry()", "--port", str(fx.port),
+        [sys.executable, "-c", "from sync.launch import entry; entry()", "--port", str(fx.port),
          *argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
