@@ -582,6 +582,30 @@ def test_check_warns_of_a_ported_file_that_is_not_utf8(
             "re-save it as UTF-8") in r.out.splitlines(), r.out
 
 
+@pytest.mark.parametrize(("text", "said"), [
+    ("// Ported from: vllm/p1.py @ {c1}\n// (caf\xe9)\nint l;\n",
+     "src/latin1.cpp:2: is not UTF-8 (byte 0xe9 at column 8, offset 47), so bump-headers will "
+     "refuse to rewrite its header — re-save it as UTF-8"),
+    ("// The cache.\n// Ported \xff from: vllm/p1.py @ {c1}\nint l;\n",
+     "src/latin1.cpp:2: is not UTF-8 (byte 0xff at column 11, offset 24), and holds no header "
+     "that could be read (a byte inside 'Ported from' hides one) — re-save it as UTF-8")])
+def test_audit_warns_of_a_file_that_is_not_utf8_as_check_does(
+        case: tuple[Path, dict[str, str]], text: str, said: str) -> None:
+    """h2: check warned of such a file, audit (the per-file pin audit itself) said nothing:
+    the same line in the text, and in the JSON as its other warnings are (`no_sha`)."""
+    root, up = case
+    (root / "src/latin1.cpp").write_bytes(text.format(c1=up["c1"][:10]).encode("latin-1"))
+    warned = f"warning: {said}"
+    assert warned in run(root, "check").out.splitlines()
+    r = run(root, "audit")
+    assert r.rc == 0 and [ln for ln in r.out.splitlines() if "UTF-8" in ln] == [warned], r.out
+    doc = json.loads(run(root, "audit", "--json").out)
+    assert doc["not_utf8"] == [said]
+    # A clean tree's document has the key too, empty.
+    (root / "src/latin1.cpp").write_text(text.format(c1=up["c1"][:10]), encoding="utf-8")
+    assert json.loads(run(root, "audit", "--json").out)["not_utf8"] == []
+
+
 @pytest.mark.parametrize("action", ["probe", "verify"])
 def test_an_unknown_oracle_id_is_named_before_a_missing_oracle_home(
         case: tuple[Path, dict[str, str]], monkeypatch: pytest.MonkeyPatch, action: str) -> None:

@@ -98,6 +98,9 @@ class Audit:
     # wrong, where the path came from, what to do): their citations are not verified, or
     # no header cites their oracle.
     unusable_checkouts: tuple[str, ...] = ()
+    # Scanned files that are not UTF-8, one warning each (`not_utf8_texts`): audited as read
+    # with replacement characters, which `bump-headers` refuses to rewrite.
+    not_utf8: tuple[str, ...] = ()
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {s: 0 for s in ORDER}
@@ -138,7 +141,16 @@ def run_audit(port: Port, ref: gitio.Reference, pin: str, upstream_ref: str,
                   for rel, h in sorted(surf.file_headers.items()))
     problem = read.unreadable("ledger notes were not checked")
     return Audit(files, _control_ok(control, facts), problem, pin, facts.target,
-                 facts.unusable)
+                 facts.unusable, not_utf8_texts(surf))
+
+
+def not_utf8_texts(surf: Surface) -> tuple[str, ...]:
+    """One warning per scanned file that is not UTF-8, located at its first bad byte
+    (`check` and `audit` say the same lines)."""
+    return (tuple(f"{where}, so bump-headers will refuse to rewrite its header — re-save it "
+                  "as UTF-8" for where in surf.not_utf8)
+            + tuple(f"{where}, and holds no header that could be read (a byte inside 'Ported "
+                    "from' hides one) — re-save it as UTF-8" for where in surf.not_utf8_other))
 
 
 def _open_carried(port: Port, read: ledger.Read) -> frozenset[str]:

@@ -285,11 +285,7 @@ def _audit(port: Port, pin: pins.Pin, notes: list[str]) -> list[Finding]:
     surf = surface.build(port)
     result = audit.run_audit(port, ref, pin.commit, f"{prefs.remote}/{prefs.branch}", surf)
     # Read with replacement characters here, such a file is refused where it is written.
-    out += [Finding(f"{where}, so bump-headers will refuse to rewrite its header — re-save "
-                    "it as UTF-8", "warning") for where in surf.not_utf8]
-    out += [Finding(f"{where}, and holds no header that could be read (a byte inside 'Ported "
-                    "from' hides one) — re-save it as UTF-8", "warning")
-            for where in surf.not_utf8_other]
+    out += [Finding(text, "warning") for text in result.not_utf8]
     if not result.control_ok:
         out.append(Finding("per-file pin audit: the positive control failed (a header citing the "
                            "pin did not come out at-pin) — the header probe is broken"))

@@ -75,12 +75,16 @@ def _doc(result: audit.Audit, pin: str, upstream: str, severity: str) -> dict[st
         "ledger_problem": result.ledger_problem,
         "unusable_checkouts": list(result.unusable_checkouts),
         "no_sha": list(audit.no_sha_texts(result)),  # the warnings the text says of them
+        "not_utf8": list(result.not_utf8),  # the same: the text's lines, "warning: " off
     }
 
 
 def _print(result: audit.Audit, severity: str, ctx: Context) -> None:
     for line in audit.summary_lines(result).lines:
         ctx.say(line)
+    # In `check`'s order and words: audited as read, such a file is refused by bump-headers.
+    for text in result.not_utf8:
+        ctx.say(f"warning: {text}")
     for problem in result.unusable_checkouts:
         ctx.say(f"warning: {problem}")
     for f in result.findings:
