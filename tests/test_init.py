@@ -352,3 +352,35 @@ def test_force_keeps_what_the_old_configuration_set_by_hand(tmp: Path) -> None:
     assert (f"kept the old configuration as {backup}: it set oracles.pytorch.paths, which "
             "discovery does not; copy back what you still want") in out.splitlines()
     assert backup.read_text() == old and "pytorch" not in cfg.read_text()
+
+
+def test_files_that_are_not_utf8_are_read_and_said(tmp: Path) -> None:
+    """h2: init read a file that is not UTF-8 as empty, without a word: a ledger with one
+    Latin-1 byte was "not found", the headers of a root's only file were missed. Read as the
+    scan reads port files (replacement characters), each is said at its first bad byte."""
+    root = make_port(tmp)
+    ledger = root / "docs/ledger.md"
+    ledger.write_bytes(ledger.read_bytes().replace(b"ports x", b"ports caf\xe9"))
+    (root / "tools/own.cpp").write_bytes(b"// Ported from: vllm/t.py @ abcdef12\n// \xff\n")
+    code, out, err = init(str(root))
+    assert code == 0
+    tail = (", so init read it with replacement characters (a header or record block with a "
+            "bad byte inside is not found) — re-save it as UTF-8")
+    said = [f"docs/ledger.md:5: is not UTF-8 (byte 0xe9 at column 35, offset 133){tail}",
+            f"tools/own.cpp:2: is not UTF-8 (byte 0xff at column 4, offset 40){tail}"]
+    assert err.splitlines() == [f"warning: {s}" for s in said]
+    assert "  ledger = docs/ledger.md" in out.splitlines()
+    assert "  port_roots = ['engine', 'kernels', 'tools']" in out.splitlines()
+    code, out, _ = init(str(root), "--force", "--json")
+    assert code == 0 and json.loads(out)["not_utf8"] == said
+
+
+def test_a_pin_block_hidden_by_a_byte_that_is_not_utf8_is_said_before_the_refusal(
+        tmp: Path) -> None:
+    root = make_port(tmp)
+    proto = root / "docs/sync-protocol.md"
+    proto.write_bytes(proto.read_bytes().replace(b"```parity-pin", b"```parity\xff-pin"))
+    code, _, err = init(str(root))
+    assert code == 2 and err.splitlines()[0].startswith(
+        "warning: docs/sync-protocol.md:5: is not UTF-8 (byte 0xff at column 10, offset ")
+    assert "found 0 ```parity-pin blocks" in err.splitlines()[1]

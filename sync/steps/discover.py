@@ -21,7 +21,7 @@ from typing import Any
 
 from sync.headers import citations as headers
 from sync.headers import oracles
-from sync.infra.atomic import read_text
+from sync.infra import atomic
 from sync.infra.errors import MalformedRecord, SyncError
 from sync.records import blocks, config, ledger, modes, pins
 
@@ -38,11 +38,21 @@ def _files(root: Path, suffixes: set[str]) -> list[Path]:
     return out
 
 
-def _text(path: Path) -> str:
+def _text(path: Path, bad: list[str] | None = None, rel: str = "") -> str:
+    """A file's exact text. One that is not UTF-8 is read with replacement characters, as
+    the scan reads port files (read as empty, its header and records were missed in
+    silence), and located at its first bad byte in `bad` ("rel:LINE: is not UTF-8 (...)")."""
     try:
-        return read_text(path)
-    except (UnicodeDecodeError, OSError):
+        data = path.read_bytes()
+    except OSError:
         return ""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if bad is not None:
+            line, said = atomic.not_utf8(data, exc)
+            bad.append(f"{rel}:{line}: {said}")
+        return data.decode("utf-8", errors="replace")
 
 
 def _count(text: str, info: str, rel: str) -> int:
@@ -61,7 +71,8 @@ DEFAULTS = {"ledger": config.Config().ledger, "inventory": config.Config().inven
 def discover(root: Path) -> dict[str, Any]:
     """Find the records by content, not by name: a record at its default path is that record;
     elsewhere a record must be unique or it is left default."""
-    found = _candidates(root)
+    bad: list[str] = []  # every .md and source file is read by one of the two walks
+    found = _candidates(root, bad)
     paths = {key: found[key][0] for key in ("protocol", "ledger", "inventory")
              if len(found[key]) == 1}
     for key, default in DEFAULTS.items():
@@ -71,11 +82,12 @@ def discover(root: Path) -> dict[str, Any]:
     if len(dirs) == 1:
         paths["oracles"] = f"{dirs[0]}/*.md"
     registry = _registry(root, found["oracles"])
-    roots, projects, sources = _port_roots(root, registry)
+    roots, projects, sources = _port_roots(root, registry, bad)
     return {"paths": paths, "found": found, "port_roots": roots,
             "mirrored": [f"{top}/" for top in MIRRORABLE if top == "vllm" or top in sources],
             "cited_projects": dict(projects.most_common()),
-            "registered": sorted(p for p in projects if registry.registered(p))}
+            "registered": sorted(p for p in projects if registry.registered(p)),
+            "not_utf8": sorted(bad)}
 
 
 def _registry(root: Path, files: list[str]) -> oracles.Upstreams:
@@ -92,12 +104,12 @@ def _registry(root: Path, files: list[str]) -> oracles.Upstreams:
     return oracles.Upstreams(tuple(known))
 
 
-def _candidates(root: Path) -> dict[str, list[str]]:
-    """Markdown files that hold each record, by what they contain."""
+def _candidates(root: Path, bad: list[str]) -> dict[str, list[str]]:
+    """Markdown files that hold each record, by what they contain (those not UTF-8 in `bad`)."""
     found: dict[str, list[str]] = {"protocol": [], "ledger": [], "inventory": [], "oracles": []}
     for path in _files(root, {".md"}):
-        text = _text(path)
         rel = path.relative_to(root).as_posix()
+        text = _text(path, bad, rel)
         # One entry per block: two blocks in one file are as ambiguous as two files.
         found["protocol"] += [rel] * _count(text, "parity-pin", rel)
         if _count(text, "oracle-pin", rel):
@@ -121,17 +133,17 @@ def _has_ledger_header(text: str) -> bool:
 MIRRORABLE = ("csrc", "vllm")
 
 
-def _port_roots(root: Path, ups: oracles.Upstreams
+def _port_roots(root: Path, ups: oracles.Upstreams, bad: list[str]
                 ) -> tuple[list[str], Counter[str], set[str]]:
     """The top-level directories holding files with a ported-from header, the oracles other
     than vLLM their citation statements name (with citation counts), and the top-level
-    upstream directories their vLLM citations cite."""
+    upstream directories their vLLM citations cite (the files not UTF-8 in `bad`)."""
     roots: dict[str, int] = {}
     projects: Counter[str] = Counter()
     sources: set[str] = set()
     for path in _files(root, _SOURCE_EXT):
         rel = path.relative_to(root).as_posix()
-        raw = headers.parse_header(_text(path)[:16384], rel)
+        raw = headers.parse_header(_text(path, bad, rel)[:16384], rel)
         header = oracles.attribute(raw, ups, rel)
         if raw.kind == "PORTED":
             top = path.relative_to(root).parts[0]

@@ -47,11 +47,19 @@ class _Found:
     conventions: discover.Conventions
     projects: dict[str, int]
     registered: list[str]  # the projects an oracle file names
+    not_utf8: list[str]  # the warnings of files read with replacement characters
     written: list[str] = field(default_factory=list)  # what init wrote or edited, said so
 
 
-def _discover(root: Path) -> _Found:
+def _discover(root: Path, ctx: Context) -> _Found:
     records = discover.discover(root)
+    not_utf8 = [f"{where}, so init read it with replacement characters (a header or record "
+                "block with a bad byte inside is not found) — re-save it as UTF-8"
+                for where in records.pop("not_utf8")]
+    # Said first, and on stderr: a file whose bad byte hides the pin block is why the
+    # refusal below finds none.
+    for text in not_utf8:
+        ctx.note(f"warning: {text}")
     if "protocol" not in records["paths"]:
         hits = records["found"]["protocol"]
         where = f" ({', '.join(sorted(set(hits)))})" if hits else ""
@@ -60,7 +68,7 @@ def _discover(root: Path) -> _Found:
                          "and rerun")
     return _Found(records, discover.build_mode(root, records["paths"]["protocol"]),
                   discover.gates(root), discover.conventions(root),
-                  records.pop("cited_projects"), records.pop("registered"))
+                  records.pop("cited_projects"), records.pop("registered"), not_utf8)
 
 
 def _config(found: _Found) -> dict[str, Any]:
@@ -226,7 +234,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     cfg_path = root / config.CONFIG_PATH
     if cfg_path.exists() and not args.force:
         raise UsageError(f"{cfg_path} already exists", "pass --force to rewrite it")
-    found = _discover(root)
+    found = _discover(root, ctx)
     doc = _config(found)
     text = ("# upstream-sync configuration (keys: docs/adopting.md in upstream-sync)\n"
             + tomli_w.dumps(doc) + starter.RULES)
@@ -248,7 +256,8 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
                                  "hosts": list(found.gates.hosts)},
                        "preferences": {"example": found.conventions.example,
                                        "mapped": found.conventions.mapped},
-                       "cited_projects": found.projects})
+                       "cited_projects": found.projects,
+                       "not_utf8": found.not_utf8})  # the warnings, "warning: " off
     else:
         _say(ctx, cfg_path, found, notes)
     return 0
