@@ -392,6 +392,26 @@ def test_an_unusable_oracle_checkout_is_warned_of_with_where_it_came_from(
         "a clone of llama.cpp's upstream, or remove the entry",)
 
 
+def test_an_unusable_checkout_is_in_the_document_with_nothing_to_sync(
+        case: tuple[Path, dict[str, str]], tmp_path: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """h2: `sync --json` with nothing to sync (target == pin) had no `unusable_checkouts`
+    and warned of none: the checkouts are this machine's whatever the range."""
+    root, up = case
+    gone = tmp_path / "nonexist-llama"
+    monkeypatch.setenv("SYNC_ORACLE_CHECKOUTS", f"llama.cpp={gone}")
+    said = (f"llama.cpp checkout {gone} does not exist (env SYNC_ORACLE_CHECKOUTS), so the "
+            "SHAs the port cites llama.cpp at are not verified — point its entry there at a "
+            "clone of llama.cpp's upstream, or remove the entry")
+    r = run(root, "sync", "--target", up["pin"], "--json")
+    doc = json.loads(r.out)
+    assert r.rc == 0 and doc["nothing_to_sync"] is True, r.err
+    assert doc["unusable_checkouts"] == [said]
+    assert r.err.splitlines() == [f"warning: {said}"]
+    r = run(root, "sync")  # the cycle is frozen at the pin: the text warns too
+    assert r.out.startswith("nothing to sync") and r.err.splitlines() == [f"warning: {said}"]
+
+
 def test_an_unusable_checkout_no_header_needs_is_worded_by_its_id(
         case: tuple[Path, dict[str, str]], tmp_path: Path,
         monkeypatch: pytest.MonkeyPatch) -> None:

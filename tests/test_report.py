@@ -74,6 +74,7 @@ def test_json_companion_matches_the_markdown(fx: Fixture) -> None:
     doc = json.loads(md.with_suffix(".json").read_text(encoding="utf-8"))
     assert printed.pop("ok") is True  # the machine contract's answer; not in the record
     assert printed.pop("unusable_checkouts") == []  # this machine's, not the record's
+    assert printed.pop("nothing_to_sync") is False  # this run's, as with nothing to sync
     assert printed == doc
     text = md.read_text(encoding="utf-8")
     # Entries: same commits, same order within each section, same disposition and auto rule.

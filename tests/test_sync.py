@@ -488,6 +488,23 @@ def test_target_equal_to_the_pin_is_nothing_to_sync(fx: Fixture) -> None:
     assert j.rc == 0 and json.loads(j.out)["nothing_to_sync"] is True
 
 
+def test_nothing_to_sync_has_the_keys_a_sync_of_commits_adds_to_its_report(fx: Fixture) -> None:
+    """h2: with nothing to sync the document lacked `unusable_checkouts`, which a run with
+    commits gives beside the report's JSON: a machine reading it met a missing key. What
+    the run adds is the same keys either way; the report's own keys need a report."""
+    nothing = json.loads(run(fx.port, "sync", "--target", fx.pin, "--json").out)
+    r = run(fx.port, "sync", "--retarget", "--json")
+    assert r.rc == 0, r.err
+    full = json.loads(r.out)
+    written = json.loads((fx.port / full["report"]).with_suffix(".json").read_text("utf-8"))
+    added = {"nothing_to_sync", "unusable_checkouts", "ok"}
+    assert set(full) - set(written) == added
+    assert set(nothing) == added | {"pin", "target", "report"} and set(nothing) <= set(full)
+    assert (nothing["nothing_to_sync"], full["nothing_to_sync"]) == (True, False)
+    assert nothing["unusable_checkouts"] == full["unusable_checkouts"] == []
+    assert nothing["report"] is None and (nothing["pin"], nothing["target"]) == (fx.pin, fx.pin)
+
+
 def test_pin_missing_from_the_reference_checkout(fx: Fixture) -> None:
     proto = fx.port / ".agents/upstream-sync.md"
     text = proto.read_text(encoding="utf-8").replace(fx.pin, OTHER_SHA)

@@ -244,6 +244,13 @@ def _at_pin(c: headers.Citation, pin: str, rewrite: dict[str, str]) -> verify.Ci
     return verify.Cited(pin, c.upstream_path, rewrite.get(c.near or ""))
 
 
+def unusable_checkouts(port: Port, surf: Surface) -> tuple[str, ...]:
+    """`Audit.unusable_checkouts` without the rest of the audit (no probe of the cited SHAs):
+    what `sync` says of this machine's checkouts when there is no range to audit for."""
+    cites = [c for h in surf.file_headers.values() for c in h.citations]
+    return _others(port, cites, port.upstreams().core)[1]
+
+
 def _others(port: Port, cites: list[headers.Citation],
             core: str) -> tuple[dict[str, dict[str, bool]], tuple[str, ...]]:
     """Per other oracle with a checkout in the preferences: which cited SHAs it has; and,

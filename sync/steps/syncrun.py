@@ -176,8 +176,11 @@ def run_cycle(port: Port, notes: Notes | None = None,
 def _run(port: Port, notes: Notes | None, req: CycleRequest) -> Result:
     frame = _frame(port, notes, req)
     if frame.cycle.target == frame.pin.commit:
+        # No range, but this machine's checkouts are what they are: warned of, and in
+        # `sync --json`'s document, as on a run with commits.
+        unusable = audit.unusable_checkouts(port, surface.build(port))
         return Result(_empty_model(frame), frame.path, frame.path.with_suffix(".json"),
-                      nothing=True)
+                      nothing=True, warnings=unusable, unusable_checkouts=unusable)
     rng = _enumerate(port, frame, notes)
     if notes is not None:
         notes.progress(f"classifying {len(rng.commits)} commits against the ported surface")

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
 from sync.cli.context import Context, add_json
 from sync.infra.notes import counted
 from sync.steps import report
-from sync.steps.syncrun import CycleRequest, run_cycle
+from sync.steps.syncrun import CycleRequest, Result, run_cycle
 from sync.upstream.gitio import short
 
 
@@ -25,6 +26,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.set_defaults(func=run)
 
 
+def _this_run(result: Result) -> dict[str, Any]:
+    """What only this run says, beside the report's JSON as written (none with nothing to
+    sync), under the same keys either way: the unusable checkouts are warned of on stderr,
+    and a machine reading stdout must see them too."""
+    return {"nothing_to_sync": result.nothing,
+            "unusable_checkouts": list(result.unusable_checkouts)}
+
+
 def run(args: argparse.Namespace, ctx: Context) -> int:
     result = run_cycle(ctx.port, ctx, CycleRequest(target=args.target, retarget=args.retarget,
                                                    allow_divergent=args.allow_divergent))
@@ -38,16 +47,13 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     if result.nothing:
         if ctx.json:
             ctx.emit_json({"pin": m.pin, "target": m.target, "report": None,
-                           "nothing_to_sync": True})
+                           **_this_run(result)})
         else:
             ctx.say(f"nothing to sync: the target {short(m.target)} is the pin")
         return 0
     rel = ctx.port.rel(result.path)
     if ctx.json:
-        # The report's JSON as written, plus what only this machine's run says: warned of on
-        # stderr, a machine reading stdout must see it too.
-        ctx.emit_json({**report.to_json(m, rel),
-                       "unusable_checkouts": list(result.unusable_checkouts)})
+        ctx.emit_json({**report.to_json(m, rel), **_this_run(result)})
         return 0
     counts = m.counts()
     if result.new_decisions:
