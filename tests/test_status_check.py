@@ -459,7 +459,10 @@ NO_DAC = ("setpriv", "--bounding-set=-dac_override,-dac_read_search",
 
 
 def _closed_to_us(path: Path) -> bool:
-    probe = subprocess.run([*NO_DAC, "stat", str(path)], capture_output=True, check=False)
+    """Whether `path` cannot be read without the DAC capabilities (a folder above it closed,
+    or the file itself)."""
+    probe = subprocess.run([*NO_DAC, "test", "-r", str(path)], capture_output=True,
+                           check=False)
     return probe.returncode != 0
 
 
@@ -556,6 +559,42 @@ def test_an_oracle_environment_closed_to_this_user_is_refused_or_skipped(
     assert (gc.returncode, gc.stdout) == (0, f"kept {env.name}: cannot be judged: {refusal}\n")
     assert [(r.returncode, r.stderr) for r in refused] == [
         (3, f"upstream-sync: error: {refusal}\n")] * 4
+
+
+def _fake_env(tmp_path: Path, pin: str) -> Path:
+    """An environment folder at the pin with a bin/python that is no interpreter: each
+    command below refuses before it would run it."""
+    env = tmp_path / "oracles" / f"vllm-{pin[:10]}"
+    (env / "bin").mkdir(parents=True)
+    (env / "bin" / "python").write_text("#!/bin/sh\nexit 1\n", encoding="utf-8")
+    (env / "bin" / "python").chmod(0o755)
+    return env
+
+
+def test_a_build_record_closed_to_this_user_is_refused_or_skipped(tmp_path: Path) -> None:
+    """A readable environment whose build record is mode 0 crashed status, probe, verify,
+    gc, build --if-missing and adopt with 'internal error: PermissionError' (usable_env looks
+    only at the folder); each refuses it (rc 3) naming the record, and status and gc say so
+    and go on, gc keeping it (whose it is cannot be told)."""
+    if shutil.which("setpriv") is None:
+        pytest.skip("needs setpriv (util-linux) to drop the DAC capabilities")
+    fx = build(tmp_path)
+    env = _fake_env(tmp_path, fx.pin)
+    marker = env / "upstream-sync-oracle.json"
+    marker.write_text("{}\n", encoding="utf-8")
+    results = _run_closed(marker, marker, fx.port,
+                          [("status",), ("oracle", "gc"), ("oracle", "probe"),
+                           ("oracle", "verify"), ("oracle", "build", "--if-missing"),
+                           ("oracle", "adopt", str(env))])
+    refusal = (f"oracle environment {env} cannot be read: {marker} (Permission denied) — "
+               "give this user access to it, or run as the user who made it")
+    status, gc, *refused = results
+    assert status.returncode == 0, status.stderr
+    assert f"  environment at the pin: {env}: {refusal}" in status.stdout.splitlines()
+    assert (gc.returncode, gc.stdout) == (0, f"kept {env.name}: cannot be judged: {refusal}\n")
+    assert [(r.returncode, r.stderr) for r in refused] == [
+        (3, f"upstream-sync: error: {refusal}\n")] * 4
+    assert marker.is_file()
 
 
 def test_status_names_the_blockers_advance_needs_no_measurement_for(tmp_path: Path) -> None:

@@ -56,13 +56,18 @@ def previous_pin(port: Port, oracle_id: str, pin: str) -> str | None:
     return None
 
 
-def _commit_of(env: Path, ref: gitio.Reference | None) -> str | None:
+def _recorded(env: Path) -> str | None:
+    """The commit the build record names; None without one, or with one that does not
+    parse (that only means "ask git"). A record this user may not read is refused: whose
+    environment it is cannot be told, so it is not judged (nor dropped) by its name."""
     try:
-        record = read_marker(env)
-    except MalformedRecord:  # an unreadable record only means "ask git"
-        record = None
-    if record is not None:
-        return record.commit
+        record = read_marker(usable_env(env))
+    except MalformedRecord:
+        return None
+    return record.commit if record is not None else None
+
+
+def _named(env: Path, ref: gitio.Reference | None) -> str | None:
     return gitio.resolve(ref, env.name.rsplit("-", 1)[1]) if ref is not None else None
 
 
@@ -88,10 +93,10 @@ def plan(port: Port, prefs: Preferences, oracle_id: str) -> list[Entry]:
 
 def _entry(env: Path, keep: dict[str, str], floor: str, ref: gitio.Reference | None) -> Entry:
     try:
-        usable_env(env)
+        commit = _recorded(env)
     except EnvironmentUnresolved as exc:  # a listing skips it, saying why, and drops nothing
         return Entry(env, None, False, f"cannot be judged: {exc}", env.is_symlink())
-    return _judge(env, _commit_of(env, ref), keep, floor, ref)
+    return _judge(env, commit or _named(env, ref), keep, floor, ref)
 
 
 def _judge(env: Path, commit: str | None, keep: dict[str, str], floor: str,

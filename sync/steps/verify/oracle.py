@@ -168,10 +168,23 @@ def usable_env(env: Path) -> Path:
     return env
 
 
+# Not "remove it": an adopted environment is the port's own virtualenv, not ours.
+_ACCESS = "give this user access to it, or run as the user who made it"
+
+
 def _closed_env(env: Path, why: str) -> EnvironmentUnresolved:
-    # Not "remove it": an adopted environment is the port's own virtualenv, not ours.
-    return EnvironmentUnresolved(f"oracle environment {env} {why}",
-                                 "give this user access to it, or run as the user who made it")
+    return EnvironmentUnresolved(f"oracle environment {env} {why}", _ACCESS)
+
+
+def unreadable(env: Path, exc: OSError) -> EnvironmentUnresolved:
+    """The refusal of an environment that can be listed but holds something this user cannot
+    read (a mode-0 build record, bin/ or RECORD): `usable_env` looks only at the folder, and
+    each reader inside it crashed with 'internal error: PermissionError'."""
+    where = exc.filename if exc.filename is not None else env
+    fix = _ACCESS if isinstance(exc, PermissionError) else \
+        "check the file system it lies on, or rebuild the oracle"
+    return EnvironmentUnresolved(
+        f"oracle environment {env} cannot be read: {where} ({exc.strerror or exc})", fix)
 
 
 def env_label(env: Path | str, home: Path | None) -> str:
@@ -350,13 +363,18 @@ _REBUILD = "rebuild the oracle, or measure and record it with 'upstream-sync ora
 
 
 def read_marker(env: Path) -> BuildRecord | None:
-    """The build record, None when absent; MalformedRecord when unreadable."""
+    """The build record, None when absent; MalformedRecord when it does not parse,
+    EnvironmentUnresolved when this user may not read it."""
     p = env / MARKER
-    if not p.is_file():
-        return None
     try:
-        doc = json.loads(p.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError):
+        if not p.is_file():
+            return None
+        raw = p.read_bytes()
+    except OSError as exc:
+        raise unreadable(env, exc) from None
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except ValueError:  # UnicodeDecodeError too
         raise MalformedRecord("not valid JSON", _REBUILD, path=str(p)) from None
     if isinstance(doc, dict) and doc.get("schema") == 1:
         raise MalformedRecord("a build record of an older upstream-sync (schema 1), not bound "
