@@ -597,6 +597,24 @@ def test_a_build_record_closed_to_this_user_is_refused_or_skipped(tmp_path: Path
     assert marker.is_file()
 
 
+def test_an_oracle_python_hidden_by_a_closed_bin_folder_is_refused(tmp_path: Path) -> None:
+    """A readable environment whose bin/ is mode 0 crashed probe, verify and adopt with
+    'internal error: PermissionError' (looking for bin/python); each refuses it (rc 3)
+    naming the interpreter. Status, gc and build --if-missing do not look into bin/."""
+    if shutil.which("setpriv") is None:
+        pytest.skip("needs setpriv (util-linux) to drop the DAC capabilities")
+    fx = build(tmp_path)
+    env = _fake_env(tmp_path, fx.pin)
+    results = _run_closed(env / "bin", env / "bin" / "python", fx.port,
+                          [("oracle", "probe"), ("oracle", "verify"),
+                           ("oracle", "adopt", str(env))])
+    refusal = (f"oracle environment {env} cannot be read: {env / 'bin' / 'python'} "
+               "(Permission denied) — give this user access to it, or run as the user who "
+               "made it")
+    assert [(r.returncode, r.stderr) for r in results] == [
+        (3, f"upstream-sync: error: {refusal}\n")] * 3
+
+
 def test_status_names_the_blockers_advance_needs_no_measurement_for(tmp_path: Path) -> None:
     """walk-s13 U1: status promised the open cycle's blockers, but said nothing of a PARITY
     PIN paragraph that disagrees with the block or of an unset oracle home, both unmet lines

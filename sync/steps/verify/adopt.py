@@ -31,10 +31,10 @@ from sync.steps.verify.oracle import (
     checkouts,
     env_path,
     oracle_home,
+    python_of,
     settings,
     source_path,
     under,
-    usable_env,
     verify_commit,
     write_marker,
 )
@@ -51,7 +51,7 @@ class Adopted:
 
 def _target(path: Path, port: Port, prefs: Preferences) -> Path:
     real = path.expanduser().resolve()
-    if not real.is_dir() or not (usable_env(real) / "bin" / "python").exists():
+    if not real.is_dir() or python_of(real) is None:
         raise EnvironmentUnresolved(f"{path} is not a virtualenv (no bin/python)",
                                     "give the directory of the environment to adopt")
     for label, root in checkouts(port, prefs):

@@ -187,6 +187,19 @@ def unreadable(env: Path, exc: OSError) -> EnvironmentUnresolved:
         f"oracle environment {env} cannot be read: {where} ({exc.strerror or exc})", fix)
 
 
+def python_of(env: Path) -> Path | None:
+    """`<env>/bin/python`, None when there is none; refused when a closed bin/ hides it
+    (Path.exists let the PermissionError through: 'internal error' in probe and adopt)."""
+    python = usable_env(env) / "bin" / "python"
+    try:
+        os.stat(python)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    except OSError as exc:
+        raise unreadable(env, exc) from None
+    return python
+
+
 def env_label(env: Path | str, home: Path | None) -> str:
     """An oracle environment as a committed record (an event) names it: by its place under
     the oracle home, never by an absolute path, which is one maintainer's machine."""

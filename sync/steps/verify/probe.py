@@ -26,10 +26,10 @@ from sync.steps.verify.oracle import (
     check_id,
     env_path,
     oracle_home,
+    python_of,
     read_marker,
     resolve_commit,
     scratch,
-    usable_env,
 )
 from sync.upstream.gitio import short
 
@@ -178,8 +178,8 @@ def _opt(doc: dict[str, Any], key: str) -> str | None:
 def probe_env(port: Port, prefs: Preferences, oracle_id: str, commit: str, env: Path,
               home: Path) -> Probe:
     cfg = port.config.oracle(check_id(oracle_id))
-    python = usable_env(env) / "bin" / "python"
-    if not python.exists():
+    python = python_of(env)
+    if python is None:
         raise EnvironmentUnresolved(
             f"no oracle environment for {oracle_id} at {short(commit)} ({env})",
             f"run 'upstream-sync oracle build --oracle {oracle_id} --commit {commit}'")
