@@ -615,6 +615,20 @@ def test_an_oracle_python_hidden_by_a_closed_bin_folder_is_refused(tmp_path: Pat
         (3, f"upstream-sync: error: {refusal}\n")] * 3
 
 
+def test_an_oracle_python_that_cannot_be_run_is_refused_naming_it(tmp_path: Path) -> None:
+    """A mode-0 bin/python (which not even root may run) was already a refusal, not a
+    crash: the probe cannot start it, and says so (rc 3). Pinned here."""
+    fx = build(tmp_path)
+    env = _fake_env(tmp_path, fx.pin)
+    python = env / "bin" / "python"
+    python.chmod(0)
+    refusal = (f"probing {python} could not start: [Errno 13] Permission denied: '{python}' — "
+               "rebuild the oracle ('upstream-sync oracle build --oracle vllm --rebuild')")
+    for argv in (("oracle", "probe"), ("oracle", "verify"), ("oracle", "adopt", str(env))):
+        r = run(fx.port, *argv)
+        assert (r.rc, r.err) == (3, f"upstream-sync: error: {refusal}\n"), argv
+
+
 def test_status_names_the_blockers_advance_needs_no_measurement_for(tmp_path: Path) -> None:
     """walk-s13 U1: status promised the open cycle's blockers, but said nothing of a PARITY
     PIN paragraph that disagrees with the block or of an unset oracle home, both unmet lines
