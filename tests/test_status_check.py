@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from nodac import need_setpriv, run_closed
 from portfixture import build, run
 
 from sync.dev import example
@@ -452,33 +450,18 @@ def test_an_oracle_home_inside_a_checkout_is_refused_naming_where_it_was_set(
     assert not inside.exists() and not (fx.reference / "venvs").exists()
 
 
-# Root without the capabilities that pass over file modes: the tests run as root, for whom
-# a closed folder is no bar, and EACCES is what a closed folder gives any other user.
-NO_DAC = ("setpriv", "--bounding-set=-dac_override,-dac_read_search",
-          "--inh-caps=-dac_override,-dac_read_search")
-
-
-def _closed_to_us(path: Path) -> bool:
-    """Whether `path` cannot be read without the DAC capabilities (a folder above it closed,
-    or the file itself)."""
-    probe = subprocess.run([*NO_DAC, "test", "-r", str(path)], capture_output=True,
-                           check=False)
-    return probe.returncode != 0
-
-
 def test_an_oracle_home_closed_to_this_user_is_a_refusal_not_an_internal_error(
         tmp_path: Path) -> None:
     """walk N3: a home under a folder this user may not enter crashed status, probe, build
     and gc with 'internal error: PermissionError'; each is a refusal (rc 3) that says so."""
-    if shutil.which("setpriv") is None:
-        pytest.skip("needs setpriv (util-linux) to drop the DAC capabilities")
+    need_setpriv()
     fx = build(tmp_path)
     closed = tmp_path / "oracles"
     (closed / "venvs").mkdir(parents=True)
     prefs_file = fx.port / ".agents/developer-preferences.md"
     prefs_file.write_text(prefs_file.read_text(encoding="utf-8").replace(
         f"oracle_home = {closed}", f"oracle_home = {closed / 'venvs'}"), encoding="utf-8")
-    results = _run_closed(closed, closed / "venvs", fx.port,
+    results = run_closed(closed, closed / "venvs", fx.port,
                           [("status",), ("oracle", "probe"), ("oracle", "gc")])
     refusal = (f"oracle_home {closed / 'venvs'} (from {prefs_file}) cannot be looked up "
                "(Permission denied) — give this user access to it, or change oracle_home in "
@@ -488,23 +471,6 @@ def test_an_oracle_home_closed_to_this_user_is_a_refusal_not_an_internal_error(
     assert f"  no environment can be looked up: {refusal}" in status.stdout.splitlines()
     assert [(r.returncode, r.stderr) for r in (probe, gc)] == [
         (3, f"upstream-sync: error: {refusal}\n")] * 2
-
-
-def _run_closed(closed: Path, inside: Path, port: Path,
-                argvs: list[tuple[str, ...]]) -> list[subprocess.CompletedProcess[str]]:
-    """Each command run without the DAC capabilities while `closed` is mode 0 (skipped
-    where that does not close `inside` to us)."""
-    environ = {**os.environ, "PYTHONPATH": str(REPO)}
-    closed.chmod(0)
-    try:
-        if not _closed_to_us(inside):
-            pytest.skip("dropping the DAC capabilities does not close a mode-0 folder here")
-        return [subprocess.run([*NO_DAC, sys.executable, "-m", "sync", "--port", str(port),
-                                *argv], capture_output=True, text=True, env=environ,
-                               check=False)
-                for argv in argvs]
-    finally:
-        closed.chmod(0o755)
 
 
 def test_a_file_where_an_oracle_environment_belongs_is_refused_or_skipped(
@@ -542,12 +508,11 @@ def test_an_oracle_environment_closed_to_this_user_is_refused_or_skipped(
     """A mode-0 environment in a good home crashed status, probe, build, gc, verify and adopt
     with 'internal error: PermissionError'; each refuses it (rc 3), naming it, and status
     and gc say so and go on."""
-    if shutil.which("setpriv") is None:
-        pytest.skip("needs setpriv (util-linux) to drop the DAC capabilities")
+    need_setpriv()
     fx = build(tmp_path)
     env = tmp_path / "oracles" / f"vllm-{fx.pin[:10]}"
     env.mkdir(parents=True)
-    results = _run_closed(env, env / "bin", fx.port,
+    results = run_closed(env, env / "bin", fx.port,
                           [("status",), ("oracle", "gc"), ("oracle", "probe"),
                            ("oracle", "verify"), ("oracle", "build", "--if-missing"),
                            ("oracle", "adopt", str(env))])
@@ -576,13 +541,12 @@ def test_a_build_record_closed_to_this_user_is_refused_or_skipped(tmp_path: Path
     gc, build --if-missing and adopt with 'internal error: PermissionError' (usable_env looks
     only at the folder); each refuses it (rc 3) naming the record, and status and gc say so
     and go on, gc keeping it (whose it is cannot be told)."""
-    if shutil.which("setpriv") is None:
-        pytest.skip("needs setpriv (util-linux) to drop the DAC capabilities")
+    need_setpriv()
     fx = build(tmp_path)
     env = _fake_env(tmp_path, fx.pin)
     marker = env / "upstream-sync-oracle.json"
     marker.write_text("{}\n", encoding="utf-8")
-    results = _run_closed(marker, marker, fx.port,
+    results = run_closed(marker, marker, fx.port,
                           [("status",), ("oracle", "gc"), ("oracle", "probe"),
                            ("oracle", "verify"), ("oracle", "build", "--if-missing"),
                            ("oracle", "adopt", str(env))])
@@ -601,11 +565,10 @@ def test_an_oracle_python_hidden_by_a_closed_bin_folder_is_refused(tmp_path: Pat
     """A readable environment whose bin/ is mode 0 crashed probe, verify and adopt with
     'internal error: PermissionError' (looking for bin/python); each refuses it (rc 3)
     naming the interpreter. Status, gc and build --if-missing do not look into bin/."""
-    if shutil.which("setpriv") is None:
-        pytest.skip("needs setpriv (util-linux) to drop the DAC capabilities")
+    need_setpriv()
     fx = build(tmp_path)
     env = _fake_env(tmp_path, fx.pin)
-    results = _run_closed(env / "bin", env / "bin" / "python", fx.port,
+    results = run_closed(env / "bin", env / "bin" / "python", fx.port,
                           [("oracle", "probe"), ("oracle", "verify"),
                            ("oracle", "adopt", str(env))])
     refusal = (f"oracle environment {env} cannot be read: {env / 'bin' / 'python'} "
