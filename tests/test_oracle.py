@@ -31,6 +31,7 @@ from fakeupstream import (
 )
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from nodac import need_setpriv, run_closed
 
 from sync.dev.fastimport import git
 from sync.infra.errors import (
@@ -517,6 +518,29 @@ def test_malformed_build_record(env: World, tmp_path: Path) -> None:
     os.environ["SYNC_ORACLE_HOME"] = str(home)
     rc, _, err = run_cli(["--port", str(env.port), "oracle", "verify"])
     assert rc == 4 and oracle.MARKER in err
+
+
+def test_installed_files_closed_to_this_user_are_refused_not_counted_as_modified(
+        env: World, tmp_path: Path) -> None:
+    """A mode-0 RECORD or module file of the installed vllm crashed probe, verify and adopt
+    with 'internal error: PermissionError', and a mode-0 INSTALLER was 'modified after the
+    install' (rc 5, 'rebuild it'); each is a refusal (rc 3) naming the file."""
+    need_setpriv()
+    home = other_home(env, tmp_path)
+    copy = home / env.env.name
+    os.environ["SYNC_ORACLE_HOME"] = str(home)
+    dist = next(site_packages(copy).glob("vllm-*.dist-info"))
+    every: list[tuple[str, ...]] = [("oracle", "probe"), ("oracle", "verify"),
+                                    ("oracle", "adopt", str(copy))]
+    cases = [(dist / "RECORD", every), (site_packages(copy) / "vllm" / "ops.py", every[1:2]),
+             (dist / "INSTALLER", every[1:2])]
+    for closed, argvs in cases:
+        refusal = (f"oracle environment {copy} cannot be read: {closed} (Permission denied) — "
+                   "give this user access to it, or run as the user who made it")
+        results = run_closed(closed, closed, env.port, argvs)
+        assert [(r.returncode, r.stderr) for r in results] == [
+            (3, f"upstream-sync: error: {refusal}\n")] * len(argvs), closed
+    assert run_cli(["--port", str(env.port), "oracle", "verify"])[0] == 0  # nothing changed
 
 
 def test_commit_rule_messages() -> None:

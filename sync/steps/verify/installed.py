@@ -71,11 +71,15 @@ def _module_path(rel: str, module: str) -> bool:
 
 
 def _check(site: Path, row: list[str]) -> bool:
-    """Whether the file of a hashed RECORD row is there with that hash."""
+    """Whether the file of a hashed RECORD row is there with that hash. A file this user may
+    not read is neither: PermissionError goes to the caller, which refuses the environment
+    (it was counted as modified after the install, and sent people to rebuild it)."""
     algorithm, _, want = row[1].partition("=")
     try:
         data = (site / row[0]).read_bytes()
         return _urlsafe(hashlib.new(algorithm, data).digest()) == want
+    except PermissionError:
+        raise
     except (OSError, ValueError):
         return False
 

@@ -30,6 +30,7 @@ from sync.steps.verify.oracle import (
     read_marker,
     resolve_commit,
     scratch,
+    unreadable,
 )
 from sync.upstream.gitio import short
 
@@ -190,9 +191,7 @@ def probe_env(port: Port, prefs: Preferences, oracle_id: str, commit: str, env: 
         doc = _run_probe(python, spec, tmp, oracle_id)
     dists = tuple(Dist(str(d.get("version")), str(d.get("path")), bool(d.get("editable")))
                   for d in doc.get("distributions") or [] if isinstance(d, dict))
-    files = None
-    if len(dists) == 1 and (Path(dists[0].path) / "RECORD").is_file():
-        files = installed.read(Path(dists[0].path), cfg.module)
+    files = _installed(env, Path(dists[0].path), cfg.module) if len(dists) == 1 else None
     return Probe(
         oracle=oracle_id, commit=commit, env=str(env), python=str(python),
         distribution=cfg.distribution, runtime_version=_opt(doc, "runtime_version"),
@@ -203,6 +202,15 @@ def probe_env(port: Port, prefs: Preferences, oracle_id: str, commit: str, env: 
         isolated=bool(doc.get("isolated")), flashinfer_version=_opt(doc, "flashinfer_version"),
         torch_version=_opt(doc, "torch_version"), vllm_version=_opt(doc, "vllm_version"),
         build=build, files=files)
+
+
+def _installed(env: Path, dist_info: Path, module: str) -> installed.Installed | None:
+    """The one distribution's installed files (None without a RECORD); refused when this user
+    may not read them (a mode-0 RECORD or module file crashed probe, verify and adopt)."""
+    try:
+        return installed.read(dist_info, module) if (dist_info / "RECORD").is_file() else None
+    except OSError as exc:
+        raise unreadable(env, exc) from None
 
 
 def _run_probe(python: Path, spec: str, tmp: Path, oracle_id: str) -> dict[str, Any]:
