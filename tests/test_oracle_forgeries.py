@@ -29,6 +29,7 @@ from fakeupstream import (
     run_cli,
     site_packages,
 )
+from nodac import need_setpriv, run_closed
 
 from sync.dev.fastimport import git
 from sync.infra.errors import EnvironmentUnresolved
@@ -595,6 +596,35 @@ def test_gc_drops_environments_older_than_the_previous_pin(env: World, port_copy
         ["logs", f"vllm-{env.up.middle[:10]}", f"vllm-{env.up.pin[:10]}"])
     assert list((home / "logs").iterdir()) == []
     assert (adopted / "bin" / "python").exists()  # the port's own venv stays
+
+
+def test_gc_drops_the_others_when_one_environment_cannot_be_removed(
+        env: World, port_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An environment with a folder this user may not change is not removed, nor half
+    removed: gc says so in its line and ends with that refusal (rc 3), and drops every other
+    environment it drops, each an environment of its own."""
+    need_setpriv()
+    home = tmp_path / "venvs"
+    released, middle = (oracle.env_path(home, "vllm", c) for c in (env.up.released,
+                                                                    env.up.middle))
+    (home / "logs").mkdir(parents=True)
+    for target, commit in ((released, env.up.released), (middle, env.up.middle)):
+        copy_env(env.env, target)
+        marker = target / oracle.MARKER
+        marker.write_text(json.dumps({**json.loads(marker.read_text()), "commit": commit}))
+        (home / "logs" / f"{target.name}.log").write_text("old\n")
+    monkeypatch.setenv("SYNC_ORACLE_HOME", str(home))
+    closed = middle / "bin"
+    (gc,) = run_closed(closed, closed / "python", port_copy, [("oracle", "gc")])
+    refusal = (f"oracle environment {middle} cannot be removed: {closed} cannot be listed "
+               "(Permission denied); nothing was removed")
+    assert (gc.returncode, gc.stderr.split(" — ")[0]) == (3, f"upstream-sync: error: {refusal}")
+    assert sorted(gc.stdout.splitlines()) == [
+        f"could not drop {middle.name}: {env.up.middle[:10]} is older than {env.up.pin[:10]}; "
+        f"{refusal}",
+        f"dropped {released.name}: {env.up.released[:10]} is older than {env.up.pin[:10]}"]
+    assert not released.exists() and (middle / oracle.MARKER).is_file()
+    assert [p.name for p in (home / "logs").iterdir()] == [f"{middle.name}.log"]
 
 
 # -- a pin at a release tag ------------------------------------------------------------------

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
 from pathlib import Path
 
 import pytest
-from nodac import need_setpriv, run_closed
+from nodac import need_setpriv, run_closed, run_without
 from portfixture import build, run
 
 from sync.dev import example
@@ -590,6 +591,110 @@ def test_an_oracle_python_that_cannot_be_run_is_refused_naming_it(tmp_path: Path
     for argv in (("oracle", "probe"), ("oracle", "verify"), ("oracle", "adopt", str(env))):
         r = run(fx.port, *argv)
         assert (r.rc, r.err) == (3, f"upstream-sync: error: {refusal}\n"), argv
+
+
+def _full_env(home: Path, commit: str) -> Path:
+    """An environment folder at `commit` with a few folders of files and a build log."""
+    env = home / f"vllm-{commit[:10]}"
+    for sub in ("bin", "include", "lib/python3.11/site-packages/pkg"):
+        (env / sub).mkdir(parents=True)
+        (env / sub / "f.txt").write_text("x\n", encoding="utf-8")
+    (env / "upstream-sync-oracle.json").write_text("{}\n", encoding="utf-8")
+    (home / "logs").mkdir(exist_ok=True)
+    (home / "logs" / f"{env.name}.log").write_text("log\n", encoding="utf-8")
+    return env
+
+
+def _files(path: Path) -> list[str]:
+    return sorted(str(p.relative_to(path)) for p in path.rglob("*"))
+
+
+def test_an_environment_with_a_closed_folder_is_not_half_removed_by_gc_or_rebuild(
+        tmp_path: Path) -> None:
+    """gc and build --rebuild crashed on an environment with a folder this user may not
+    change ('internal error: PermissionError: ... 'pkg''), leaving it half removed (its
+    build record gone first, the rest up to that folder). Each refuses (rc 3) naming the
+    folder, and removes nothing of it."""
+    need_setpriv()
+    fx = build(tmp_path)
+    home = tmp_path / "oracles"
+    pin_env = _full_env(home, fx.pin)
+    older = git(fx.reference, "rev-parse", f"{fx.pin}~1").strip()
+    closed_env = _full_env(home, older)
+    before = {e: _files(e) for e in (pin_env, closed_env)}
+    pkg = closed_env / "lib/python3.11/site-packages/pkg"
+    gc_json, gc = run_closed(pkg, pkg / "f.txt", fx.port, [("oracle", "gc", "--json"),
+                                                          ("oracle", "gc")])
+    refusal = (f"oracle environment {closed_env} cannot be removed: {pkg} cannot be listed "
+               "(Permission denied); nothing was removed — give this user access to it, or "
+               "remove the environment as the user who made it")
+    doc = json.loads(gc_json.stdout)
+    assert (gc_json.returncode, doc["exit_code"], doc["error"]["text"]) == (3, 3, refusal)
+    assert [(e["env"], e["drop"], e["error"]) for e in doc["environments"]] == [
+        (str(closed_env), False, refusal), (str(pin_env), False, None)]
+    assert (gc.returncode, gc.stderr) == (3, f"upstream-sync: error: {refusal}\n")
+    assert gc.stdout.splitlines() == [
+        f"could not drop {closed_env.name}: {older[:10]} is older than {fx.pin[:10]}; "
+        f"{refusal.split(' — ')[0]}", f"kept {pin_env.name}: the pin"]
+    assert _files(home / "logs") == [f"{closed_env.name}.log", f"{pin_env.name}.log"]
+    include = pin_env / "include"
+    (rebuild,) = run_closed(include, include, fx.port, [("oracle", "build", "--rebuild")],
+                            mode=0o555)
+    assert (rebuild.returncode, rebuild.stderr) == (3, (
+        f"upstream-sync: error: oracle environment {pin_env} cannot be removed: {include} is "
+        "closed to this user (removing it needs read, write and search); nothing was removed "
+        "— give this user access to it, or remove the environment as the user who made it\n"))
+    assert {e: _files(e) for e in (pin_env, closed_env)} == before
+
+
+def test_a_removal_stopped_part_way_leaves_no_build_record_and_says_so(
+        tmp_path: Path) -> None:
+    """What the check before a removal cannot foresee: a sticky folder of the environment
+    holding another user's file (writable, yet not theirs to unlink). gc says the
+    environment is only partly removed, naming the file, and its build record went first:
+    what is left is never taken for an oracle."""
+    need_setpriv()
+    fx = build(tmp_path)
+    home = tmp_path / "oracles"
+    older = git(fx.reference, "rev-parse", f"{fx.pin}~1").strip()
+    env = _full_env(home, older)
+    shared = env / "include" / "shared"
+    shared.mkdir()
+    (shared / "theirs").write_text("x\n", encoding="utf-8")
+    for p in (shared, shared / "theirs"):
+        os.chown(p, 65534, 65534)
+    shared.chmod(0o1777)
+    (gc,) = run_without(fx.port, [("oracle", "gc")], also=("fowner",))
+    said = (f"oracle environment {env} was only partly removed: {shared / 'theirs'} cannot be "
+            "removed (Operation not permitted); its build record is gone, so what is left is "
+            "never taken for an oracle")
+    assert (gc.returncode, gc.stderr) == (3, (
+        f"upstream-sync: error: {said} — remove what is left of it as a user who may, then "
+        "run the command again\n"))
+    assert gc.stdout.splitlines() == [
+        f"could not drop {env.name}: {older[:10]} is older than {fx.pin[:10]}; {said}"]
+    assert env.is_dir() and not (env / "upstream-sync-oracle.json").exists()
+    assert (home / "logs" / f"{env.name}.log").exists()
+
+
+def test_a_build_log_gc_cannot_remove_is_said_and_refused(tmp_path: Path) -> None:
+    """The environment went, its build log could not (a logs folder this user may not
+    change): gc said nothing of it and crashed; it says the environment is dropped and the
+    log is not, and ends with that refusal (rc 3)."""
+    need_setpriv()
+    fx = build(tmp_path)
+    home = tmp_path / "oracles"
+    older = git(fx.reference, "rev-parse", f"{fx.pin}~1").strip()
+    env = _full_env(home, older)
+    log = home / "logs" / f"{env.name}.log"
+    (gc,) = run_closed(home / "logs", log, fx.port, [("oracle", "gc")], mode=0o555)
+    said = f"the build log {log} of {env.name} cannot be removed (Permission denied)"
+    assert (gc.returncode, gc.stderr) == (3, (
+        f"upstream-sync: error: {said} — give this user access to it, or remove it as the "
+        "user who made it\n"))
+    assert gc.stdout.splitlines() == [
+        f"dropped {env.name}: {older[:10]} is older than {fx.pin[:10]}; {said}"]
+    assert not env.exists() and log.is_file()
 
 
 def test_status_names_the_blockers_advance_needs_no_measurement_for(tmp_path: Path) -> None:

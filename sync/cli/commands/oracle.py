@@ -199,12 +199,15 @@ def run_gc(args: argparse.Namespace, ctx: Context) -> int:
     if ctx.json:
         ctx.emit_json({"dry_run": args.dry_run, "environments": [
             {"env": str(e.env), "commit": e.commit, "drop": e.drop, "why": e.why,
-             "link": e.link} for e in entries]})
+             "link": e.link, "error": str(e.failed) if e.failed else None} for e in entries]})
     else:
         for e in entries:
             ctx.say(e.line(args.dry_run))
         if not entries:
             ctx.say(f"no environments of oracle {args.oracle}")
+    failed = oracle_gc.failure(entries)
+    if failed is not None:
+        raise failed
     return 0
 
 

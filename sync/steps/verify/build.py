@@ -57,6 +57,7 @@ from sync.steps.verify.oracle import (
     env_path,
     oracle_home,
     read_marker,
+    remove_env,
     resolve_commit,
     scratch,
     settings,
@@ -258,9 +259,7 @@ def _clear(env: Path, *, rebuild: bool, note: Note) -> None:
                          "verify it with 'upstream-sync oracle verify', or pass --rebuild")
     if env.is_symlink():  # an adopted environment: the link goes, the venv it names stays
         note(f"replacing the link {env} -> {env.resolve()} (that environment is kept)")
-        env.unlink()
-    else:
-        shutil.rmtree(env)
+    remove_env(env)
 
 
 @dataclass(frozen=True)

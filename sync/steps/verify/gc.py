@@ -11,8 +11,7 @@ link, and only the link goes (the venv it names belongs to the port).
 from __future__ import annotations
 
 import re
-import shutil
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from sync.infra.errors import EnvironmentUnresolved, MalformedRecord
@@ -26,6 +25,7 @@ from sync.steps.verify.oracle import (
     oracle_home,
     read_marker,
     recorded_commit,
+    remove_env,
     source_path,
     usable_env,
 )
@@ -40,11 +40,17 @@ class Entry:
     drop: bool
     why: str
     link: bool  # an adopted environment: only the link is dropped
+    # What could not be removed (a run, not a plan): `drop` is then whether it went all the
+    # same (only its build log stayed).
+    failed: EnvironmentUnresolved | None = None
 
     def line(self, dry_run: bool) -> str:
         verb = ("would drop" if dry_run else "dropped") if self.drop else "kept"
+        if self.failed is not None and not self.drop:
+            verb = "could not drop"
         link = " (a link: the environment it names stays)" if self.drop and self.link else ""
-        return f"{verb} {self.env.name}: {self.why}{link}"
+        said = f"{verb} {self.env.name}: {self.why}{link}"
+        return said if self.failed is None else f"{said}; {self.failed.message}"
 
 
 def previous_pin(port: Port, oracle_id: str, pin: str) -> str | None:
@@ -117,13 +123,29 @@ def run(port: Port, prefs: Preferences, oracle_id: str, *, dry_run: bool) -> lis
     if dry_run:
         return entries
     home = oracle_home(port, prefs)
-    for e in entries:
-        if not e.drop:
-            continue
-        if e.env.is_symlink():
-            e.env.unlink()
-        else:
-            shutil.rmtree(e.env)
-        if e.commit is not None:
-            log_path(home, oracle_id, e.commit).unlink(missing_ok=True)
-    return entries
+    return [_drop(e, home, oracle_id) if e.drop else e for e in entries]
+
+
+def _drop(e: Entry, home: Path, oracle_id: str) -> Entry:
+    """Drop one environment and its build log. One that cannot be removed is said so and the
+    others still go: each is an environment of its own."""
+    try:
+        remove_env(e.env)
+    except EnvironmentUnresolved as exc:
+        return replace(e, drop=False, failed=exc)
+    if e.commit is None:
+        return e
+    log = log_path(home, oracle_id, e.commit)
+    try:
+        log.unlink(missing_ok=True)
+    except OSError as exc:
+        return replace(e, failed=EnvironmentUnresolved(
+            f"the build log {log} of {e.env.name} cannot be removed ({exc.strerror})",
+            "give this user access to it, or remove it as the user who made it"))
+    return e
+
+
+def failure(entries: list[Entry]) -> EnvironmentUnresolved | None:
+    """The refusal a run ends with when something could not be removed: the first one (the
+    listing says each)."""
+    return next((e.failed for e in entries if e.failed is not None), None)

@@ -13,13 +13,15 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import stat
+import sys
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, NoReturn
 
 from sync.infra.atomic import write_text
 from sync.infra.errors import EnvironmentUnresolved, IdentityMismatch, MalformedRecord, UsageError
@@ -198,6 +200,75 @@ def python_of(env: Path) -> Path | None:
     except OSError as exc:
         raise unreadable(env, exc) from None
     return python
+
+
+def remove_env(env: Path) -> None:
+    """Remove the environment `env` (a link: only the link), or refuse with nothing removed.
+
+    rmtree stopped at the first folder this user may not change, with 'internal error:
+    PermissionError' and the environment half removed (gc, build --rebuild); so every folder
+    is checked first. What the check cannot foresee (another user's file in a sticky folder,
+    an immutable file, a race) still stops it part way, but after the build record, removed
+    first: what is left never verifies."""
+    blocked = _unremovable(env)
+    if blocked is not None:
+        raise _not_removed(env, *blocked)
+    try:
+        if env.is_symlink():
+            env.unlink()
+            return
+        (env / MARKER).unlink(missing_ok=True)
+    except OSError as exc:
+        raise _not_removed(env, exc.filename or str(env),
+                           f"cannot be removed ({exc.strerror})") from None
+    try:
+        _rmtree(env)
+    except OSError as exc:
+        raise EnvironmentUnresolved(
+            f"oracle environment {env} was only partly removed: {exc.filename or env} cannot be "
+            f"removed ({exc.strerror}); its build record is gone, so what is left is never "
+            "taken for an oracle", "remove what is left of it as a user who may, then run "
+            "the command again") from None
+
+
+def _unremovable(env: Path) -> tuple[str, str] | None:
+    """The first folder whose entries this user may not remove (the home, for `env` itself),
+    and why; None when rmtree can remove it all."""
+    if not os.access(env.parent, os.W_OK | os.X_OK):
+        return str(env.parent), "is not writable by this user"
+    if env.is_symlink():
+        return None
+    try:
+        for top, _, _ in os.walk(env, onerror=_reraise):
+            if not os.access(top, os.R_OK | os.W_OK | os.X_OK):
+                return top, "is closed to this user (removing it needs read, write and search)"
+    except OSError as exc:
+        return exc.filename or str(env), f"cannot be listed ({exc.strerror})"
+    return None
+
+
+def _reraise(exc: OSError) -> None:
+    raise exc
+
+
+def _not_removed(env: Path, path: str, why: str) -> EnvironmentUnresolved:
+    return EnvironmentUnresolved(f"oracle environment {env} cannot be removed: {path} {why}; "
+                                 "nothing was removed", "give this user access to it, or "
+                                 "remove the environment as the user who made it")
+
+
+def _rmtree(path: Path) -> None:
+    """shutil.rmtree, stopped at the first failure by an OSError naming the full path (its
+    own names the entry relative to the folder it was in: 'pkg')."""
+    def fail(where: str, exc: BaseException) -> NoReturn:
+        if isinstance(exc, OSError):
+            raise OSError(exc.errno, exc.strerror, where) from exc
+        raise exc
+
+    if sys.version_info >= (3, 12):
+        shutil.rmtree(path, onexc=lambda _f, where, exc: fail(where, exc))
+    else:
+        shutil.rmtree(path, onerror=lambda _f, where, info: fail(where, info[1]))
 
 
 def env_label(env: Path | str, home: Path | None) -> str:
