@@ -29,17 +29,21 @@ delete.
 
 from __future__ import annotations
 
-import contextlib
-import hashlib
 import json
 import os
 import stat
 import sys
 import time
-from collections.abc import Callable, Iterator
-from typing import Any, TextIO
+import zlib
 
 from sync.infra import cachedir
+
+# The standard library's lightest modules only: a replay costs little more than starting
+# Python (typing, collections, contextlib and hashlib would each add milliseconds).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any, TextIO
 
 COMMANDS = frozenset({"status", "check", "audit", "queue", "sync"})
 RACY_NS = 2_000_000_000
@@ -134,10 +138,10 @@ def command_word(argv: list[str]) -> str | None:
 class Plan:
     """This invocation's memo: where it is kept, and its key."""
 
-    def __init__(self, folder: str, key: str, *, debug: bool = False) -> None:
+    def __init__(self, folder: str, key: str, *, name: str = "", debug: bool = False) -> None:
         self.folder = folder
         self.key = key
-        self.path = os.path.join(folder, f"{key}.json")
+        self.path = os.path.join(folder, f"{name or key}.json")
         # A `--debug` run is never replayed and never kept: it says whether it would be.
         self.debug = debug
 
@@ -181,21 +185,31 @@ class Plan:
         return ([(p, s, b) for p, s, b in inputs], [(w, t) for w, t in chunks],
                 int(doc["code"]))
 
-    @contextlib.contextmanager
-    def recording(self) -> Iterator[_Recorder]:
+    def recording(self) -> _Recording:
         """Trace the run inside (its output through `sys.stdout` and `sys.stderr`); then
         `finish` keeps it when it proved repeatable."""
-        rec = _Recorder(self)
-        real = sys.stdout, sys.stderr
-        sys.stdout, sys.stderr = _Tee(real[0], 0, rec), _Tee(real[1], 1, rec)
-        _ACTIVE.append(rec)
+        return _Recording(_Recorder(self))
+
+
+class _Recording:
+    """`with plan.recording() as rec:` (a class: contextlib is not imported for a replay)."""
+
+    def __init__(self, rec: _Recorder) -> None:
+        self.rec = rec
+        self.real = sys.stdout, sys.stderr
+
+    def __enter__(self) -> _Recorder:
+        self.real = sys.stdout, sys.stderr
+        sys.stdout = _Tee(self.real[0], 0, self.rec)
+        sys.stderr = _Tee(self.real[1], 1, self.rec)
+        _ACTIVE.append(self.rec)
         _install()
-        try:
-            yield rec
-        finally:
-            _uninstall()
-            _ACTIVE.clear()
-            sys.stdout, sys.stderr = real
+        return self.rec
+
+    def __exit__(self, *exc: object) -> None:
+        _uninstall()
+        _ACTIVE.clear()
+        sys.stdout, sys.stderr = self.real
 
 
 def plan(argv: list[str], environ: dict[str, str] | None = None) -> Plan | None:
@@ -207,17 +221,18 @@ def plan(argv: list[str], environ: dict[str, str] | None = None) -> Plan | None:
     base = cachedir.base(env)
     if base is None:
         return None
-    h = hashlib.blake2b(digest_size=16)
     streams = [_isatty(s) for s in (sys.stdin, sys.stdout, sys.stderr)]
     try:
         where = os.getcwd()
     except OSError:
         return None
-    h.update(json.dumps([_FORMAT, sys.executable, sys.version, argv, where, streams,
-                         sorted((k, v) for k, v in env.items() if k not in _SHELL_ONLY),
-                         _sources(), _paths()]).encode(
-                             "utf-8", "surrogatepass"))
-    return Plan(os.path.join(base, "runs"), h.hexdigest(), debug="--debug" in argv)
+    # The whole invocation is the key, kept in the memo and compared exactly: its checksum
+    # only names the file (hashlib's import would cost a replay more than the comparison).
+    key = json.dumps([_FORMAT, sys.executable, sys.version, argv, where, streams,
+                      sorted((k, v) for k, v in env.items() if k not in _SHELL_ONLY),
+                      _sources(), _paths()])
+    name = f"{zlib.crc32(key.encode('utf-8', 'surrogatepass')):08x}-{len(key)}"
+    return Plan(os.path.join(base, "runs"), key, name=name, debug="--debug" in argv)
 
 
 def _paths() -> list[tuple[str, Signature]]:
@@ -468,8 +483,7 @@ def _store(plan: Plan, doc: dict[str, Any]) -> str:
             json.dump(doc, fh)
         os.replace(tmp, plan.path)
     except OSError as exc:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
+        _unlink(tmp)
         return f"not kept: {exc.strerror}"
     _prune(plan.folder)
     return "kept"
@@ -478,13 +492,21 @@ def _store(plan: Plan, doc: dict[str, Any]) -> str:
 def _prune(folder: str) -> None:
     """Remove the oldest memos beyond `KEEP` (one is kept per invocation, and invocations
     differ by folder, arguments and environment)."""
-    with contextlib.suppress(OSError):
+    try:
         with os.scandir(folder) as entries:
             memos = sorted((e.stat().st_mtime_ns, e.path) for e in entries
                            if e.name.endswith(".json"))
-        for _mtime, path in memos[:-KEEP]:
-            with contextlib.suppress(OSError):
-                os.unlink(path)
+    except OSError:
+        return
+    for _mtime, path in memos[:-KEEP]:
+        _unlink(path)
+
+
+def _unlink(path: str) -> None:
+    try:  # noqa: SIM105 (contextlib is not imported for a replay)
+        os.unlink(path)
+    except OSError:
+        pass  # gone already, or not ours to remove: a memo is only ever a saving
 
 
 def _git_dir(repo: str, look: Callable[[str], None]) -> tuple[str | None, str | None]:
@@ -519,12 +541,14 @@ def _gitfile(dot: str, see: Callable[[str], None]) -> str | None:
     gitdir = os.path.join(os.path.dirname(dot), text[len("gitdir:"):].strip())
     common = os.path.join(gitdir, "commondir")
     see(common)
-    with contextlib.suppress(OSError, UnicodeDecodeError):
+    try:
         with open(common, encoding="utf-8") as fh:
             shared = os.path.join(gitdir, fh.read().strip())
-        for name in _GIT_STATE:
-            see(os.path.join(shared, name))
-        _walk(os.path.join(shared, "refs"), see)
+    except (OSError, UnicodeDecodeError):
+        return gitdir  # no common directory: the git directory holds it all
+    for name in _GIT_STATE:
+        see(os.path.join(shared, name))
+    _walk(os.path.join(shared, "refs"), see)
     return gitdir
 
 
@@ -543,14 +567,16 @@ def _walk(folder: str, see: Callable[[str], None], depth: int = 64) -> None:
     see(folder)
     if depth <= 0:
         return
-    with contextlib.suppress(OSError):
+    try:
         with os.scandir(folder) as entries:
             found = [(e.path, e.is_dir(follow_symlinks=False)) for e in entries]
-        for path, is_dir in found:
-            if is_dir:
-                _walk(path, see, depth - 1)
-            else:
-                see(path)
+    except OSError:
+        return  # not there, or not a folder: its signature says which
+    for path, is_dir in found:
+        if is_dir:
+            _walk(path, see, depth - 1)
+        else:
+            see(path)
 
 
 # -- the tracing --------------------------------------------------------------------------
