@@ -318,9 +318,9 @@ class _Recorder:
     def see(self, path: str, probe: bool = False) -> None:
         """Note `path` as read (opened, listed), or looked at (`probe`)."""
         known = path in self.inputs
-        if path in self.transient or self.skipped(path) or (
+        if path in self.transient or path in self.created or self.skipped(path) or (
                 known and (probe or path not in self.probed)):
-            return
+            return  # not an input (its own temp file, the cache), or noted already
         self.inputs[path] = signature(path, probe)
         if probe:
             self.probed.add(path)
@@ -469,8 +469,9 @@ class _Recorder:
             if signature(path, path in self.probed) != sig:
                 return f"{path} changed while it ran"
             # A later change sets the modification time anew: one well before the run
-            # cannot come back; one as recent as the file system's granularity could.
-            if len(sig) > 5 and sig[4] >= self.started_ns - RACY_NS:
+            # cannot come back; one as recent as the file system's granularity could (of
+            # a link and of its target).
+            if any(t >= self.started_ns - RACY_NS for t in sig[4::6]):
                 return f"{path} was modified moments before it ran"
         return None
 
