@@ -12,6 +12,7 @@ from typing import Any, TextIO
 
 from sync import __version__
 from sync.cli.context import Context
+from sync.infra import memo
 from sync.infra.errors import SyncError, UsageError
 from sync.upstream import gitio
 
@@ -53,20 +54,9 @@ def command_name(module: str) -> str:
     return module.rsplit(".", 1)[-1].lstrip("_").replace("_", "-")
 
 
-def chosen_command(argv: list[str]) -> str | None:
-    """The command word in `argv` (after the global options), if there is one."""
-    words = iter(argv)
-    for word in words:
-        if word == "--port":
-            next(words, None)
-        elif not word.startswith("-"):
-            return word
-    return None
-
-
 def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
     """The parser; given `argv`, with only its command's module imported and registered."""
-    chosen = None if argv is None else chosen_command(argv)
+    chosen = None if argv is None else memo.command_word(argv)
     if chosen not in {command_name(m) for m in COMMAND_MODULES}:
         chosen = None  # no command, or an unknown one: every command, for help and errors
     parser = _Parser(

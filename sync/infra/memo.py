@@ -125,7 +125,8 @@ def transient(path: str) -> None:
 
 
 def command_word(argv: list[str]) -> str | None:
-    """The command word after the global options (as `cli.chosen_command` finds it)."""
+    """The command word in `argv` after the global options, if there is one (a replay is
+    looked for by it; the CLI builds the parser of it alone)."""
     words = iter(argv)
     for word in words:
         if word == "--port":
