@@ -204,6 +204,15 @@ def not_utf8(data: bytes, exc: UnicodeDecodeError) -> tuple[int, str]:
                                              f"column {column}, offset {exc.start})")
 
 
+def decode_lenient(data: bytes) -> tuple[str, tuple[int, str] | None]:
+    """`data` as text, bytes that are not UTF-8 replaced, and where the first of them is
+    (`not_utf8`); None there when every byte decodes: how port files are read."""
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError as exc:
+        return data.decode("utf-8", errors="replace"), not_utf8(data, exc)
+
+
 def read_record(path: Path, *, rel: str) -> str:
     """A record's text (as `read_text`: every byte, CRLF kept), or a MalformedRecord."""
     return decode_record(read_record_bytes(path, rel=rel), rel=rel)

@@ -46,13 +46,10 @@ def _text(path: Path, bad: list[str] | None = None, rel: str = "") -> str:
         data = path.read_bytes()
     except OSError:
         return ""
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        if bad is not None:
-            line, said = atomic.not_utf8(data, exc)
-            bad.append(f"{rel}:{line}: {said}")
-        return data.decode("utf-8", errors="replace")
+    text, where = atomic.decode_lenient(data)
+    if where is not None and bad is not None:
+        bad.append(f"{rel}:{where[0]}: {where[1]}")
+    return text
 
 
 def _count(text: str, info: str, rel: str) -> int:

@@ -147,9 +147,8 @@ def _scan(path: str, rel: str, mirrored: tuple[str, ...], cached: _Cached,
     key = digest(data + b"\0" + rel.encode() + b"\0" + "\0".join(mirrored).encode())
     scan = cached.scans.get(key)
     if scan is None:
-        try:
-            scan = scan_text(rel, data.decode("utf-8"), mirrored)
-        except UnicodeDecodeError as exc:
-            scan = replace(scan_text(rel, data.decode("utf-8", errors="replace"), mirrored),
-                           not_utf8=atomic.not_utf8(data, exc))
+        text, bad = atomic.decode_lenient(data)
+        scan = scan_text(rel, text, mirrored)
+        if bad is not None:
+            scan = replace(scan, not_utf8=bad)
     return key, None if _racy(st, now) else stat, scan
