@@ -289,8 +289,9 @@ def bounds(results: Sequence[Result], runs: int) -> list[Bound]:
     out = []
     for r in results:
         # A run over an unchanged tree is replayed by the entry and its memo alone.
-        mods = REPLAY_MODULES if r.name.endswith(UNCHANGED) else r.floor.trace.modules
-        count = len(REPLAYED) if r.name.endswith(UNCHANGED) else len(mods)
+        replay = r.name.endswith(UNCHANGED)
+        mods = REPLAY_MODULES if replay else r.floor.trace.modules
+        count = len(REPLAYED) if replay else len(mods)
         if mods not in timed_imports:
             timed_imports[mods] = timed([*PYTHON, "-c", "import " + ", ".join(mods)],
                                         runs)

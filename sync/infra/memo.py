@@ -102,6 +102,10 @@ def signature(path: str, probe: bool = False) -> Signature:
     return out
 
 
+def _is_dir(path: str) -> bool:
+    return stat.S_ISDIR(max(signature(path)[0], 0))  # a negative errno is no mode
+
+
 def _fields(st: os.stat_result) -> Signature:
     return [st.st_mode, st.st_ino, st.st_dev, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
 
@@ -305,7 +309,7 @@ class _Recorder:
         self.worktrees: set[str] = set()
         self.busy = False  # inside the hook, or looking at a repository: not the run's own
         # The cache only saves work: what it holds never changes a result.
-        cache = cachedir.base(dict(os.environ))
+        cache = cachedir.base()
         self.cache = cache or "\0"
 
     def skipped(self, path: str) -> bool:
@@ -371,13 +375,13 @@ class _Recorder:
         writes = any(c in (mode or "") for c in "wax+") or bool((flags or 0) & _WRITE_FLAGS)
         if not writes:
             self.see(path)
-        elif not stat.S_ISDIR(max(signature(path)[0], 0)):
+        elif not _is_dir(path):
             self._change(path)
         # else a folder "opened for writing": an unnamed file in it (`O_TMPFILE`, as
         # tempfile.TemporaryFile makes one), or an error
 
     def _made(self, path: str) -> None:
-        if not stat.S_ISDIR(max(signature(path)[0], 0)):
+        if not _is_dir(path):
             self._change(path)  # `makedirs(exist_ok=True)` of a folder there: no change
 
     def _change(self, path: str) -> None:
