@@ -485,8 +485,10 @@ def _store(plan: Plan, doc: dict[str, Any]) -> str:
     tmp = f"{plan.path}.{os.getpid()}.tmp"
     try:
         os.makedirs(plan.folder, exist_ok=True)
+        # dumps, not dump: only the one-shot encoder is the C one (dump streams in Python).
+        text = json.dumps(doc)
         with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(doc, fh)
+            fh.write(text)
         os.replace(tmp, plan.path)
     except OSError as exc:
         _unlink(tmp)
