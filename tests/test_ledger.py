@@ -288,7 +288,7 @@ def test_latest_mention_is_a_substring_search_of_the_rows(rows: list[tuple[str, 
        st.text(alphabet="ab/._-+7", min_size=1, max_size=8), st.booleans())
 def test_latest_mention_is_the_last_row_holding_it_in_a_run(rows: list[tuple[str, ...]],
                                                             needle: str, starts: bool) -> None:
-    # Slashed needles are looked up by the part after their first slash, the rest by one
+    # Slashed needles are looked up by their longest segment after a slash, the rest by one
     # search: both must name the row a search of each row's runs would.
     table = ledger.Table(tuple(ledger.Row(r, i) for i, r in enumerate(rows)), 0, "\n", False)
     runs = [re.findall(r"[A-Za-z0-9_./+-]+", r.text) for r in table.rows]

@@ -392,7 +392,9 @@ def latest_mention(table: Table, needle: str, *, starts_word: bool = False) -> M
     """The last row that names `needle`, a path; None when no row names it. `starts_word`:
     only where a run of path characters begins with it (`model_executor/x.py` written for
     `vllm/model_executor/x.py`, not inside `vllm_omni/model_executor/x.py`)."""
-    after = needle.split("/", 2)[1] if "/" in needle else ""
+    # Each segment after a slash starts a part after a slash in any run holding the needle:
+    # the longest (most often the file's name, not `model_executor`) reads the fewest.
+    after = max(needle.split("/")[1:], key=len, default="")
     if after and _PATH_RUN.fullmatch(needle):
         found = _in_runs(table, needle, after, starts_word)
     else:
@@ -401,7 +403,7 @@ def latest_mention(table: Table, needle: str, *, starts_word: bool = False) -> M
 
 
 def _in_runs(table: Table, needle: str, after: str, starts_word: bool) -> int:
-    """The last row holding `needle` (path characters, `after` the part after its first
+    """The last row holding `needle` (path characters, `after` one of its segments after a
     slash) in a run: only the runs with a part after a slash that starts with `after`."""
     runs, parts, holders = table.after_slash
     rows = table.word_rows[2]
