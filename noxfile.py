@@ -155,9 +155,9 @@ def cli(session: nox.Session) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """Run the test suite."""
+    """Run the test suite, one test per core (`-- -n 0` runs them in this process)."""
     _install(session, "test")
-    session.run("pytest", *session.posargs)
+    session.run("pytest", "-n", "auto", *session.posargs)
 
 
 @nox.session
