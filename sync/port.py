@@ -217,10 +217,12 @@ class Port:
     def ledger_read(self) -> ledger_mod.Read:
         """The parity ledger as read: its table (malformed rows read as well as they can
         be), or why it could not be read at all. Never treat an unreadable one as empty."""
+        from sync.infra.cache import Store
         from sync.records import ledger as ledger_mod
 
-        return self._once("ledger", lambda: ledger_mod.read(self.root / self.config.ledger,
-                                                            rel=self.config.ledger))
+        return self._once("ledger", lambda: ledger_mod.read(
+            self.root / self.config.ledger, rel=self.config.ledger,
+            kept=Store(self.root, "ledger")))
 
     def ledger(self) -> ledger_mod.Table | None:
         """The parity ledger's table; None when it cannot be read (`ledger_read().problem`

@@ -12,8 +12,10 @@ from pathlib import Path
 import pytest
 from openhook import reads_during, under
 from portfixture import Fixture, build, run, write
+from stepfixture import LEDGER
 
 from sync.infra import atomic, cache
+from sync.records import ledger
 
 
 @pytest.fixture
@@ -144,3 +146,37 @@ def test_a_cache_that_cannot_be_written_is_only_a_miss(tmp_path: Path,
     store = cache.Store(tmp_path, "scan")
     store.save({"x": 1})
     assert store.load() == {}
+
+
+def _ledger_read(root: Path) -> ledger.Read:
+    return ledger.read(root / "ledger.md", rel="ledger.md", kept=cache.Store(root, "ledger"))
+
+
+def test_a_ledger_read_before_comes_back_indexed_and_an_edited_one_is_read(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SYNC_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "ledger.md").write_text(LEDGER, encoding="utf-8")
+    first = _ledger_read(tmp_path)
+    store = cache.Store(tmp_path, "ledger")
+    (key, kept), = store.load().items()
+    assert kept == first and {"refs"} <= vars(kept).keys()  # kept with its indexes built
+    assert kept.table is not None and "after_slash" in vars(kept.table)
+    # What is kept for these bytes is what a read gives: a planted read proves the lookup.
+    planted = ledger.Read("ledger.md", ledger.Table((), 0, "\n", False), None)
+    store.save({key: planted})
+    assert _ledger_read(tmp_path) == planted
+    with (tmp_path / "ledger.md").open("a", encoding="utf-8") as fh:
+        fh.write("| 2026-01-05 / `abc1234` | Port c | `vllm/c.py` | ✅ |\n")
+    again = _ledger_read(tmp_path)
+    assert again != planted and again.table is not None and first.table is not None
+    assert ledger.latest_mention(again.table, "vllm/c.py") is not None
+    assert ledger.latest_mention(first.table, "vllm/c.py") is None
+
+
+def test_an_unreadable_ledger_is_never_kept(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SYNC_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "ledger.md").write_text("no table here\n", encoding="utf-8")
+    assert _ledger_read(tmp_path).problem is not None
+    assert cache.Store(tmp_path, "ledger").load() == {}
+    assert ledger.read(tmp_path / "gone.md", rel="gone.md").problem is not None
