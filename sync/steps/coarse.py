@@ -51,11 +51,13 @@ def find(entries: Iterable[Entry], read: Callable[[str], str | None]) -> tuple[C
             if e.sha not in got:
                 got.append(e.sha)
     decided = {e.sha: e.disposition for e in entries if not e.auto}
+    # A port file citing several coarse files is read and split into words once.
+    words = functools.cache(lambda port_file: _Words.of(read(port_file) or ""))
     out = []
     for (path, port_file), commits in sorted(shas.items()):
         lines, definitions = latest[path]
         out.append(Coarse(path, lines, port_file, tuple(commits), len(definitions),
-                          named(definitions, read(port_file) or ""),
+                          _named(definitions, words(port_file)),
                           tuple((c, decided[c]) for c in commits if c in decided)))
     return tuple(out)
 
@@ -95,7 +97,10 @@ def named(definitions: Iterable[str], text: str) -> tuple[str, ...]:
     order. A class whose members are among them gives way to them (citing the members is
     the precise anchor, and a change to the class's own statements still reaches them), and
     to its constructor, which a C++ port defines under the class's name."""
-    words = _Words(frozenset(_IDENT.findall(text)))
+    return _named(definitions, _Words.of(text))
+
+
+def _named(definitions: Iterable[str], words: _Words) -> tuple[str, ...]:
     defs = list(definitions)
     out = [name for name in defs if _names(name.rsplit(".", 1)[-1], words)]
     kept = {n for n in out if not any(m.startswith(n + ".") for m in out)}
@@ -108,6 +113,10 @@ class _Words:
     """A port file's identifiers, for `_names`."""
 
     idents: frozenset[str]
+
+    @classmethod
+    def of(cls, text: str) -> _Words:
+        return cls(frozenset(_IDENT.findall(text)))
 
     @functools.cached_property
     def folded(self) -> frozenset[str]:
