@@ -311,10 +311,11 @@ class _Recorder:
         # The cache only saves work: what it holds never changes a result.
         cache = cachedir.base()
         self.cache = cache or "\0"
+        self._within_cache = os.path.join(self.cache, "")
 
     def skipped(self, path: str) -> bool:
         """The cache's folder, or anything in it."""
-        return path == self.cache or path.startswith(os.path.join(self.cache, ""))
+        return path == self.cache or path.startswith(self._within_cache)
 
     def refuse(self, why: str) -> None:
         if self.why is None:
@@ -440,9 +441,9 @@ class _Recorder:
             self.refuse("its repository's tracked files could not be listed")
             return
         folders = {top}
-        for name in listed.stdout.split(b"\0"):
+        for name in os.fsdecode(listed.stdout).split("\0"):
             if name:
-                path = os.path.join(top, os.fsdecode(name))
+                path = os.path.join(top, name)
                 self.see(path)
                 folders.add(os.path.dirname(path))
         for folder in folders:
