@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -24,6 +25,7 @@ from sync.records.pins import Pin
 Kind = Literal["commit", "label"]
 KINDS: tuple[Kind, ...] = ("commit", "label")
 SKIP_DIRS = frozenset({".git", ".nox", "node_modules"})
+_MARKER = b"<!--"  # every span marker opens an HTML comment
 MIN_COMMIT = 8
 
 _CANDIDATE = re.compile(r"<!--\s*(?:/\s*)?pin(?![A-Za-z0-9_])", re.IGNORECASE)
@@ -160,7 +162,11 @@ def files(root: Path, globs: tuple[str, ...], skip: tuple[str, ...] = ()) -> lis
             if wanted.match(rel) is None:
                 continue  # most files: no system call at all
             full = Path(dirpath) / name
-            if not full.is_symlink() and full.is_file():
+            try:
+                regular = stat.S_ISREG(full.lstat().st_mode)  # a link is never followed
+            except OSError:
+                continue
+            if regular:
                 found.append(full)
     return found
 
@@ -177,12 +183,14 @@ def encode(text: str) -> bytes:
 
 
 def _read(path: Path) -> str:
+    """The file's text; "" when it holds no marker (nothing to decode: most files)."""
     try:
-        return decode(path.read_bytes())
+        data = path.read_bytes()
     except OSError as exc:
         raise MalformedRecord(f"cannot read ({exc.strerror})",
                               "fix its permissions: an unread file could hide a stale pin copy",
                               path=str(path)) from None
+    return decode(data) if _MARKER in data else ""
 
 
 def scan(root: Path, globs: tuple[str, ...]) -> list[Span]:
