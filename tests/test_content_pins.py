@@ -626,6 +626,27 @@ def test_audit_warns_of_a_file_that_is_not_utf8_as_check_does(
     assert json.loads(run(root, "audit", "--json").out)["not_utf8"] == []
 
 
+@pytest.mark.parametrize("how", ["no reference checkout", "--no-audit", "audited"])
+def test_check_warns_of_a_file_that_is_not_utf8_once_with_or_without_its_audit(
+        case: tuple[Path, dict[str, str]], monkeypatch: pytest.MonkeyPatch, how: str) -> None:
+    """h2: the warning came only from the per-file pin audit, so a CI with no reference
+    checkout (the audit skipped) said nothing of such a file. It needs no checkout: the
+    same line every way, once, in the text and the JSON."""
+    root, up = case
+    if how == "no reference checkout":
+        monkeypatch.delenv("VLLM_SOURCE")
+    (root / "src/latin1.cpp").write_bytes(
+        f"// Ported from: vllm/p1.py @ {up['c1'][:10]}\n// (caf\xe9)\nint l;\n".encode("latin-1"))
+    said = ("src/latin1.cpp:2: is not UTF-8 (byte 0xe9 at column 8, offset 47), so "
+            "bump-headers will refuse to rewrite its header — re-save it as UTF-8")
+    flags = ["--no-audit"] if how == "--no-audit" else []
+    r = run(root, "check", *flags)
+    assert [ln for ln in r.out.splitlines() if "UTF-8" in ln] == [f"warning: {said}"], r.out
+    assert ("per-file pin audit skipped" in r.err) == (how == "no reference checkout")
+    doc = json.loads(run(root, "check", "--json", *flags).out)
+    assert [w for w in doc["warnings"] if "UTF-8" in w] == [said]
+
+
 @pytest.mark.parametrize("action", ["probe", "verify"])
 def test_an_unknown_oracle_id_is_named_before_a_missing_oracle_home(
         case: tuple[Path, dict[str, str]], monkeypatch: pytest.MonkeyPatch, action: str) -> None:

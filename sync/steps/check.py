@@ -31,7 +31,9 @@ from sync.records import (
     reportdoc,
     spans,
 )
+from sync.steps import audit, surface
 from sync.steps.advance import pincopies
+from sync.steps.surface import Surface
 from sync.upstream import gitio
 
 
@@ -80,8 +82,12 @@ def findings(port: Port, *, with_audit: bool = True) -> tuple[list[Finding], lis
     out += _temp_files(port)
     if pin is not None:
         out += [Finding(text, sev) for text, sev in pincopies.findings(port, pin)]
+    surf = surface.build(port)
+    # Said here, not by the audit: such a file needs no reference checkout to be found,
+    # and CI often runs without one (the audit skipped).
+    out += [Finding(text, "warning") for text in audit.not_utf8_texts(surf)]
     if with_audit and pin is not None:
-        out += _audit(port, pin, notes)
+        out += _audit(port, pin, surf, notes)
     return [Finding(_relative(port, f.text), f.severity) for f in out], notes
 
 
@@ -263,9 +269,7 @@ def _carried(port: Port, ref: gitio.Reference) -> list[Finding]:
     return [Finding(str(exc)) for exc in carryover.mistyped(path, port.rel(path), record, ref)]
 
 
-def _audit(port: Port, pin: pins.Pin, notes: list[str]) -> list[Finding]:
-    from sync.steps import audit, surface
-
+def _audit(port: Port, pin: pins.Pin, surf: Surface, notes: list[str]) -> list[Finding]:
     try:
         prefs = port.preferences()
     except MalformedRecord as exc:
@@ -282,10 +286,8 @@ def _audit(port: Port, pin: pins.Pin, notes: list[str]) -> list[Finding]:
         return [Finding(f"per-file pin audit not run: {exc} (or pass --no-audit)",
                         "warning")]
     out = _carried(port, ref)
-    surf = surface.build(port)
     result = audit.run_audit(port, ref, pin.commit, f"{prefs.remote}/{prefs.branch}", surf)
-    # Read with replacement characters here, such a file is refused where it is written.
-    out += [Finding(text, "warning") for text in result.not_utf8]
+    # `result.not_utf8` is `findings`' warning already (it is said with or without the audit).
     if not result.control_ok:
         out.append(Finding("per-file pin audit: the positive control failed (a header citing the "
                            "pin did not come out at-pin) — the header probe is broken"))
