@@ -6,8 +6,12 @@ the one place, so such a value can never start a line, a heading, a list item, a
 cell, a link, an HTML comment or a pin span wherever it lands:
 
 - no line break of any kind: every character `str.splitlines` breaks at (LF, CR, VT, FF,
-  FS, GS, RS, NEL, LS, PS) and every other run of whitespace becomes one space; other
-  control characters and bidirectional overrides become U+FFFD;
+  FS, GS, RS, NEL, LS, PS) and every other run of whitespace becomes one space;
+- nothing that does not show: every other character that does not print (`str.isprintable`:
+  control characters, zero-width and other format characters, the bidi marks, overrides
+  and isolates, tag characters, private-use and unassigned code points) is written as its
+  escape (`\\u200b`, as Python writes it), so a reviewer sees it where it would hide or
+  reorder text (before a `#`, inside a `](`);
 - outside code spans `<` becomes `&lt;`, so no `<!--` (a comment, a pin span) or tag is
   ever written, not even backslash-escaped;
 - markdown's openers are backslash-escaped: `[ ]` (links), `|` (table cells), `>`, `\\`,
@@ -27,9 +31,6 @@ import re
 
 SUBJECT_MAX = 300
 
-# What else must not reach a record: C0/C1 controls (NUL, ESC...) and the bidirectional
-# overrides and isolates that make a line display other than it reads.
-_HIDDEN = re.compile("[\x00-\x08\x0e-\x1b\x7f-\x84\x86-\x9f\u202a-\u202e\u2066-\u2069]")
 _ENTITY = re.compile(r"&(?=#?[0-9A-Za-z]+;)")  # split at it: the `&` itself is consumed
 _OPENERS = "\\[]|>"
 _ENTITIES = {"<": "&lt;"}
@@ -48,9 +49,15 @@ _CODE_UNSAFE = re.compile(r"[`|\\]|<!|-->")
 
 
 def flat(text: str) -> str:
-    """`text` as one line: whitespace runs (line breaks of every kind) become one space."""
+    """`text` as one line: whitespace runs (line breaks of every kind) become one space, and
+    a character that would not show is shown as its escape."""
     one = " ".join(text.split())
-    return _HIDDEN.sub("\ufffd", one) if _HIDDEN.search(one) else one
+    # isprintable is one C pass: the per-character pass runs only for a value that needs it.
+    return one if one.isprintable() else "".join(map(_shown, one))
+
+
+def _shown(char: str) -> str:
+    return char if char.isprintable() else char.encode("unicode_escape").decode("ascii")
 
 
 def _escaped(text: str, table: dict[int, str]) -> str:

@@ -19,6 +19,7 @@ from sync.port import Port
 from sync.records import cycle
 from sync.records.config import Rule
 from sync.records.decisions import Decision
+from sync.records.mdtext import flat
 from sync.steps import classify, coarse, evidence, pick, queue, report, surface, symbols
 from sync.steps.classify import Entry, Verdict
 from sync.upstream import gitio, history, patch
@@ -196,7 +197,7 @@ def _rules_head(d: Derivation) -> str:
 def render(d: Derivation) -> list[str]:
     c, e = d.commit, d.entry
     pr = f"vllm#{c.pr}" if c.pr is not None else "(no PR)"
-    lines = [f"{short(c.sha)} {pr} {' '.join(c.subject.split())}", f"{_where(d)}, {c.date}"]
+    lines = [f"{short(c.sha)} {pr} {flat(c.subject)}", f"{_where(d)}, {c.date}"]
     if d.decision is not None:
         by = " ".join(x for x in (d.decision.by or "recorded", d.decision.at) if x)
         lines.append(f"decision: {d.decision.disposition}: {d.decision.reason} "

@@ -33,7 +33,7 @@ from sync.infra.errors import MalformedRecord, UsageError
 from sync.port import Port
 from sync.records import cycle
 from sync.records.decisions import ALL
-from sync.records.mdtext import one_line
+from sync.records.mdtext import flat, one_line
 from sync.steps import carry, surface
 from sync.steps.classify import AUTO, Entry
 from sync.steps.evidence import parse_ranges
@@ -590,7 +590,7 @@ def _write_patch(directory: Path, p: _Patch) -> str:
 def _write_patch_files(directory: Path, p: _Patch) -> str:
     e = p.entry
     pr = f"vllm#{e.pr} " if e.pr is not None else ""
-    title = f"# {p.index}. {e.sha} {pr}{' '.join(e.subject.split())}"
+    title = f"# {p.index}. {e.sha} {pr}{flat(e.subject)}"
     head = [title, *(f"# {d.command}" for d in p.own)]
     head += [f"#   {d.upstream_path}: {m.label}"
              for d in p.own for m in d.definitions]
@@ -660,7 +660,7 @@ def render(q: Queue) -> list[str]:
         state = "ledgered" if it.ledgered else "open"
         if it.carried_since:
             state += f"; carried since {it.carried_since}"
-        lines.append(f"{it.index}. `{short(e.sha)}` {pr} {' '.join(e.subject.split())} [{state}]")
+        lines.append(f"{it.index}. `{short(e.sha)}` {pr} {flat(e.subject)} [{state}]")
         for p in it.pins:
             pin = f" @ {p.sha}" if p.sha else ""
             lines.append(f"   {p.port_file}: {p.upstream_path}{pin} ({p.status})")

@@ -19,7 +19,7 @@ from typing import Any, Literal, cast, get_args
 
 from sync.records.decisions import ALL, Disposition
 from sync.records.mdtext import SUBJECT_MAX as SUBJECT_MAX
-from sync.records.mdtext import code, one_line
+from sync.records.mdtext import code, flat, one_line
 from sync.records.mdtext import escape as escape
 from sync.records.mdtext import short_subject as short_subject
 from sync.records.mdtext import unescape as unescape
@@ -352,9 +352,10 @@ def _written_prefix(raw: str, prefix: str) -> str | None:
     """The start of `raw` that is `prefix` as some escaping wrote it (None when none is)."""
     if raw.startswith(prefix):
         return prefix
-    want = unescape(prefix)
+    # Flattened: an earlier escaping wrote the characters that do not show as they were.
+    want = flat(unescape(prefix))
     for m in _PREFIX_END.finditer(raw):
-        if unescape(raw[:m.end()]) == want:
+        if flat(unescape(raw[:m.end()])) == want:
             return raw[:m.end()]
     return None
 

@@ -76,3 +76,22 @@ def test_a_hostile_history_syncs_twice_byte_stable_and_check_passes(tmp_path: Pa
     assert not (fx.sync_dir / decisions.FILE).exists()
     text = before[0]
     assert angles_safe(text) and spans.marker_problems(text, path="r.md") == []
+
+
+def test_an_invisible_character_in_a_subject_is_shown_wherever_it_is_rendered(
+        tmp_path: Path) -> None:
+    """h2: a bidi override or zero-width space in a subject reached the report, the queue
+    and explain unseen (reversing or hiding what a reviewer reads); each shows its escape
+    there, and the JSON keeps the subject exactly."""
+    subject = "[Core] Change a \u202eniaga\u202c\u200b## x (#150)"
+    fx = build(tmp_path, extra=[(subject, {"vllm/a.py": "a = 5\n"})])
+    shown = "Change a \\u202eniaga\\u202c\\u200b## x (#150)"
+    assert run(fx.port, "sync").rc == 0
+    text = fx.report().read_text(encoding="utf-8")
+    assert shown.replace("\\", "\\\\") in text
+    assert "\u202e" not in text and "\u200b" not in text
+    doc = json.loads(fx.report().with_suffix(".json").read_text(encoding="utf-8"))
+    assert subject in [e["subject"] for e in doc["entries"]]
+    for argv in (("queue",), ("explain", fx.marks["extra0"])):
+        r = run(fx.port, *argv)
+        assert r.rc == 0 and shown in r.out and "\u202e" not in r.out, r.out + r.err

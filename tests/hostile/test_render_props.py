@@ -4,7 +4,8 @@ Each record a value from upstream or a person lands in (the report's every secti
 ledger row `ledger add` writes, an inventory annotation, the gate lines, the deviations
 lines) is rendered from generated hostile text, then read back the way the tool reads it:
 no value starts a line, a heading, a list item, a table cell, a link, a comment or a pin
-span, and what reads back is exactly what was rendered.
+span, no character in it hides or disguises what a reviewer reads (each is shown as its
+escape), and what reads back is exactly what was rendered.
 """
 
 from __future__ import annotations
@@ -29,9 +30,11 @@ from sync.upstream import history
 from sync.upstream.gitio import short
 
 from .generators import (
+    INVISIBLE,
     angles_safe,
     bare,
     budget,
+    hides_nothing,
     hostile_path,
     hostile_text,
     no_markup,
@@ -52,16 +55,30 @@ def _sha(i: int) -> str:
 @given(hostile_text)
 def test_every_escape_is_one_line_opens_nothing_and_reads_back(text: str) -> None:
     for out in (escape(text), escape(text, reason=True), cell(text)):
-        assert one_line(out) and no_markup(out), out
+        assert one_line(out) and no_markup(out) and hides_nothing(out), out
         assert unescape(out) == flat(text)
     rendered = code(text)
-    assert one_line(rendered) and angles_safe(rendered)
+    assert one_line(rendered) and angles_safe(rendered) and hides_nothing(rendered)
     if rendered.startswith("`"):
         assert rendered.count("`") == 2 and rendered[1:-1] == flat(text)
     else:
         assert no_markup(rendered) and unescape(rendered) == flat(text)
     # A reason can never end like the ` _(auto: rule)_` tail of an entry line.
     assert "_(" not in escape(text, reason=True).replace("\\_(", "")
+
+
+@pytest.mark.parametrize("char", INVISIBLE)
+def test_an_invisible_character_is_shown_as_its_escape_wherever_it_is_rendered(
+        char: str) -> None:
+    """h2: a zero-width space before `#` or inside `](`, a bidi override reversing a
+    subject, passed into the report unseen. Each is shown as its escape, in prose, a cell
+    and a path, in the text every one of them reads back to."""
+    shown = char.encode("unicode_escape").decode("ascii")
+    assert flat(f"a{char}#b") == f"a{shown}#b"
+    assert short_subject(f"{char}s") == f"{shown}s"
+    for out in (escape(f"x{char}](y)"), escape(f"{char}r", reason=True), cell(f"{char}|"),
+                code(f"vllm/a{char}.py")):
+        assert hides_nothing(out) and shown in unescape(out), out
 
 
 # -- the report: every section --------------------------------------------------------------
@@ -109,7 +126,7 @@ def test_report_renders_hostile_values_and_reads_back_only_what_it_wrote(
     assert all(x in allowed for x in rendered[1:] if x.startswith("#")), rendered
     # Only the summary table has cells; no value opens a comment, a tag or a pin span.
     assert len([x for x in rendered if x.startswith("|")]) == 2 + len(report.SECTIONS) + 1
-    assert angles_safe(text)
+    assert angles_safe(text) and hides_nothing(text)
     assert spans.marker_problems(text, path="r.md") == [] == spans.scan_text(text, path="r.md")
     # (`- [x]` opens the mechanical checks' task list: the renderer's own, not a value's.)
     assert all(not bare(prose(x), "|[]") for x in rendered if not x.startswith(("|", "- [")))
@@ -162,7 +179,7 @@ def test_a_ledger_row_of_hostile_cells_is_one_row(cells: tuple[str, str, str, st
     assert again.rows[:-1] == old.rows and len(again.rows) == len(old.rows) + 1
     assert again.rows[-1].cells == tuple(ledger.escape_cell(c) for c in cells)
     assert new.replace(row + "\n", "", 1) == LEDGER  # every other byte kept
-    assert one_line(row) and len(bare(row, "|")) == 5
+    assert one_line(row) and len(bare(row, "|")) == 5 and hides_nothing(row)
     assert "<" not in row.replace("<br>", "") and not bare(row, "[]")
     for c, got in zip(cells, again.rows[-1].cells, strict=True):
         assert [unescape(p) for p in got.split(" <br> ")] == [
@@ -189,7 +206,7 @@ def test_an_inventory_annotation_of_hostile_text_adds_one_line(
     before = [h.text for h in inv.headings]
     assert [h.text for h in again.headings] in (before, [*before[:3], title, *before[3:]])
     assert one_line(result.row) and "vllm#321" in result.row
-    assert angles_safe(result.text)
+    assert angles_safe(result.text) and hides_nothing(result.text)
     assert spans.marker_problems(result.text, path="inv.md") == []
     added = [x for x in result.text.splitlines() if x not in INVENTORY.splitlines()]
     assert all(not bare(prose(x), "|[]") for x in added)
@@ -210,6 +227,7 @@ def test_deviation_lines_of_hostile_titles_and_paths(devs: list[tuple[str, list[
     assert 1 <= len(out) <= len(devs)
     for line in out:
         assert one_line(line) and line.startswith("- §") and angles_safe(line)
+        assert hides_nothing(line)
         assert not bare(prose(line), "|[]")
 
 
@@ -224,7 +242,7 @@ def test_gate_lines_of_hostile_records(rows: list[tuple[str, str, str, str, str]
                                                      "runtime_version": text})
                for name, status, command, host, text in rows]
     text = gates.render_section(results)
-    assert len(text.splitlines()) == len(results) and angles_safe(text)
+    assert len(text.splitlines()) == len(results) and angles_safe(text) and hides_nothing(text)
     assert all(line.startswith("- `") and not bare(prose(line), "|[]")
                for line in text.splitlines())
 
@@ -249,6 +267,23 @@ def test_a_line_an_earlier_escaping_wrote_still_reads_back(subject: str) -> None
     assert [(p.disposition, p.reason, p.line) for p in back.entries] == [
         ("PORT-NOW", "r", earlier)]
     assert unescape(earlier) == unescape(line)
+
+
+@pytest.mark.parametrize("char", ["\u200b", "\u200f", "\u2060", "\ufeff", "\u00ad",
+                                  "\U000e0041"])
+def test_a_line_written_before_invisible_characters_were_shown_still_reads_back(
+        char: str) -> None:
+    """The escaping before h2 wrote a zero-width character of a subject as it was: such a
+    line is still its commit's entry (a hand edit on it is read), not an unparsed line."""
+    e = Entry(_sha(1), 1, f"[Core] x{char}# y (#1)", "PORT-NOW", "r", "ported-path", True,
+              (), ())
+    shown = char.encode("unicode_escape").decode("ascii").replace("\\", "\\\\")
+    earlier = report.entry_line(e).replace(shown, char).replace("PORT-NOW: r", "IGNORE: by hand")
+    assert char in earlier
+    back = report.read_back(f"## PORT-NOW\n\n{earlier}\n", {short(e.sha): report.entry_prefix(e)})
+    assert back.unparsed == ()
+    assert [(p.disposition, p.reason, p.line) for p in back.entries] == [
+        ("IGNORE", "by hand", earlier)]
 
 
 # -- records stored as TOML/JSON: what is written reads back exactly -------------------------
