@@ -311,7 +311,7 @@ def read(path: Path, *, rel: str, kept: Store | None = None) -> Read:
         known = kept.load().get(key) if kept is not None else None
         if isinstance(known, Read):
             return known
-        got = Read(rel, find_table(decode_record(data, rel=rel), path=rel), None)
+        got = Read(rel, _table(data, rel), None)
     except MalformedRecord as exc:
         # The message starts with "path:line: "; the line says where, the path is `rel`.
         where = f"{exc.path}:{exc.line}: " if exc.line is not None else f"{exc.path}: "
@@ -325,7 +325,11 @@ def read(path: Path, *, rel: str, kept: Store | None = None) -> Read:
 
 
 def load(path: Path, *, rel: str) -> Table:
-    return find_table(decode_record(_bytes(path, rel), rel=rel), path=rel)
+    return _table(_bytes(path, rel), rel)
+
+
+def _table(data: bytes, rel: str) -> Table:
+    return find_table(decode_record(data, rel=rel), path=rel)
 
 
 def _bytes(path: Path, rel: str) -> bytes:

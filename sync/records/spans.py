@@ -197,7 +197,7 @@ def scan(root: Path, globs: tuple[str, ...]) -> list[Span]:
     spans: list[Span] = []
     for path in files(root, globs):
         text = _read(path)
-        if "<!--" in text:
+        if text:  # "" when it holds no marker
             spans.extend(scan_text(text, path=path))
     return spans
 
@@ -227,7 +227,7 @@ def check(root: Path, globs: tuple[str, ...], pin: Pin, skip: tuple[str, ...] = 
     out: list[str] = []
     for path in files(root, globs, skip):
         text = _read(path)
-        if "<!--" in text:
+        if text:  # "" when it holds no marker
             found, marker = _scan(text, path.relative_to(root))
             out.extend(marker)
             out.extend(problems(found, pin))
