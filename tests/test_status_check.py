@@ -6,6 +6,7 @@ import json
 import os
 import re
 import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -690,6 +691,54 @@ def test_a_build_log_gc_cannot_remove_is_said_and_refused(tmp_path: Path) -> Non
     assert gc.stdout.splitlines() == [
         f"dropped {env.name}: {older[:10]} is older than {fx.pin[:10]}; {said}"]
     assert not env.exists() and log.is_file()
+
+
+def _dry_and_real(closed: Path, inside: Path, port: Path, *, mode: int = 0, as_json: bool
+                  ) -> tuple[subprocess.CompletedProcess[str], subprocess.CompletedProcess[str]]:
+    """`oracle gc --dry-run`, then `oracle gc`, with `closed` shut (run_closed); with
+    `as_json` their documents' `dry_run` key is checked and dropped from the stdout."""
+    argv = ("oracle", "gc", *(("--json",) if as_json else ()))
+    dry, real = run_closed(closed, inside, port, [(*argv, "--dry-run"), argv], mode=mode)
+    if as_json:
+        docs = [json.loads(r.stdout) for r in (dry, real)]
+        assert [d.pop("dry_run") for d in docs] == [True, False]
+        dry.stdout, real.stdout = (json.dumps(d) for d in docs)
+    return dry, real
+
+
+def test_gc_dry_run_says_what_the_run_refuses(tmp_path: Path) -> None:
+    """`oracle gc --dry-run` said "would drop" of an environment with a folder this user may
+    not list, which the run refuses (rc 3), and of one whose build log it cannot remove: the
+    dry run asks the run's own questions, removing nothing, and says what the run says (a
+    build record this user may not read is kept by both, unjudged), in text and --json."""
+    need_setpriv()
+    fx = build(tmp_path)
+    home = tmp_path / "oracles"
+    older = git(fx.reference, "rev-parse", f"{fx.pin}~1").strip()
+    closed_env, unread = _full_env(home, older), _full_env(home, STALE)  # judged unread
+    (unread / "upstream-sync-oracle.json").chmod(0)
+    pkg = closed_env / "lib/python3.11/site-packages/pkg"
+    before = _files(home)
+    dry, real = _dry_and_real(pkg, pkg / "f.txt", fx.port, as_json=True)
+    assert (dry.returncode, dry.stdout, dry.stderr) == (3, real.stdout, real.stderr)
+    dry, real = _dry_and_real(pkg, pkg / "f.txt", fx.port, as_json=False)
+    assert (dry.returncode, dry.stderr) == (3, real.stderr) and "cannot be removed" in dry.stderr
+    assert dry.stdout.splitlines() == [
+        line.replace("could not drop", "cannot drop") for line in real.stdout.splitlines()]
+    assert [line.split(":")[0] for line in dry.stdout.splitlines()] == [
+        f"cannot drop {closed_env.name}", f"kept {unread.name}"]
+    assert _files(home) == before
+    (unread / "upstream-sync-oracle.json").chmod(0o644)
+    shutil.rmtree(unread)
+    log = home / "logs" / f"{closed_env.name}.log"
+    for as_json in (True, False):
+        if not closed_env.exists():  # the JSON run dropped it
+            _full_env(home, older)
+        dry, real = _dry_and_real(home / "logs", log, fx.port, mode=0o555, as_json=as_json)
+        assert (dry.returncode, dry.stderr) == (3, real.stderr) and "build log" in dry.stderr
+        assert dry.stdout == real.stdout.replace("dropped", "would drop")
+        assert not closed_env.exists() and log.is_file()
+    assert dry.stdout.startswith(f"would drop {closed_env.name}: ")
 
 
 def test_status_names_the_blockers_advance_needs_no_measurement_for(tmp_path: Path) -> None:

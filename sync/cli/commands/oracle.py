@@ -75,7 +75,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         "target's; an adopted environment loses only its link.")
     g.add_argument("--oracle", default=oracle.CORE_ID, metavar="ID",
                    help=f"oracle id (default {oracle.CORE_ID})")
-    g.add_argument("--dry-run", action="store_true", help="say what would be dropped")
+    g.add_argument("--dry-run", action="store_true",
+                   help="say what would be dropped and what the run would refuse (exit 3 as "
+                   "it would), removing nothing")
     add_json(g)
     g.set_defaults(func=run_gc)
 

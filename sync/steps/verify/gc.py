@@ -5,11 +5,14 @@ pin's (the pin before the last advance to this one, from the state events) and t
 cycle target's are never dropped, nor one whose commit is not an ancestor of the
 previous pin (a newer candidate, another branch) or cannot be told. Every other
 `<id>-<commit10>` environment goes, with its build log; an adopted environment is a
-link, and only the link goes (the venv it names belongs to the port).
+link, and only the link goes (the venv it names belongs to the port). A dry run asks what
+the run asks before it removes anything, so it says what the run would refuse.
 """
 
 from __future__ import annotations
 
+import errno
+import os
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -25,6 +28,7 @@ from sync.steps.verify.oracle import (
     oracle_home,
     read_marker,
     recorded_commit,
+    removal_refusal,
     remove_env,
     source_path,
     usable_env,
@@ -40,14 +44,14 @@ class Entry:
     drop: bool
     why: str
     link: bool  # an adopted environment: only the link is dropped
-    # What could not be removed (a run, not a plan): `drop` is then whether it went all the
-    # same (only its build log stayed).
+    # What could not be removed (a run), or could not be (a dry run): `drop` is then whether
+    # it went all the same (only its build log stayed).
     failed: EnvironmentUnresolved | None = None
 
     def line(self, dry_run: bool) -> str:
         verb = ("would drop" if dry_run else "dropped") if self.drop else "kept"
         if self.failed is not None and not self.drop:
-            verb = "could not drop"
+            verb = "cannot drop" if dry_run else "could not drop"
         link = " (a link: the environment it names stays)" if self.drop and self.link else ""
         said = f"{verb} {self.env.name}: {self.why}{link}"
         return said if self.failed is None else f"{said}; {self.failed.message}"
@@ -120,10 +124,19 @@ def _judge(env: Path, commit: str | None, keep: dict[str, str], floor: str,
 
 def run(port: Port, prefs: Preferences, oracle_id: str, *, dry_run: bool) -> list[Entry]:
     entries = plan(port, prefs, oracle_id)
-    if dry_run:
-        return entries
     home = oracle_home(port, prefs)
-    return [_drop(e, home, oracle_id) if e.drop else e for e in entries]
+    act = _foresee if dry_run else _drop
+    return [act(e, home, oracle_id) if e.drop else e for e in entries]
+
+
+def _foresee(e: Entry, home: Path, oracle_id: str) -> Entry:
+    """What `_drop` does with `e`, removing nothing: it asks the questions `_drop` asks before
+    it removes anything (a dry run that said "would drop" of what the run refuses misled)."""
+    refused = removal_refusal(e.env)
+    if refused is not None:
+        return replace(e, drop=False, failed=refused)
+    failed = _log_refusal(e, _log(e, home, oracle_id))
+    return e if failed is None else replace(e, failed=failed)
 
 
 def _drop(e: Entry, home: Path, oracle_id: str) -> Entry:
@@ -133,16 +146,39 @@ def _drop(e: Entry, home: Path, oracle_id: str) -> Entry:
         remove_env(e.env)
     except EnvironmentUnresolved as exc:
         return replace(e, drop=False, failed=exc)
-    if e.commit is None:
-        return e
-    log = log_path(home, oracle_id, e.commit)
+    log = _log(e, home, oracle_id)
+    failed = _log_refusal(e, log)
+    if failed is None and log is not None:
+        try:
+            log.unlink(missing_ok=True)
+        except OSError as exc:  # what the check cannot foresee (an immutable file, a race)
+            failed = _log_not_removed(e, log, exc.strerror)
+    return e if failed is None else replace(e, failed=failed)
+
+
+def _log(e: Entry, home: Path, oracle_id: str) -> Path | None:
+    return log_path(home, oracle_id, e.commit) if e.commit is not None else None
+
+
+def _log_refusal(e: Entry, log: Path | None) -> EnvironmentUnresolved | None:
+    """Why the build log cannot be removed, None when it can or there is none."""
+    if log is None:
+        return None
     try:
-        log.unlink(missing_ok=True)
-    except OSError as exc:
-        return replace(e, failed=EnvironmentUnresolved(
-            f"the build log {log} of {e.env.name} cannot be removed ({exc.strerror})",
-            "give this user access to it, or remove it as the user who made it"))
-    return e
+        os.lstat(log)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:  # a logs folder this user may not search, or a file in its path
+        return _log_not_removed(e, log, exc.strerror)
+    if not os.access(log.parent, os.W_OK | os.X_OK):
+        return _log_not_removed(e, log, os.strerror(errno.EACCES))
+    return None
+
+
+def _log_not_removed(e: Entry, log: Path, why: str | None) -> EnvironmentUnresolved:
+    return EnvironmentUnresolved(
+        f"the build log {log} of {e.env.name} cannot be removed ({why})",
+        "give this user access to it, or remove it as the user who made it")
 
 
 def failure(entries: list[Entry]) -> EnvironmentUnresolved | None:

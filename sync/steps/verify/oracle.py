@@ -210,9 +210,9 @@ def remove_env(env: Path) -> None:
     is checked first. What the check cannot foresee (another user's file in a sticky folder,
     an immutable file, a race) still stops it part way, but after the build record, removed
     first: what is left never verifies."""
-    blocked = _unremovable(env)
-    if blocked is not None:
-        raise _not_removed(env, *blocked)
+    refused = removal_refusal(env)
+    if refused is not None:
+        raise refused
     try:
         if env.is_symlink():
             env.unlink()
@@ -229,6 +229,13 @@ def remove_env(env: Path) -> None:
             f"removed ({exc.strerror}); its build record is gone, so what is left is never "
             "taken for an oracle", "remove what is left of it as a user who may, then run "
             "the command again") from None
+
+
+def removal_refusal(env: Path) -> EnvironmentUnresolved | None:
+    """The refusal `remove_env` raises before it removes anything, None when it would go on.
+    `oracle gc --dry-run` asks this too, so that it says what the run would refuse."""
+    blocked = _unremovable(env)
+    return None if blocked is None else _not_removed(env, *blocked)
 
 
 def _unremovable(env: Path) -> tuple[str, str] | None:
