@@ -543,6 +543,26 @@ def test_installed_files_closed_to_this_user_are_refused_not_counted_as_modified
     assert run_cli(["--port", str(env.port), "oracle", "verify"])[0] == 0  # nothing changed
 
 
+def test_an_installed_script_closed_to_this_user_is_refused_not_passed(
+        env: World, tmp_path: Path) -> None:
+    """A mode-0 bin/vllm-add was skipped by the check for scripts that run another
+    environment's Python, so verify and adopt passed an environment whose script could be a
+    copy's: each refuses it (rc 3) naming the script, as other unreadable installed files."""
+    need_setpriv()
+    home = other_home(env, tmp_path)
+    copy = home / env.env.name
+    os.environ["SYNC_ORACLE_HOME"] = str(home)
+    script = copy / "bin" / "vllm-add"
+    assert script.is_file()
+    refusal = (f"oracle environment {copy} cannot be read: {script} (Permission denied) — "
+               "give this user access to it, or run as the user who made it")
+    argvs: list[tuple[str, ...]] = [("oracle", "verify"), ("oracle", "adopt", str(copy))]
+    results = run_closed(script, script, env.port, argvs)
+    assert [(r.returncode, r.stderr) for r in results] == [
+        (3, f"upstream-sync: error: {refusal}\n")] * 2
+    assert run_cli(["--port", str(env.port), "oracle", "verify"])[0] == 0  # nothing changed
+
+
 def test_commit_rule_messages() -> None:
     sha = "c1edac23945dac33a317da7651db4e8c274f314e"
     assert oracle_verify.commit_rule("0.2.1rc1.dev2+gc1edac239", sha) is None

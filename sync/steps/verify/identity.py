@@ -48,6 +48,7 @@ from sync.steps.verify.oracle import (
     settings,
     source_path,
     under,
+    unreadable,
     verify_commit,
 )
 from sync.steps.verify.probe import Probe, probe_env
@@ -306,12 +307,19 @@ def _files(port: Port, prefs: Preferences, p: Probe, cfg: OracleConfig,
     if f.changed:
         out.append(Mismatch("installed files", f"{len(f.changed)} installed files differ from "
                             f"the RECORD written at the install: {_few(f.changed)}", "modified"))
-    out += _tree(prefs, p, cfg, st, f)
-    for script, interpreter in installed.foreign_scripts(f, Path(p.env)):
-        out.append(Mismatch("scripts", f"bin/{script} runs {interpreter}, another "
-                            "environment's Python: this environment was copied or moved",
-                            "copied-env"))
-    return out
+    return out + _tree(prefs, p, cfg, st, f) + _scripts(f, Path(p.env))
+
+
+def _scripts(f: installed.Installed, env: Path) -> list[Mismatch]:
+    """The installed scripts run this environment's Python; one this user may not read is
+    refused, as every other unreadable installed file is (whose Python it runs is unknown)."""
+    try:
+        foreign = installed.foreign_scripts(f, env)
+    except OSError as exc:
+        raise unreadable(env, exc) from None
+    return [Mismatch("scripts", f"bin/{script} runs {interpreter}, another environment's "
+                     "Python: this environment was copied or moved", "copied-env")
+            for script, interpreter in foreign]
 
 
 def _tree(prefs: Preferences, p: Probe, cfg: OracleConfig, st: Settings,

@@ -159,15 +159,17 @@ def _blob_matches(path: Path, sha1_blob: str, tree_id: str) -> bool:
 
 
 def foreign_scripts(inst: Installed, env: Path) -> list[tuple[str, str]]:
-    """(script, interpreter) for each installed script that runs another env's Python."""
+    """(script, interpreter) for each installed script that runs another env's Python. A
+    script this user may not read raises its OSError: which Python it runs cannot be told,
+    and the caller refuses the environment (it was skipped, and the check passed)."""
     home = env.resolve()
     out: list[tuple[str, str]] = []
     for script in inst.scripts:
         try:
             with open(script, "rb") as fh:
                 first = fh.readline(4096).decode("utf-8", "replace").strip()
-        except OSError:
-            continue
+        except (FileNotFoundError, NotADirectoryError):
+            continue  # a script that is not there runs no Python at all
         interpreter = first[2:].split()[0] if first.startswith("#!") and first[2:].split() \
             else ""
         if "python" in Path(interpreter).name and \
