@@ -213,26 +213,51 @@ def deferred(text: str, path: str = "") -> tuple[Deferred, ...]:
         return ()
     rest = lines.outside([(start - LEAD_LINES, start + len(para)) for start, _t, para in found])
     named = [(start, body, _words(" ".join(para))) for start, body, para in found]
-    # Only the paragraphs' own words need looking up outside them: a word that is not even
-    # a substring of the rest is not one of its words, and then the rest need not be split.
+    # Only the paragraphs' own words need looking up outside them, and only in the tokens
+    # that hold one (a word of a token is a substring of it): the rest is never split into
+    # tokens as a whole (that was half the scan of a long file).
     wanted = set().union(*(words for _s, _b, words in named))
-    low = rest.lower()
-    if any(w in low for w in wanted):
-        outside = _words(" ".join(_holding(set(_TOKEN.findall(rest)), wanted)))
+    outside = _used(rest, wanted)
+    if outside:
         named = [(s, b, words - outside) for s, b, words in named]
     return tuple(Deferred(start, body, frozenset(words)) for start, body, words in named)
 
 
-def _holding(tokens: set[str], wanted: set[str]) -> list[str]:
-    """The tokens that hold one of the words, compared lower-cased (a word of a token is a
-    substring of it: only those need splitting).
+_WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+_RUN = re.compile(r"[A-Za-z0-9_]*")
 
-    One search over the tokens joined, not one per token: the words are lower-case word
-    characters, so no match crosses the newline between two tokens, and every token that
-    holds one has a match of its own. Tokens are ASCII, so lowering keeps their offsets."""
-    toks = list(tokens)
-    joined = "\n".join(toks).lower()
-    starts = list(itertools.accumulate((len(t) + 1 for t in toks), initial=0))
-    found = re.compile("|".join(map(re.escape, sorted(wanted))))
-    hit = {bisect.bisect_right(starts, m.start()) - 1 for m in found.finditer(joined)}
-    return [toks[i] for i in sorted(hit)]
+
+def _used(rest: str, wanted: set[str]) -> set[str]:
+    """The words of `wanted` that are words of a token of `rest`.
+
+    Each occurrence of a word in the lower-cased rest is looked up in the run of word
+    characters around it, whose token (from its first letter: `_TOKEN`) is the only one
+    that can hold it there. Tokens are ASCII, so their offsets are the lowered text's own
+    whenever lowering kept the length (else every token is split, as `_words` does)."""
+    low = rest.lower()
+    if len(low) != len(rest):
+        return wanted & _words(rest)
+    known: dict[str, set[str]] = {}
+    used: set[str] = set()
+    for word in wanted:
+        at = low.find(word)
+        while at >= 0:
+            token, end = _token_around(rest, at)
+            if token and word in known.setdefault(token, _words(token)):
+                used.add(word)
+                break
+            at = low.find(word, end)
+    return used
+
+
+def _token_around(text: str, at: int) -> tuple[str, int]:
+    """The token of the run of word characters holding offset `at` ("" when there is
+    none), and the offset to search on from (the run's end, or just after `at`)."""
+    start = at
+    while start > 0 and text[start - 1] in _WORD_CHARS:
+        start -= 1
+    m = _RUN.match(text, at)
+    end = at if m is None else m.end()
+    run = text[start:end]
+    letter = next((i for i, c in enumerate(run) if c.isalpha()), None)
+    return ("" if letter is None else run[letter:]), max(end, at + 1)
