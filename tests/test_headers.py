@@ -11,6 +11,7 @@ from sync.headers import citations as headers
 from sync.headers.citations import Citation, Header, inline_citations, parse_header
 from sync.headers.verify import classify_shas
 from sync.infra.errors import EnvironmentUnresolved, SyncError, UsageError
+from sync.steps import scan
 from sync.upstream import gitio
 
 PIN = "5559679229bc961848b121ccdeaa8fa5d79bec98"
@@ -474,6 +475,24 @@ def test_fuzz_structured(parts: list[str], path: str) -> None:
     assert all(c.sha is None or 7 <= len(c.sha) <= 40 for c in h.citations)
     assert h.kind != "NONE" or not h.citations
     assert all(p.endswith(".py") for p in inline_citations(text))
+
+
+def test_a_body_citation_with_anchors_is_cited_at_its_own_line() -> None:
+    text = ("// Ported from vllm/a.py @ e24d1b24\n\nint f;\n\n"
+            "// Ported from: vllm/b.py:5 (do_g).\nint g;\r\n// Ported from: vllm/c.py:7\n")
+    found = scan.scan_text("a.cpp", text, ("vllm/",))
+    assert [(up, line) for (up, _at, _a), line
+            in zip(found.inline.anchored, found.anchored_lines, strict=True)] == [
+        ("vllm/b.py", 5), ("vllm/c.py", 7)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(TOKENS, max_size=60))
+def test_fuzz_anchored_lines(parts: list[str]) -> None:
+    text = "".join(parts)
+    found = scan.scan_text("a.cpp", text, ("vllm/",))
+    assert found.anchored_lines == tuple(text.count("\n", 0, at) + 1
+                                         for _up, at, _a in found.inline.anchored)
 
 
 @settings(max_examples=300, deadline=None)

@@ -39,19 +39,25 @@ class FileScan:
     # Not UTF-8: the first bad byte's line and what it is (`atomic.not_utf8`); the file was
     # read with replacement characters (bump-headers refuses it).
     not_utf8: tuple[int, str] | None = None
-    newlines: tuple[int, ...] = ()  # offsets of the text's line breaks (for `line_at`)
-
-    def line_at(self, offset: int) -> int:
-        """The 1-based line of an offset into the scanned text."""
-        return bisect_right(self.newlines, offset - 1) + 1 if offset > 0 else 1
+    # The 1-based line of each of `inline.anchored`, in its order (not every line break:
+    # they were half of what the cache stored).
+    anchored_lines: tuple[int, ...] = ()
 
 
 def scan_text(rel: str, text: str, mirrored: tuple[str, ...]) -> FileScan:
     inline = headers.inline_paths(text, mirrored)
     first = tuple((up, _line_of(text, up)) for up in sorted(inline.cited | inline.mentioned))
-    breaks = tuple(m.start() for m in _NEWLINE.finditer(text)) if inline.anchored else ()
     return FileScan(headers.parse_header(text, rel), inline, first,
-                    deferred_mod.deferred(text, rel), newlines=breaks)
+                    deferred_mod.deferred(text, rel), anchored_lines=_lines_at(
+                        text, [at for _up, at, _a in inline.anchored]))
+
+
+def _lines_at(text: str, offsets: list[int]) -> tuple[int, ...]:
+    """The 1-based line of each offset into `text`."""
+    if not offsets:
+        return ()
+    breaks = [m.start() for m in _NEWLINE.finditer(text)]
+    return tuple(bisect_right(breaks, at - 1) + 1 if at > 0 else 1 for at in offsets)
 
 
 def _line_of(text: str, needle: str) -> int:
