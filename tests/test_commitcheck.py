@@ -49,6 +49,17 @@ def test_mixed_commit_fails_naming_both_sides(fx: Fixture) -> None:
          "sync_paths": [".agents/upstream-sync.md"], "feature_paths": ["src/x.cpp"]}]}
 
 
+def test_a_subject_or_path_never_reaches_the_terminal_raw(fx: Fixture) -> None:
+    sha = commit(fx, "Sync \x1b[2J and a \x07feature", {
+        ".agents/upstream-sync.md": protocol_edit(fx), "src/x\x1b.cpp": "int x = 1;\n"})
+    r = run(fx.port, "check-commit")
+    assert r.rc == 7 and "\x1b" not in r.out and "\x07" not in r.out
+    assert r.out == (f"{sha[:10]} Sync \\x1b[2J and a \\x07feature: mixes sync records "
+                     "(.agents/upstream-sync.md) with feature work (src/x\\x1b.cpp)\n")
+    doc = json.loads(run(fx.port, "check-commit", "--json").out)
+    assert doc["commits"][0]["subject"] == "Sync \x1b[2J and a \x07feature"
+
+
 def test_separate_commits_pass(fx: Fixture) -> None:
     base = port_git(fx.port, "rev-parse", "HEAD").strip()
     commit(fx, "Sync: note in the protocol", {".agents/upstream-sync.md": protocol_edit(fx)})

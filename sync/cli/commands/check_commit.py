@@ -6,6 +6,7 @@ import argparse
 
 from sync.cli.context import Context, add_json
 from sync.infra.errors import CheckFailed
+from sync.records.mdtext import flat
 from sync.steps.commitcheck import offenders
 from sync.upstream.gitio import short
 
@@ -28,7 +29,9 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
             for s, subj, o, f in bad]})
     else:
         for sha, subject, owned, feature in bad:
-            ctx.say(f"{short(sha)} {subject}: mixes sync records ({_listed(owned)}) with "
+            # A subject (and a path) is a person's text: a control character in it must not
+            # reach the terminal as one.
+            ctx.say(f"{short(sha)} {flat(subject)}: mixes sync records ({_listed(owned)}) with "
                     f"feature work ({_listed(feature)})")
     if bad:
         raise CheckFailed(f"{len(bad)} commit(s) mix a sync cycle with feature work",
@@ -46,4 +49,4 @@ SHOWN = 5  # paths named per list in the text (--json lists every one)
 def _listed(paths: list[str]) -> str:
     """The first paths and how many more: a snapshot commit touches thousands."""
     more = f" and {len(paths) - SHOWN} more (--json lists them)" if len(paths) > SHOWN else ""
-    return ", ".join(paths[:SHOWN]) + more
+    return ", ".join(map(flat, paths[:SHOWN])) + more
