@@ -104,5 +104,15 @@ def one_line(line: str) -> str:
 
 
 def short_subject(subject: str) -> str:
+    """The subject flat, cut to SUBJECT_MAX characters with an ellipsis; a cut falls between
+    two of the subject's characters, never inside the escape one is shown as."""
     one = flat(subject)
-    return one if len(one) <= SUBJECT_MAX else one[: SUBJECT_MAX - 1] + "…"
+    if len(one) <= SUBJECT_MAX:
+        return one
+    kept, room = [], SUBJECT_MAX - 1
+    for shown in map(_shown, " ".join(subject.split())):
+        room -= len(shown)
+        if room < 0:
+            break
+        kept.append(shown)
+    return "".join(kept) + "…"

@@ -11,6 +11,7 @@ escape), and what reads back is exactly what was rendered.
 from __future__ import annotations
 
 import hashlib
+import itertools
 
 import pytest
 from hypothesis import assume, given
@@ -22,7 +23,7 @@ from sync.infra.errors import SyncError, UsageError
 from sync.records import events, gates, inventory, ledger, paragraph, spans
 from sync.records.decisions import ALL
 from sync.records.deviations import Deviation, touched
-from sync.records.mdtext import cell, code, escape, flat, short_subject, unescape
+from sync.records.mdtext import SUBJECT_MAX, cell, code, escape, flat, short_subject, unescape
 from sync.steps import report
 from sync.steps.classify import Entry
 from sync.steps.surface import Surface
@@ -79,6 +80,20 @@ def test_an_invisible_character_is_shown_as_its_escape_wherever_it_is_rendered(
     for out in (escape(f"x{char}](y)"), escape(f"{char}r", reason=True), cell(f"{char}|"),
                 code(f"vllm/a{char}.py")):
         assert hides_nothing(out) and shown in unescape(out), out
+
+
+@given(st.text(max_size=20), st.sampled_from(INVISIBLE),
+       st.integers(SUBJECT_MAX - 15, SUBJECT_MAX))
+def test_a_long_subject_is_cut_between_characters_never_inside_an_escape(
+        tail: str, char: str, at: int) -> None:
+    subject = "s" * at + char + tail + "x" * SUBJECT_MAX
+    out = short_subject(subject)
+    assert len(out) <= SUBJECT_MAX and out.endswith("…")
+    # The kept text is the escapes of the first k characters, for the largest k that fits.
+    shown = [flat(c) if not c.isspace() else " " for c in " ".join(subject.split())]
+    ends = list(itertools.accumulate(map(len, shown)))
+    k = max(i for i, end in enumerate([0, *ends]) if end <= SUBJECT_MAX - 1)
+    assert out[:-1] == "".join(shown[:k])
 
 
 # -- the report: every section --------------------------------------------------------------
