@@ -19,10 +19,12 @@ Nothing is kept unless it is certain to be repeatable. A run is not recorded whe
 wrote anything (a record, a report: files created and removed within the run, the port
 lock and the cache aside), ran a program other than git or forked, read the clock
 (`unrepeatable`, called by `infra.clock`), met the port lock held by another run, ended
-in an internal error or an interruption, or when an input changed while it ran or was
-modified less than `RACY_NS` before it began (a later edit within the file system's
-timestamp granularity could leave its signature as it was). Anything unreadable or
-unexpected here means the command simply runs. `SYNC_CACHE_DIR=off` turns this off,
+in an internal error or an interruption, or when an input was modified less than
+`RACY_NS` before it began (a later edit within the file system's timestamp granularity
+could leave its signature as it was). An input that changes while the run reads it needs
+no second look: its signature was taken before it was read, and any change since moves
+its change time, so that memo never replays (the run is computed again). Anything
+unreadable or unexpected here means the command simply runs. `SYNC_CACHE_DIR=off` turns this off,
 as it does the cache; memos live in the cache's folder, under `runs/`, and are safe to
 delete.
 """
@@ -455,7 +457,7 @@ class _Recorder:
         if self.why is None and code not in _CODES:
             self.why = f"it exited {code}"
         if self.why is None:
-            self.why = self._moved()
+            self.why = self._unsettled()
         if self.why is not None:
             return f"not kept: {self.why}"
         if self.plan.debug:
@@ -465,15 +467,17 @@ class _Recorder:
                "output": self.output}
         return _store(self.plan, doc)
 
-    def _moved(self) -> str | None:
-        """Why the inputs as they are now cannot stand for what the run read, if they
-        cannot: one changed while it ran, or was modified just before."""
+    def _unsettled(self) -> str | None:
+        """Why the inputs cannot stand for what the run read, if they cannot: it left a
+        file it wrote, or one was modified just before it ran.
+
+        The inputs are not signed a second time (that was a fifth of a computing `status`
+        on a real checkout): one that changed since it was signed no longer matches its
+        signature, and a replay signs every input before it trusts the memo."""
         left = sorted(p for p in self.created if signature(p)[0] >= 0)
         if left:
             return f"it wrote {left[0]}"
         for path, sig in self.inputs.items():
-            if signature(path, path in self.probed) != sig:
-                return f"{path} changed while it ran"
             # A later change sets the modification time anew: one well before the run
             # cannot come back; one as recent as the file system's granularity could (of
             # a link and of its target).
