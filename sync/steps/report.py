@@ -10,6 +10,7 @@ Notes section (kept as is).
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections import Counter
@@ -44,13 +45,26 @@ NOTES = "Notes"
 NONE = "_None._"
 
 def entry_prefix(e: Entry) -> str:
-    pr = f"vllm#{e.pr}" if e.pr is not None else "(no PR)"
-    return f"- `{short(e.sha)}` {pr} {escape(short_subject(e.subject))} — "
+    return _prefix(e.sha, e.pr, e.subject)
 
 
 def entry_line(e: Entry) -> str:
-    tail = f" _(auto: {escape(e.rule, reason=True)})_" if e.auto and e.rule else ""
-    return f"{entry_prefix(e)}{e.disposition}: {escape(e.reason, reason=True)}{tail}"
+    return _line(entry_prefix(e), e.disposition, e.reason, e.rule, e.auto)
+
+
+# A run renders each entry's line up to three times (reading the report back, rebuilding
+# what the last run wrote from its JSON, writing the report), escaping its subject and
+# reason each time: the line is kept by what it is made of.
+@functools.cache
+def _prefix(sha: str, pr: int | None, subject: str) -> str:
+    shown = f"vllm#{pr}" if pr is not None else "(no PR)"
+    return f"- `{short(sha)}` {shown} {escape(short_subject(subject))} — "
+
+
+@functools.cache
+def _line(prefix: str, disposition: str, reason: str, rule: str | None, auto: bool) -> str:
+    tail = f" _(auto: {escape(rule, reason=True)})_" if auto and rule else ""
+    return f"{prefix}{disposition}: {escape(reason, reason=True)}{tail}"
 
 
 @dataclass(frozen=True)
