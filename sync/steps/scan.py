@@ -11,9 +11,7 @@ cached (its time stamp could then hide a second change, as git's index knows).
 from __future__ import annotations
 
 import os
-import re
 import time
-from bisect import bisect_right
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -24,7 +22,6 @@ from sync.infra import atomic, fanout
 from sync.infra.cache import Store, digest
 
 RACY_S = 2.0
-_NEWLINE = re.compile("\n")
 _STORE = "scan"
 
 
@@ -54,10 +51,12 @@ def scan_text(rel: str, text: str, mirrored: tuple[str, ...]) -> FileScan:
 
 def _lines_at(text: str, offsets: list[int]) -> tuple[int, ...]:
     """The 1-based line of each offset into `text`."""
-    if not offsets:
-        return ()
-    breaks = [m.start() for m in _NEWLINE.finditer(text)]
-    return tuple(bisect_right(breaks, at - 1) + 1 if at > 0 else 1 for at in offsets)
+    lines: dict[int, int] = {}
+    pos, line = 0, 1
+    for at in sorted(set(offsets)):  # counted on from the last: each newline once, in C
+        line += text.count("\n", pos, at)
+        lines[at], pos = line, at
+    return tuple(lines[at] for at in offsets)
 
 
 def _line_of(text: str, needle: str) -> int:
