@@ -243,7 +243,9 @@ def _used(rest: str, wanted: set[str]) -> set[str]:
         at = low.find(word)
         while at >= 0:
             token, end = _token_around(rest, at)
-            if token and word in known.setdefault(token, _words(token)):
+            if token and token not in known:
+                known[token] = _words(token)
+            if token and word in known[token]:
                 used.add(word)
                 break
             at = low.find(word, end)
