@@ -87,7 +87,8 @@ class _Range:
     stats: history.RangeStats
     surf: surface.Surface
     divergent: bool
-    symbols: evidence.Pass = field(default_factory=evidence.Pass)
+    symbols: evidence.Pass
+    tree: gitio.Started  # the checkout's `git status`, begun with the range's log
 
 
 @dataclass(frozen=True)
@@ -269,15 +270,17 @@ def _enumerate(port: Port, frame: _Frame, notes: Notes | None) -> _Range:
     if notes is not None:
         notes.progress(f"enumerating {short(base)}..{short(target)} in {ref.path}")
     # git enumerates while Python reads the port's headers: the two overlap on 2 cores.
+    # The checkout's status too, read only when the report is assembled.
     log_job = history.begin_log(ref, base, target)
     stats_job = history.begin_stats(ref, base, target)
+    tree_job = health.begin_tree(ref)
     surf = surface.build(port)
     commits = history.finish_log(log_job)
     stats = history.finish_stats(stats_job, len(commits))
     surf = surface.aliased(surf, (p for c in commits for p in c.paths))
     # The symbol pass: one patch listing and one blob read, whatever the range.
     found = evidence.gather(ref, commits, surf, base, notes)
-    return _Range(commits, stats, surf, divergent, found)
+    return _Range(commits, stats, surf, divergent, found, tree_job)
 
 
 def _classify(port: Port, rng: _Range,
@@ -387,7 +390,7 @@ def _assemble(port: Port, frame: _Frame, rng: _Range, earlier: _Earlier, req: Cy
         date=c.frozen_at[:10], pin=frame.pin.commit, pin_runtime=frame.pin.runtime_version,
         target=c.target, target_ref=c.target_ref,
         reference_head=gitio.head_sha(frame.ref) or "",
-        reference_dirty=not (state := _reference_state(port, frame)).startswith("clean"),
+        reference_dirty=not (state := _reference_state(port, frame, rng.tree)).startswith("clean"),
         reference_state=state,
         stats=rng.stats, state=req.state or earlier.state,
         entries=tuple(entries),
@@ -431,10 +434,10 @@ def watched_lines(commits: list[history.Commit], surf: surface.Surface) -> tuple
                  for path, shas in sorted(changed.items()))
 
 
-def _reference_state(port: Port, frame: _Frame) -> str:
-    """The checkout's work tree and its upstream branch against the pin (its objects were
-    checked before the target was frozen)."""
-    t = health.tree(frame.ref)
+def _reference_state(port: Port, frame: _Frame, tree: gitio.Started) -> str:
+    """The checkout's work tree (`tree`: its status, begun earlier) and its upstream branch
+    against the pin (its objects were checked before the target was frozen)."""
+    t = health.finish_tree(frame.ref, tree)
     u = health.upstream(frame.ref, frame.pin.commit, port.upstream_ref)
     state = t.describe()
     if u.relation == "behind":

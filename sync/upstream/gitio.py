@@ -242,13 +242,13 @@ class Started:
                                       stderr=self._err, stdin=subprocess.DEVNULL,
                                       env=clean_env(repo))
 
-    def wait(self) -> bytes:
-        """The process's stdout; EnvironmentUnresolved when it failed."""
+    def wait(self, check: bool = True) -> bytes:
+        """The process's stdout; EnvironmentUnresolved when it failed (`check`)."""
         try:
             code = self._proc.wait()
             self._err.seek(0)
             err = self._err.read()
-            if code != 0:
+            if code != 0 and check:
                 _fail(self.repo, self.args, err)
             self._out.seek(0)
             return self._out.read()
