@@ -207,10 +207,11 @@ def assess(ref: gitio.Reference, pin: str, upstream_ref: str, *,
            target: str | None = None) -> Health:
     """The checkout's health against `pin` and `upstream_ref` (`target`: the range end whose
     objects must be readable; the upstream tip by default)."""
-    t = tree(ref)
+    job = begin_tree(ref)  # the status runs while the other questions are asked
     u = upstream(ref, pin, upstream_ref)
     end = target or (u.tip if u.relation == "ahead" else None)
     o = objects(ref, pin, end) if end and end != pin else None
+    t = finish_tree(ref, job)
     remote, _, branch = upstream_ref.partition("/")
     error = objects_error(o, ref.path, pin, end) if o and end else None
     problems = [p for p in (upstream_problem(u, remote, branch),
