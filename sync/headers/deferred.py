@@ -13,6 +13,7 @@ import bisect
 import functools
 import itertools
 import re
+import string
 from dataclasses import dataclass
 
 _MARK = re.compile(
@@ -223,8 +224,7 @@ def deferred(text: str, path: str = "") -> tuple[Deferred, ...]:
     return tuple(Deferred(start, body, frozenset(words)) for start, body, words in named)
 
 
-_WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
-_RUN = re.compile(r"[A-Za-z0-9_]*")
+_WORD_CHARS = frozenset(string.ascii_letters + string.digits + "_")  # what `_TOKEN` spans
 
 
 def _used(rest: str, wanted: set[str]) -> set[str]:
@@ -254,12 +254,12 @@ def _used(rest: str, wanted: set[str]) -> set[str]:
 
 def _token_around(text: str, at: int) -> tuple[str, int]:
     """The token of the run of word characters holding offset `at` ("" when there is
-    none), and the offset to search on from (the run's end, or just after `at`)."""
-    start = at
+    none: the run is digits and `_` only), and the offset to search on from (the run's
+    end, or just after `at`)."""
+    start = end = at
     while start > 0 and text[start - 1] in _WORD_CHARS:
         start -= 1
-    m = _RUN.match(text, at)
-    end = at if m is None else m.end()
-    run = text[start:end]
-    letter = next((i for i, c in enumerate(run) if c.isalpha()), None)
-    return ("" if letter is None else run[letter:]), max(end, at + 1)
+    while end < len(text) and text[end] in _WORD_CHARS:
+        end += 1
+    token = _TOKEN.search(text, start, end)  # the run's one token: from its first letter
+    return ("" if token is None else token.group()), max(end, at + 1)
