@@ -338,8 +338,7 @@ def _hand_edits(back: report.ReadBack, seen: _LastRun,
         last = seen.written.get(e.sha, report.entry_line(e))
         # A line that reads back as the one written (an earlier version's escaping, or its
         # spaces moved by an editor's wrap) is no edit.
-        if e.sha == seen.decided_now or _words(report.unescape(pe.line)) == _words(
-                report.unescape(last)):
+        if e.sha == seen.decided_now or _reads_as(pe.line, last):
             continue
         if pe.auto_rule is not None and (pe.disposition, pe.reason) == (e.disposition, e.reason):
             continue  # only the escaping or the auto tag's text differs: nothing was decided
@@ -357,13 +356,14 @@ def _edited(back: report.ReadBack, entries: list[classify.Entry]) -> bool:
     nothing; a decided one says its decision): the last run's JSON, all of it, need not be
     read to rebuild the lines it wrote (a tenth of a 3,000-commit re-run)."""
     now = {short(e.sha): e for e in entries}
-    return any(_words(report.unescape(pe.line)) != _words(report.unescape(report.entry_line(
-        now[short(pe.sha_prefix)]))) for pe in back.entries)
+    return not all(_reads_as(pe.line, report.entry_line(now[short(pe.sha_prefix)]))
+                   for pe in back.entries)
 
 
-def _words(line: str) -> str:
-    """A line without its whitespace: what a hand edit must change to decide anything."""
-    return "".join(line.split())
+def _reads_as(line: str, written: str) -> bool:
+    """Whether a report line reads back as `written`: unescaped, its whitespace aside (what
+    a hand edit must change to decide anything)."""
+    return "".join(report.unescape(line).split()) == "".join(report.unescape(written).split())
 
 
 def _previous_lines(port: Port, json_path: Path) -> dict[str, str]:
