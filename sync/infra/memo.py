@@ -24,9 +24,9 @@ in an internal error or an interruption, or when an input was modified less than
 could leave its signature as it was). An input that changes while the run reads it needs
 no second look: its signature was taken before it was read, and any change since moves
 its change time, so that memo never replays (the run is computed again). Anything
-unreadable or unexpected here means the command simply runs. `SYNC_CACHE_DIR=off` turns this off,
-as it does the cache; memos live in the cache's folder, under `runs/`, and are safe to
-delete.
+unreadable or unexpected here means the command simply runs. `SYNC_CACHE_DIR=off` turns
+this off, as it does the cache; memos live in the cache's folder, under `runs/`, and are
+safe to delete.
 """
 
 from __future__ import annotations

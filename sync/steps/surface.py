@@ -273,8 +273,8 @@ def _body_cites(rel: str, found: scan.FileScan, named: set[str]) -> list[Cite]:
     anchors is judged a mention (never PORT-NOW on its own; those no verb cites are
     references too); a statement that cites with anchors (`Ported from: x.py:165 (Sym)`
     over a struct) is judged by them, as a header's citation is."""
-    anchored = [(up, line, a) for (up, _at, a), line
-                in zip(found.inline.anchored, found.anchored_lines, strict=True) if up not in named]
+    lines = zip(found.inline.anchored, found.anchored_lines, strict=True)
+    anchored = [(up, line, a) for (up, _at, a), line in lines if up not in named]
     plain = [Cite(rel, up, line, source="inline") for up, line in found.first_lines
              if up not in named and all(up != a[0] for a in anchored)]
     return plain + [Cite(rel, up, line, a.symbols, ",".join(a.ranges) or None,
