@@ -477,6 +477,21 @@ def test_files_modified_after_the_install(env: World, tmp_path: Path,
     refused_once(rc, "", err, "files modified after the install: installed files: ")
 
 
+def test_a_script_gone_since_the_install(env: World, tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A script the RECORD lists outside site-packages (its hash is not checked: a
+    relocation rewrites its shebang) was skipped when it was gone, and verify passed an
+    environment missing bin/vllm-add: it is an installed file that differs."""
+    home = tmp_path / "venvs"
+    copied = copy_env(env.env, home / env.env.name)
+    (copied / "bin" / "vllm-add").unlink()
+    monkeypatch.setenv("SYNC_ORACLE_HOME", str(home))
+    rc, out, err = run_cli(["--port", str(env.port), "oracle", "verify"])
+    assert out == ("mismatch: installed files: 1 installed files differ from the RECORD "
+                   "written at the install: ../../../bin/vllm-add\n")
+    refused_once(rc, "", err, "files modified after the install: installed files: ")
+
+
 # -- adopt, gc, verify's commits -------------------------------------------------------------
 
 

@@ -84,15 +84,27 @@ def _check(site: Path, row: list[str]) -> bool:
         return False
 
 
+def _present(path: Path) -> bool:
+    """Whether an installed file outside site-packages is there (a broken link is not)."""
+    try:
+        return path.is_file()
+    except PermissionError:
+        raise
+    except OSError:
+        return False
+
+
 def read(dist_info: Path, module: str) -> Installed:
     """The installed distribution whose metadata is `dist_info` (a `*.dist-info` folder)."""
     record = (dist_info / "RECORD").read_bytes()
     site = dist_info.parent
     rows = _rows(record)
     # Scripts outside site-packages (`../../../bin/vllm`) carry the env's own path in their
-    # shebang, which a relocation rewrites; they are checked by `foreign_scripts` instead.
+    # shebang, which a relocation rewrites: their hash is not checked (`foreign_scripts`
+    # reads the shebang), but one that is gone is an installed file that differs.
     hashed = [r for r in rows if len(r) > 1 and r[1] and not r[0].startswith("..")]
-    changed = tuple(r[0] for r in hashed if not _check(site, r))
+    gone = [r[0] for r in rows if r[0].startswith("..") and not _present(site / r[0])]
+    changed = tuple([r[0] for r in hashed if not _check(site, r)] + gone)
     blobs: dict[str, str] = {}
     for row in rows:
         path = site / row[0]
