@@ -109,7 +109,8 @@ class ParseFailure(Exception):
 
 def outline(source: bytes) -> Outline:
     """The units of a Python blob; ParseFailure when it does not parse."""
-    text = source.decode("utf-8", "replace")
+    # A UTF-8 byte order mark is valid Python (the interpreter skips it), and no line.
+    text = source.decode("utf-8", "replace").removeprefix("\ufeff")
     try:
         tree = ast.parse(text)
     except SyntaxError as exc:
