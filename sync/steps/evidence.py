@@ -269,7 +269,7 @@ class _Blobs:
 
     def lines(self, name: str | None) -> list[str]:
         data = self.get(name)
-        return [] if data is None else data.decode("utf-8", "replace").splitlines()
+        return [] if data is None else symbols.git_lines(data.decode("utf-8", "replace"))
 
     def mover(self, a: str, b: str | None) -> _Mover:
         """Lines of blob `a` as lines of blob `b`. Several citations of one file at one SHA

@@ -117,7 +117,7 @@ def outline(source: bytes) -> Outline:
         raise ParseFailure(f"line {exc.lineno}: {exc.msg}") from None
     except (ValueError, RecursionError, MemoryError) as exc:
         raise ParseFailure(type(exc).__name__) from None
-    lines = tuple(text.splitlines())
+    lines = tuple(git_lines(text))
     units = list(_module_units(tree.body))
     owner = [-1] * max(len(lines), max((u.end for u in units), default=0))
     # Outer units come first, so an inner one overwrites the lines it owns.
@@ -131,6 +131,16 @@ def outline(source: bytes) -> Outline:
     defined = frozenset(u.name for u in units if u.kind != "statement" and "." not in u.name)
     return Outline(tuple(units), tuple(owner), lines, {k: tuple(v) for k, v in by_name.items()},
                    imported, defined)
+
+
+def git_lines(text: str) -> list[str]:
+    """The lines of `text` as git and `ast` number them: split at LF only (`str.splitlines`
+    also splits at a form feed, a vertical tab, U+2028, ..., and every line after one would
+    be read one off the line a hunk names)."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return [line.removesuffix("\r") for line in lines] if "\r" in text else lines
 
 
 def _span(node: ast.stmt) -> tuple[int, int]:
