@@ -45,3 +45,54 @@ def test_a_path_renamed_back_is_no_move_at_the_target(world: World) -> None:
     assert report_doc(world)["moves"] == []
     assert _entry(world, "back")["reason"].endswith(
         f"renamed from {AWAY} (back to the cited path), no lines changed (src/kv.cpp)")
+
+
+# -- a cited file renamed, then changed under its new name -----------------------------------------
+
+RUNNER, RENAMED, PKG, PACKAGE = ("vllm/w/runner.py", "vllm/w/gpu_runner.py", "vllm/w/attn.py",
+                                 "vllm/w/attn/__init__.py")
+CLASS = ("class Runner:\n    def step(self, b):\n        return b + 1\n\n"
+         "    def reset(self):\n        return None\n")
+LATER = (
+    Shape("rename", "[Refactor] Rename the runner", {}, rename=(RUNNER, RENAMED)),
+    Shape("step_renamed", "[Core] Step by two", {RENAMED: CLASS.replace("b + 1", "b + 2")}),
+    Shape("reset_renamed", "[Core] Reset to zero",
+          {RENAMED: CLASS.replace("b + 1", "b + 2").replace("None", "0")}),
+    Shape("to_package", "[Refactor] attn becomes a package", {}, rename=(PKG, PACKAGE)),
+    Shape("step_package", "[Core] Step by three", {PACKAGE: CLASS.replace("b + 1", "b + 3")}),
+)
+
+
+def _later_port_files(marks: dict[str, str]) -> dict[str, str]:
+    pin = marks["pin"][:10]
+    line = CLASS.splitlines().index("        return b + 1") + 1
+    return {"src/step.cpp": f"// Ported from: {RUNNER}::Runner.step @ {pin}\nint s;\n",
+            "src/lines.cpp": f"// Ported from: {RUNNER}:{line} @ {pin}\nint l;\n",
+            "src/attn.cpp": f"// Ported from: {PKG}::Runner.step @ {pin}\nint a;\n"}
+
+
+@pytest.fixture(scope="module")
+def later(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    files = {RUNNER: CLASS, PKG: CLASS, "README.md": "fake vllm\n"}
+    with synced(lambda: build_plan(tmp_path_factory.mktemp("later"),
+                                   Plan(files, LATER, _later_port_files))) as w:
+        yield w
+
+
+def test_a_change_under_the_new_name_of_a_renamed_cited_file_is_judged_by_its_citations(
+        later: World) -> None:
+    """A cited file renamed in the range (`foo.py` -> `bar.py`, or `foo.py` ->
+    `foo/__init__.py`) and changed later under its new name: the change is to what the port
+    cites, though its header still names the old path (not "not yet ported")."""
+    step = _entry(later, "step_renamed")
+    assert (step["disposition"], step["rule"]) == ("PORT-NOW", "symbol-hit")
+    assert step["reason"] == (f"{RENAMED}::Runner.step → src/lines.cpp (cites {RUNNER}), "
+                              f"src/step.cpp (cites {RUNNER})")
+    assert step["port_files"] == ["src/lines.cpp", "src/step.cpp"]
+    reset = _entry(later, "reset_renamed")
+    assert (reset["disposition"], reset["rule"]) == ("INVENTORY", "not-mirrored")
+    package = _entry(later, "step_package")
+    assert (package["disposition"], package["rule"]) == ("PORT-NOW", "symbol-hit")
+    assert package["reason"] == f"{PACKAGE}::Runner.step → src/attn.cpp (cites {PKG})"
+    assert [(m["path"], m["new_path"]) for m in report_doc(later)["moves"]] == [
+        (RUNNER, RENAMED), (PKG, PACKAGE)]

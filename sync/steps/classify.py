@@ -494,10 +494,17 @@ def _grouped(verdicts: list[Verdict], label: bool) -> str:
         else:
             keys = [f"{v.path}" + (f" ({v.why})" if label else "")]
         for k in keys:
-            groups.setdefault(k, []).append(v.cited.cite.port_file)
+            groups.setdefault(k, []).append(_citing(v))
     items = [f"{k} → {_files(fs)}" for k, fs in groups.items()]
     more = f"; +{len(items) - SHOWN} more" if len(items) > SHOWN else ""
     return "; ".join(items[:SHOWN]) + more
+
+
+def _citing(v: Verdict) -> str:
+    """The port file of a verdict, and the path it cites when that is not the changed one (a
+    file renamed earlier in the range: the citation still names the old path)."""
+    cite = v.cited.cite
+    return cite.port_file if cite.path == v.path else f"{cite.port_file} (cites {cite.path})"
 
 
 def _few(names: Iterable[str]) -> str:

@@ -239,8 +239,14 @@ class _Blobs:
                 self.want(fp.old_blob)
                 self.want(fp.new_blob)
             for c in anchored:
-                self.want(_at(c.sha, path))
-                self.want(_at(self.pin, path))
+                self.want_anchor(c, path)
+
+    def want_anchor(self, c: Cite, path: str) -> None:
+        """The blobs an anchored citation of `path` may be read in: at its SHA and at the
+        pin, under the name it gives and (a rename followed in the range) the new one."""
+        for named in dict.fromkeys((c.path, path)):
+            self.want(_at(c.sha, named))
+            self.want(_at(self.pin, named))
 
     def read(self) -> None:
         self.data = gitio.cat_blobs(self.ref, list(self.names))
@@ -304,12 +310,21 @@ def _tasks(c: history.Commit, cp: patch.CommitPatch | None, surf: Surface) -> li
     out = []
     for path in sorted(p for p in c.paths if p in surf.cites):
         fp = cp.for_path(path) if cp is not None else None
-        if fp is None:
-            continue  # listed under its other name: a rename's target that is also cited
-        if fp.new_path == path and fp.old_path in surf.cites and fp.old_path != path:
-            continue  # one rename, read once under the old (cited) name
+        if fp is None or _read_under_other_name(fp, path, surf):
+            continue
         out.append(_Task(c.sha, path, fp, replace(ctx, tests=_test_module(fp.new_path or path))))
     return out
+
+
+def _read_under_other_name(fp: patch.FilePatch, path: str, surf: Surface) -> bool:
+    """A rename of a cited path is read once, under its old name; under its new one when
+    only that is a path a citation names (renamed back to it: the old name is cited only
+    as a rename followed earlier in the range, `surface.followed`)."""
+    other = fp.old_path if fp.new_path == path else fp.new_path
+    if other is None or other == path or other not in surf.cites:
+        return False
+    new_only = surf.named(fp.new_path) and not surf.named(fp.old_path)
+    return (path == fp.new_path) != new_only
 
 
 def _test_module(path: str) -> bool:
@@ -437,11 +452,13 @@ class _Reader:
 
     def _anchor_blob(self, cite: Cite) -> tuple[str | None, str]:
         """The blob an anchor is read in, and what it is: the cited SHA's, else the pin's,
-        else the commit's parent's."""
-        for name, label in ((_at(cite.sha, self.path), cite.sha or ""),
-                            (_at(self.blobs.pin, self.path), "the pin")):
-            if name is not None and self.blobs.get(name) is not None:
-                return name, label
+        else the commit's parent's. A file renamed earlier in the range is read under the
+        name the citation gives (the one it had at that SHA), else under its new one."""
+        paths = tuple(dict.fromkeys((cite.path, self.path)))
+        for at, label in ((cite.sha, cite.sha or ""), (self.blobs.pin, "the pin")):
+            for name in (_at(at, p) for p in paths):
+                if name is not None and self.blobs.get(name) is not None:
+                    return name, label
         return self.parent_blob, "the commit's parent"
 
     def _translate(self, name: str | None, ranges: list[tuple[int, int]]) -> tuple[

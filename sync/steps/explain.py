@@ -56,7 +56,7 @@ def derive(port: Port, which: str, notes: Notes | None = None) -> Derivation:
         raise _earlier(port, which, c) or exc from None
     commit, commits = named.all[i], named.range
     # Aliased over the whole range, as `sync` files them, so both read a commit alike.
-    surf = surface.aliased(surface.build(port), (p for c in commits for p in c.paths))
+    surf = surface.in_range(surface.build(port), commits)
     found = evidence.gather(ref, [commit], surf, pin, notes)
     decided = port.decisions()
     record = port.carried().get(commit.sha) if i >= len(commits) else None

@@ -28,6 +28,7 @@ from sync.infra import globs
 from sync.port import Port
 from sync.records.config import Config, Mapping
 from sync.steps import scan
+from sync.upstream.history import Commit
 
 _SKIP_DIRS = {".git", ".nox", "node_modules", "__pycache__", "build", ".venv"}
 
@@ -87,6 +88,11 @@ class Surface:
         return tuple(sorted({*self.by_upstream.get(upstream_path, ()),
                              *self.watched.get(upstream_path, ())}))
 
+    def named(self, upstream_path: str | None) -> bool:
+        """A citation gives this path itself (it is not only the new name of a cited path
+        that a commit of the range renamed: `followed`)."""
+        return any(c.path == upstream_path for c in self.cites.get(upstream_path or "", ()))
+
     def port_files(self, upstream_paths: Iterable[str]) -> tuple[str, ...]:
         out: set[str] = set()
         for p in upstream_paths:
@@ -115,6 +121,32 @@ def aliased(surf: Surface, upstream_paths: Iterable[str]) -> Surface:
             cites[p] = (*cites.get(p, ()),
                         *(replace(c, path=p) for k in keys for c in surf.cites[k]))
             files[p] = tuple(sorted({*files.get(p, ()), *(f for k in keys for f in files[k])}))
+    return replace(surf, cites=cites, by_upstream=files)
+
+
+def in_range(surf: Surface, commits: list[Commit]) -> Surface:
+    """`surf` as a range's commits are classified against it: relative citations filed
+    under the full paths the range touches (`aliased`), then renames followed (`followed`)."""
+    return followed(aliased(surf, (p for c in commits for p in c.paths)), commits)
+
+
+def followed(surf: Surface, commits: Iterable[Commit]) -> Surface:
+    """`surf` with the citations of each cited path a commit renames also filed under the
+    new name (oldest first, so a rename of a renamed path follows it too): a later commit
+    that changes the file under its new name changes what they cite, though the port file
+    names the old path until it is re-pointed. Each citation keeps the path it names."""
+    cites = dict(surf.cites)
+    files = dict(surf.by_upstream)
+    for c in commits:
+        for ch in c.changes:
+            if ch.status != "R" or ch.old_path not in cites or ch.old_path == ch.path:
+                continue
+            cites[ch.path] = tuple(dict.fromkeys((*cites.get(ch.path, ()),
+                                                  *cites[ch.old_path])))
+            files[ch.path] = tuple(sorted({*files.get(ch.path, ()),
+                                           *files.get(ch.old_path, ())}))
+    if cites == surf.cites:
+        return surf
     return replace(surf, cites=cites, by_upstream=files)
 
 

@@ -123,7 +123,8 @@ def _move(c: history.Commit, ch: history.Change, surf: surface.Surface) -> repor
     """The move of a cited path one change makes (a deletion or a rename), if any."""
     if ch.status == "D" and surf.citing(ch.path):
         return report.Move(ch.path, "deleted", None, c.sha, c.pr, surf.citing(ch.path))
-    if ch.status == "R" and ch.old_path and surf.citing(ch.old_path):
+    back = surf.named(ch.path) and not surf.named(ch.old_path)  # to where a citation points
+    if ch.status == "R" and ch.old_path and surf.citing(ch.old_path) and not back:
         return report.Move(ch.old_path, "renamed", ch.path, c.sha, c.pr,
                            surf.citing(ch.old_path))
     return None
@@ -277,7 +278,7 @@ def _enumerate(port: Port, frame: _Frame, notes: Notes | None) -> _Range:
     surf = surface.build(port)
     commits = history.finish_log(log_job)
     stats = history.finish_stats(stats_job, len(commits))
-    surf = surface.aliased(surf, (p for c in commits for p in c.paths))
+    surf = surface.in_range(surf, commits)
     # The symbol pass: one patch listing and one blob read, whatever the range.
     found = evidence.gather(ref, commits, surf, base, notes)
     return _Range(commits, stats, surf, divergent, found, tree_job)
