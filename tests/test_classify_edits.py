@@ -5,6 +5,7 @@ non-Python file."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -265,3 +266,36 @@ def test_a_line_range_citation_next_to_a_change(world: World) -> None:
     assert [_entry(world, n)["disposition"] for n in (
         "insert_below", "insert_at_edge", "modify_below", "delete_above", "delete_and_insert",
     )] == ["INVENTORY", "PORT-NOW", "INVENTORY", "INVENTORY", "PORT-NOW"]
+
+
+# -- a line range past the end of a file read by lines --------------------------------------------
+
+
+def _past_port_files(marks: dict[str, str]) -> dict[str, str]:
+    pin = marks["pin"][:10]
+    return {"src/scalar_past.cpp": f"// Ported from: {KERNEL}:50-60 @ {pin}\nint p;\n",
+            "src/scalar_tail.cpp": f"// Ported from: {KERNEL}:35-60 @ {pin}\nint t;\n"}
+
+
+@pytest.fixture(scope="module")
+def past_end(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
+    shapes = (Shape("modify_below", "[Kernel] Reword line 13", {
+        KERNEL: SCALAR.replace("// line 13\n", "// line thirteen\n")}),)
+    with synced(lambda: build_plan(tmp_path_factory.mktemp("past"), Plan(
+            {KERNEL: SCALAR, "README.md": "fake vllm\n"}, shapes, _past_port_files))) as w:
+        yield w
+
+
+def test_a_line_range_wholly_past_the_end_of_the_file_is_compared_as_the_whole_file(
+        past_end: World) -> None:
+    """`:50-60` of a 40-line kernel names no line of it: a stale anchor, which must not make
+    every change "outside the cited lines" (a Python range that holds no definition is read
+    as the whole file too). A range that reaches past the end but starts inside stands."""
+    v = _verdicts(past_end, "modify_below")
+    assert v["src/scalar_past.cpp"] == ("path-level", "not Python (.hpp): compared as a whole file")
+    assert v["src/scalar_tail.cpp"] == ("miss", "not Python (.hpp); changed lines 13 lie outside "
+                                        "the cited lines 35-60")
+    (cited,) = [c for c in _entry(past_end, "modify_below")["evidence"]["citations"]
+                if c["port_file"] == "src/scalar_past.cpp"]
+    assert "lines 50-60 lie past the end of" in json.dumps(cited)
+    assert _entry(past_end, "modify_below")["disposition"] == "PORT-NOW"

@@ -405,8 +405,7 @@ class _Reader:
         name, at = self._anchor_blob(cite)
         ranges = self._translate(name, parse_ranges(cite.lines))
         if self.fallback is not None:
-            return Cited(cite, "path-level", at=at, ranges=ranges,
-                         note="" if ranges else "symbol anchors are not read outside Python")
+            return self._path_level(cite, name, at, ranges)
         outl = self.blobs.outline(name)
         where = outl if isinstance(outl, symbols.Outline) else self.parent
         if where is None:
@@ -417,6 +416,20 @@ class _Reader:
                 return self._with_lines(cite, where, at, ranges, named)
             return self._narrowed(cite, where, at, ranges, named)
         return self._by_lines(cite, where, at, ranges)
+
+    def _path_level(self, cite: Cite, name: str | None, at: str,
+                    ranges: tuple[tuple[int, int], ...]) -> Cited:
+        """A citation of a file read by lines (not Python, or not parseable). A line range
+        wholly past the file's end where it is read cites no line of it: stale, so the file
+        is compared whole (as a Python range that holds no definition is), never a miss."""
+        length = len(self.blobs.lines(name)) if self.blobs.get(name) is not None else 0
+        spans = parse_ranges(cite.lines)
+        if spans and length and all(a > length for a, _ in spans):
+            return Cited(cite, "path-level", at=at, note=(
+                f"lines {cite.lines} lie past the end of {self.path} at {at} ({length} lines): "
+                "compared as a whole file"))
+        return Cited(cite, "path-level", at=at, ranges=ranges,
+                     note="" if ranges else "symbol anchors are not read outside Python")
 
     def _find(self, where: symbols.Outline, sym: str) -> tuple[str, ...]:
         """The definitions a cited name means where it is read, else in the parent."""
