@@ -299,3 +299,10 @@ def test_a_line_range_wholly_past_the_end_of_the_file_is_compared_as_the_whole_f
                 if c["port_file"] == "src/scalar_past.cpp"]
     assert "lines 50-60 lie past the end of" in json.dumps(cited)
     assert _entry(past_end, "modify_below")["disposition"] == "PORT-NOW"
+
+
+def test_a_miss_of_a_line_range_in_a_file_read_by_lines_names_the_cited_lines(
+        world: World) -> None:
+    assert _entry(world, "modify_below")["reason"] == (
+        f"touches ported files, not ported code: {KERNEL}: not Python (.hpp); changed lines 13 "
+        "lie outside the cited lines 8-12; the port mirrors lines 8-12 (src/scalar_type.cpp)")

@@ -507,6 +507,13 @@ def _citing(v: Verdict) -> str:
     return cite.port_file if cite.path == v.path else f"{cite.port_file} (cites {cite.path})"
 
 
+def _mirrors(c: ev.Cited) -> str:
+    """What a citation names: its definitions, else (a file read by lines) its lines."""
+    if c.names:
+        return ", ".join(c.names)
+    return f"lines {c.cite.lines}" if c.cite.lines else "the whole file"
+
+
 def _few(names: Iterable[str]) -> str:
     ns = list(dict.fromkeys(names))
     return ", ".join(ns[:SHOWN]) + (f" +{len(ns) - SHOWN}" if len(ns) > SHOWN else "")
@@ -551,7 +558,7 @@ def _summary(chosen: list[Verdict]) -> str:
         near = [v for v in vs if v.related] or vs
         why = near[0].why
         if near[0].outcome == "miss":
-            mirrored = [f"{', '.join(v.cited.names)} ({v.cited.cite.port_file})" for v in near]
+            mirrored = [f"{_mirrors(v.cited)} ({v.cited.cite.port_file})" for v in near]
             why += "; the port mirrors " + _few(mirrored)
             items.append(f"{path}: {why}")
             continue
