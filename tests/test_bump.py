@@ -184,6 +184,20 @@ def test_refuses_ambiguous_headers(world: World) -> None:
     assert "split across lines" in out and "has no SHA to rewrite" in out
 
 
+def test_a_mixed_refusal_exits_the_same_whatever_order_the_files_are_named_in(
+        world: World) -> None:
+    """A header to fix by hand (4) and a path upstream deleted (6) refused together: the exit
+    code was the first named file's, so the same two files exited 6 or 4 by their order."""
+    write(world.root, "src/nosha.cpp", "// Ported from: vllm/a.py\nint x;\n")
+    codes = set()
+    for files in (("src/gone.cpp", "src/nosha.cpp"), ("src/nosha.cpp", "src/gone.cpp")):
+        rc, out, err = refused(world, *files, "--to", world.up.target, "--check")
+        assert "has no SHA to rewrite" in out and "has no vllm/gone.py" in out
+        assert "2 of 2 file(s) cannot be bumped safely" in err
+        codes.add(rc)
+    assert codes == {4}
+
+
 def test_refuses_files_outside_the_port_or_missing(world: World, tmp_path: Path) -> None:
     outside = write(tmp_path, "elsewhere.cpp", "// Ported from: vllm/a.py @ 1234567\n")
     r = run(world.root, "bump-headers", str(outside), "--to", world.up.target)

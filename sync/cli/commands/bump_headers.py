@@ -136,8 +136,10 @@ def _changed(c: bump.Change) -> str:
 
 def _refusal(refusals: list[SyncError], plans: list[bump.FilePlan],
              args: argparse.Namespace) -> SyncError:
-    """The one error line: how many were refused (each reason was said once, above)."""
-    first = refusals[0]
+    """The one error line: how many were refused (each reason was said once, above). Its
+    kind, and so the exit code, is the lowest-coded of the refusals (a header to fix by hand
+    before one the cycle blocks), whatever order the files were named in."""
+    first = min(refusals, key=lambda e: e.exit_code)
     why = "the reason listed" if len(refusals) == 1 else "each reason listed"
     fix = first.fix if len(refusals) == 1 else "fix those headers by hand or leave the files out"
     safe = sum(p.status == "bump" for p in plans)
