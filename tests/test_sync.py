@@ -479,6 +479,25 @@ def test_unknown_target_ref(fx: Fixture) -> None:
     assert run(fx.port, "sync", "--target", "--upload-pack=x").rc == 2
 
 
+def test_a_broken_upstream_ref_is_the_checkouts_state_not_a_usage_error(fx: Fixture) -> None:
+    """`origin/main` pruned or corrupt in the reference checkout: `sync` refused with exit 2,
+    "give a SHA, tag or branch that exists", though no target was given (`status` and the
+    audit said it as the checkout's state, exit 3). Now 3 too, saying what to do."""
+    synced(fx)
+    ref_file = fx.reference / ".git" / "refs" / "remotes" / "origin" / "main"
+    git(fx.reference, "pack-refs", "--all")
+    ref_file.parent.mkdir(parents=True, exist_ok=True)
+    ref_file.write_text("garbage\n", encoding="utf-8")  # git: "ignoring broken ref"
+    for argv in (("sync",), ("advance", "--dry-run")):
+        r = run(fx.port, *argv)
+        assert r.rc == 3, r.err
+        assert "origin/main does not resolve in the reference checkout" in r.err
+        assert "update-ref -d refs/remotes/origin/main" in r.err
+        assert len(r.err.strip().splitlines()) == 1
+    # A target named on the command line that names nothing stays a usage error.
+    assert run(fx.port, "sync", "--target", "no-such-branch").rc == 2
+
+
 def test_target_equal_to_the_pin_is_nothing_to_sync(fx: Fixture) -> None:
     r = run(fx.port, "sync", "--target", fx.pin)
     assert (r.rc, r.err) == (0, "")

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Literal
 
 from sync.infra.atomic import write_text
-from sync.infra.errors import UsageError
+from sync.infra.errors import EnvironmentUnresolved, SyncError, UsageError
 from sync.port import Port
 from sync.records import cycle
 from sync.records.mdtext import code
@@ -68,10 +68,22 @@ def _wanted(port: Port, ref: gitio.Reference, wanted: Wanted
     want = wanted.target or port.upstream_ref
     sha = gitio.resolve(ref, want)
     if sha is None:
-        raise UsageError(f"target {want!r} does not name a commit in {ref.path}",
-                         "give a SHA, tag or branch that exists (run fetch first)")
+        raise _unresolved(ref, wanted, want)
     current = port.cycle()
     return want, sha, current, _kept(current, wanted, sha, want)
+
+
+def _unresolved(ref: gitio.Reference, wanted: Wanted, want: str) -> SyncError:
+    """Why `want` names no commit: a target the user named is a usage error; the upstream
+    ref (no target named) is the checkout's state, as `status` and the audit say it (3)."""
+    if wanted.target is not None:
+        return UsageError(f"target {want!r} does not name a commit in {ref.path}",
+                          "give a SHA, tag or branch that exists (run fetch first)")
+    return EnvironmentUnresolved(
+        f"{want} does not resolve in the reference checkout {ref.path} (never fetched, "
+        "pruned, a broken ref, or a remote or branch the preferences misname)",
+        "run 'upstream-sync fetch' (a ref git reports as bad: delete it first, "
+        f"'git -C {ref.path} update-ref -d refs/remotes/{want}')")
 
 
 def _needs_retarget(ref: gitio.Reference, current: cycle.Cycle | None, wanted: Wanted,
