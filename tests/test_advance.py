@@ -12,6 +12,7 @@ import dataclasses
 import fnmatch
 import io
 import json
+import os
 import re
 import shlex
 import shutil
@@ -853,6 +854,23 @@ def test_each_unmet_precondition_refuses_and_only_stall_records_it(
     assert re.search(r"^- Cycle state: STALLED$", read_text(report_path(c.port)), re.MULTILINE)
     assert [f"- unmet: {mdtext.cell(u)}" for u in unmet] == [
         line for line in carry_over(c.port) if line.startswith("- unmet: ")]
+
+
+def test_a_stall_event_keeps_whole_unmet_items_and_counts_the_rest(
+        copy: Callable[[str], Copy], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The stall event's detail was the unmet lines joined and cut at 2,000 characters: on the
+    real port (23 unmet) the immutable event ended mid-word ("carry-ov") and never said that
+    15 more were left out. Now: whole items, then how many more."""
+    copy("fresh")
+    rc, out, _ = cmd("advance", "--dry-run")
+    unmet = [line.removeprefix("unmet: ") for line in out.splitlines()]
+    assert rc == 6 and len(unmet) > 3
+    monkeypatch.setattr(advance, "DETAIL_MAX", len("; ".join(unmet[:2])) + 80, raising=False)
+    ok("advance", "--stall")
+    (stall,) = events.load_all(the_port(Path(os.environ["SYNC_PORT"])))
+    left = len(unmet) - 2
+    assert stall.detail == "; ".join(
+        [*unmet[:2], f"… and {left} more (the report's Carry-over lists every one)"])
 
 
 def _gates_section(port: Path) -> str:

@@ -525,12 +525,32 @@ def stall(port: Port, ctx: Notes | None, unmet: list[str]) -> Stalled | None:
             pin = port.pin_record().pin
             event, data = events.staged(port, "stall", pin_before=pin.commit,
                                         pin_after=pin.commit, report=rel,
-                                        detail="; ".join(unmet)[:2000])
+                                        detail=stall_detail(unmet))
             more[event] = data
         syncrun.commit_writes(port, result.writes, more, result.decided)
         port.forget("carried")
     written = [path, path.with_suffix(".json"), *more]
     return Stalled(path, event, len(port.carried()), tuple(dict.fromkeys(written)))
+
+
+DETAIL_MAX = 2000  # characters of a stall event's detail
+
+
+def stall_detail(unmet: list[str]) -> str:
+    """What a stall event keeps of the unmet preconditions: whole items while they fit in
+    `DETAIL_MAX`, then how many it left out (the report's Carry-over lists every one). The
+    event is immutable: an item cut off mid-word there could never be completed."""
+    kept: list[str] = []
+    for u in unmet:
+        if len(_detail([*kept, u], len(unmet) - len(kept) - 1)) > DETAIL_MAX:
+            break
+        kept.append(u)
+    return _detail(kept, len(unmet) - len(kept))
+
+
+def _detail(kept: list[str], more: int) -> str:
+    tail = [f"… and {more} more (the report's Carry-over lists every one)"] if more else []
+    return "; ".join(kept + tail)
 
 
 def _since_advance(evs: list[events.Event]) -> list[events.Event]:
