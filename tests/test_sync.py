@@ -719,6 +719,12 @@ def test_an_unreadable_ledger_is_never_read_as_empty(fx: Fixture) -> None:
     assert "every PORT-NOW commit below shows as open because no row can be checked" in first
     assert f"- PORT-NOW open: `{fx.marks['change_a'][:10]}` vllm#101 (ledger unreadable)" \
         in doc["carry_over"]
+    # Said where the maintainer looks too: the run exits 0 (it said nothing of it).
+    r = run(fx.port, "sync")
+    assert r.rc == 0, r.err
+    assert ("warning: the parity ledger .agents/parity-ledger.md cannot be read (no ledger "
+            "table with columns") in r.err
+    assert "every PORT-NOW commit shows as open in the report, as no row can be checked" in r.err
     r = run(fx.port, "queue")
     assert r.rc == 0, r.err
     assert "the parity ledger .agents/parity-ledger.md cannot be read" in r.out + r.err

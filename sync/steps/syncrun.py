@@ -189,7 +189,8 @@ def _run(port: Port, notes: Notes | None, req: CycleRequest) -> Result:
     earlier = _read_back(port, frame, rng, req.decided_now)
     got = carry.imported(port, frame.ref, rng.surf, earlier.entries, frame.cycle.target,
                          port.rel(frame.path))
-    warnings = _warnings(port.rel(frame.path), earlier, req, got.dormant, frame.cycle.target)
+    warnings = _warnings(port, port.rel(frame.path), earlier, req, got.dormant,
+                         frame.cycle.target)
     model, unusable = _assemble(port, frame, rng, earlier, req, got.owed)
     warnings += unusable  # their citations show as "not verified here"
     writes: dict[Path, str] = {}
@@ -204,9 +205,13 @@ def _run(port: Port, notes: Notes | None, req: CycleRequest) -> Result:
                   unusable_checkouts=unusable)
 
 
-def _warnings(rel: str, earlier: _Earlier, req: CycleRequest, dormant: tuple[str, ...],
-              target: str) -> tuple[str, ...]:
+def _warnings(port: Port, rel: str, earlier: _Earlier, req: CycleRequest,
+              dormant: tuple[str, ...], target: str) -> tuple[str, ...]:
     warnings = _unparsed_warnings(rel, earlier.back)
+    # The report's carry-over says it too; a run that exits 0 must say it where one looks.
+    ledger = port.ledger_read().unreadable(LEDGER_UNREAD)
+    if ledger is not None:
+        warnings += (ledger,)
     if earlier.state_warning is not None and req.state is None:
         warnings += (earlier.state_warning,)
     if dormant:
@@ -215,6 +220,9 @@ def _warnings(rel: str, earlier: _Earlier, req: CycleRequest, dormant: tuple[str
                      f"{' …' if len(dormant) > 3 else ''}): not owed by this cycle, they "
                      "stay in the carry-over record until a target includes them",)
     return warnings
+
+
+LEDGER_UNREAD = "every PORT-NOW commit shows as open in the report, as no row can be checked"
 
 
 def _not_ahead(ref: gitio.Reference, pin: str, sha: str, allow_divergent: bool) -> None:
