@@ -19,6 +19,17 @@ from sync.infra.errors import MalformedRecord
 State = Literal["ACTIVE", "STALLED", "ADVANCED", "RETARGETED"]
 STATE_LINE = re.compile(r"^- Cycle state: (?P<state>[A-Z]+)(?=\r?$)", re.MULTILINE)
 _DOC_KEYS = {"state": str, "counts": dict, "carry_over": list}
+NOTES = "Notes"  # the title of a report's last section
+
+
+def refuse_cut_short(text: str, rel: str) -> None:
+    """Refuses a report's text that ends before its last section (a truncated file: its last
+    entry line, cut, would read back as a hand edit). Every report ends with `## Notes`."""
+    if text.strip() and not re.search(rf"^## {NOTES}[ \t]*$", text, re.MULTILINE):
+        raise MalformedRecord(
+            f"the report ends before its last section ('## {NOTES}'): cut short?",
+            "restore it from git, or delete it (and its .json) and run 'upstream-sync sync' "
+            "to write it afresh", path=rel)
 
 
 def state_of(text: str) -> State | None:

@@ -24,7 +24,7 @@ from sync.records.mdtext import code, flat, one_line
 from sync.records.mdtext import escape as escape
 from sync.records.mdtext import short_subject as short_subject
 from sync.records.mdtext import unescape as unescape
-from sync.records.reportdoc import STATE_LINE, carry_counts
+from sync.records.reportdoc import NOTES, STATE_LINE, carry_counts
 from sync.records.reportdoc import State as State
 from sync.records.reportdoc import state_of as state_of
 from sync.steps.classify import Entry, Evidence
@@ -41,7 +41,6 @@ SECTIONS: tuple[Disposition, ...] = ("PORT-NOW", "INVENTORY", "IGNORE", "UNCLASS
 NOT_PORTED = "Touches ported files, not ported code"
 RULED = "Classified by a rule, changes cited code"
 UNPARSED = "Unparsed lines (kept verbatim)"
-NOTES = "Notes"
 NONE = "_None._"
 
 def entry_prefix(e: Entry) -> str:
@@ -603,12 +602,6 @@ def _read_line(r: _Reading, section: Section | None, raw: str) -> None:
         section.read(r, raw)
     if not section.keeps and not _rendered(raw):
         r.unparsed.append(raw)
-
-
-def cut_short(text: str) -> bool:
-    """Whether a report's text ends before its last section (a truncated file: its last entry
-    line, cut, would read back as a hand edit). Every report ends with `## Notes`."""
-    return bool(text.strip()) and not re.search(rf"^## {NOTES}[ \t]*$", text, re.MULTILINE)
 
 
 def _unwrapped(lines: list[str], i: int) -> tuple[str, int]:

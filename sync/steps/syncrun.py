@@ -18,10 +18,10 @@ from pathlib import Path
 
 from sync.infra import clock, txn
 from sync.infra.atomic import write_bytes
-from sync.infra.errors import EnvironmentUnresolved, MalformedRecord, SyncError, UsageError
+from sync.infra.errors import EnvironmentUnresolved, SyncError, UsageError
 from sync.infra.notes import Notes
 from sync.port import Port
-from sync.records import cycle, decisions, deviations, events, gates, pins, schema
+from sync.records import cycle, decisions, deviations, events, gates, pins, reportdoc, schema
 from sync.records.mdtext import cell
 from sync.steps import audit, carry, classify, coarse, evidence, report, surface, symbols
 from sync.steps import target as target_step
@@ -306,11 +306,7 @@ def _read_back(port: Port, frame: _Frame, rng: _Range, decided_now: str | None) 
     if text is None:
         return _Earlier(None, entries)
     schema.refuse_conflict(text, port.rel(frame.path))
-    if report.cut_short(text):
-        raise MalformedRecord(
-            f"the report ends before its last section ('## {report.NOTES}'): cut short?",
-            "restore it from git, or delete it (and its .json) and run 'upstream-sync sync' "
-            "to write it afresh", path=port.rel(frame.path))
+    reportdoc.refuse_cut_short(text, port.rel(frame.path))
     prefixes = {short(e.sha): report.entry_prefix(e) for e in entries}
     back = report.read_back(text, prefixes)
     written = (_previous_lines(port, frame.path.with_suffix(".json"))
