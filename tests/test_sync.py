@@ -260,6 +260,10 @@ def test_a_report_cut_short_is_refused_before_anything_is_decided(fx: Fixture) -
         "section ('## Notes'): cut short? — restore it from git, or delete it (and its "
         ".json) and run 'upstream-sync sync' to write it afresh")
     assert md.read_text(encoding="utf-8") == cut and decided(fx) == {}
+    # status read only the JSON, and showed the cycle ACTIVE with nothing said of it.
+    st = run(fx.port, "status", "--json")
+    assert st.rc == 0, st.err
+    assert json.loads(st.out)["records"] == [r.err.strip().removeprefix("upstream-sync: error: ")]
     md.write_text("", encoding="utf-8")  # empty: written afresh, as before
     assert run(fx.port, "sync").rc == 0
 

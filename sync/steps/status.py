@@ -154,8 +154,11 @@ def _records(port: Port, reference: dict[str, Any] | None) -> list[str]:
     loads: list[Callable[[], object]] = [port.decisions, port.carried]
     c = port.live_cycle()
     if c is not None:
-        target = c.target
+        target, report = c.target, port.sync_dir / cycle.report_name(c)
         loads.append(lambda: port.gates(target))
+        # Its JSON can be whole while the report was cut short: sync and advance refuse it.
+        loads.append(lambda: reportdoc.refuse_cut_short(port.text(report) or "",
+                                                        port.rel(report)))
     for load in loads:
         try:
             load()
