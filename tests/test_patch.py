@@ -22,8 +22,9 @@ def _listing(old: list[str], new: list[str], n: int) -> bytes:
     return (head + body).encode()
 
 
-_LINES = st.lists(st.sampled_from(["x = 1", "y = 2", "def f():", "    return 3", "", "#"]),
-                  max_size=12)
+# A lone carriage return, a form feed, a vertical tab: git ends a diff's lines at LF only.
+_LINES = st.lists(st.sampled_from(["x = 1", "y = 2", "def f():", "    return 3", "", "#",
+                                   "a\rb", "\x0c", "c\x0bd"]), max_size=12)
 
 
 @settings(max_examples=300, deadline=None)

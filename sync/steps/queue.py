@@ -233,7 +233,7 @@ def patches(ref: gitio.Reference, base: str, target: str, paths: list[str]) -> d
     sections: dict[str, bytes] = {}
     current: str | None = None
     chunk: list[bytes] = []
-    for line in out.splitlines(keepends=True):
+    for line in patch.split_lines(out):
         if line.startswith(b"diff --git "):
             if current is not None:
                 sections[current] = b"".join(chunk)

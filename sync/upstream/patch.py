@@ -13,6 +13,7 @@ changes are: every line number comes from the body.
 
 from __future__ import annotations
 
+import io
 import re
 from dataclasses import dataclass, field
 from typing import Literal
@@ -281,9 +282,15 @@ class _Commit:
     files: list[FilePatch] = field(default_factory=list)
 
 
+def split_lines(data: bytes) -> list[bytes]:
+    """A listing's lines, each with its LF: git ends them at LF only (`bytes.splitlines`
+    also splits at a lone CR inside a line, and the hunk's counts would be read off)."""
+    return io.BytesIO(data).readlines()
+
+
 def parse(data: bytes) -> list[CommitPatch]:
     """Every commit record of a `git diff-tree --stdin -p --full-index` listing, in order."""
-    lines = data.splitlines(keepends=True)
+    lines = split_lines(data)
     commits: list[_Commit] = []
     cur: _File | None = None
     i = 0
