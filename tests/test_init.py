@@ -8,9 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from sync import cli
+from sync import cli, port
 from sync.records import config, prefs, starter
 from sync.steps import discover as init_cmd
+from sync.steps import surface
 
 COMMIT = "5559679229bc961848b121ccdeaa8fa5d79bec98"
 PIN_BLOCK = (
@@ -384,3 +385,22 @@ def test_a_pin_block_hidden_by_a_byte_that_is_not_utf8_is_said_before_the_refusa
     assert code == 2 and err.splitlines()[0].startswith(
         "warning: docs/sync-protocol.md:5: is not UTF-8 (byte 0xff at column 10, offset ")
     assert "found 0 ```parity-pin blocks" in err.splitlines()[1]
+
+
+def test_ported_files_the_default_header_globs_miss_are_configured(tmp: Path) -> None:
+    """hG: a port whose ported files are `.cuh` headers and `CMakeLists.txt` had them left out
+    of port_roots and of the header globs, unsaid: the scan never read them, so a change to
+    the upstream file they mirror was not PORT-NOW. Init writes the globs that read them."""
+    root = make_port(tmp)
+    write_files(root, {"cuda/ops.cuh": "/*\n * Mirrors vllm/ops.py @ abcdef12\n */\n",
+                       "engine/CMakeLists.txt": "# Ported from: vllm/x.py @ abcdef12\n"})
+    code, out, err = init(str(root))
+    assert (code, err) == (0, "")
+    assert ("  header_globs = default + ['**/*.cuh', '**/CMakeLists.txt'] (ported files the "
+            "default globs miss: cuda/ops.cuh, engine/CMakeLists.txt)") in out.splitlines()
+    cfg = config.load(root)
+    assert cfg.port_roots == ("cuda", "engine", "kernels")
+    assert cfg.header_globs == (*config.Config().header_globs, "**/*.cuh", "**/CMakeLists.txt")
+    scanned = [rel for rel, _ in surface.port_files(port.locate(str(root)))]
+    assert "cuda/ops.cuh" in scanned and "engine/CMakeLists.txt" in scanned
+

@@ -21,12 +21,20 @@ from typing import Any
 
 from sync.headers import citations as headers
 from sync.headers import oracles
-from sync.infra import atomic
+from sync.infra import atomic, globs
 from sync.infra.errors import MalformedRecord, SyncError
 from sync.records import blocks, config, ledger, modes, pins
 
 _SKIP = {".git", ".nox", "node_modules", "build", ".venv", "__pycache__", "third_party"}
-_SOURCE_EXT = {".h", ".hpp", ".cc", ".cpp", ".cu", ".py"}
+# Where ported files are looked for: the default header globs' suffixes and the other
+# sources and build files ports carry (`.cuh`, `CMakeLists.txt`); a ported file the default
+# globs miss has its glob written (`header_globs`).
+_SOURCE_EXT = {".h", ".hpp", ".cc", ".cpp", ".cu", ".py", ".cuh", ".c", ".cxx", ".hh", ".hxx",
+               ".inl", ".ipp", ".pyi", ".cmake", "CMakeLists.txt"}
+
+
+def _wanted(name: str, suffixes: set[str]) -> bool:
+    return Path(name).suffix in suffixes or name in suffixes
 
 
 def _files(root: Path, suffixes: set[str]) -> list[Path]:
@@ -34,8 +42,15 @@ def _files(root: Path, suffixes: set[str]) -> list[Path]:
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = sorted(d for d in dirnames if (d not in _SKIP and not d.startswith("."))
                              or d == ".agents")
-        out += [Path(dirpath, f) for f in sorted(filenames) if Path(f).suffix in suffixes]
+        out += [Path(dirpath, f) for f in sorted(filenames) if _wanted(f, suffixes)]
     return out
+
+
+def header_glob(rel: str) -> str:
+    """The header glob that reads the file at `rel`: its suffix, or its name (`CMakeLists.txt`)."""
+    name = rel.rsplit("/", 1)[-1]
+    suffix = Path(name).suffix
+    return f"**/*{suffix}" if suffix and suffix in _SOURCE_EXT else f"**/{name}"
 
 
 def _text(path: Path, bad: list[str] | None = None, rel: str = "") -> str:
@@ -79,12 +94,24 @@ def discover(root: Path) -> dict[str, Any]:
     if len(dirs) == 1:
         paths["oracles"] = f"{dirs[0]}/*.md"
     registry = _registry(root, found["oracles"])
-    roots, projects, sources = _port_roots(root, registry, bad)
-    return {"paths": paths, "found": found, "port_roots": roots,
-            "mirrored": [f"{top}/" for top in MIRRORABLE if top == "vllm" or top in sources],
-            "cited_projects": dict(projects.most_common()),
-            "registered": sorted(p for p in projects if registry.registered(p)),
+    ported = _port_roots(root, registry, bad)
+    return {"paths": paths, "found": found, "port_roots": ported.roots,
+            "mirrored": [f"{top}/" for top in MIRRORABLE
+                         if top == "vllm" or top in ported.sources],
+            "header_globs": _missed_globs(ported.files),
+            "cited_projects": dict(ported.projects.most_common()),
+            "registered": sorted(p for p in ported.projects if registry.registered(p)),
             "not_utf8": sorted(bad)}
+
+
+def _missed_globs(files: list[str]) -> dict[str, list[str]]:
+    """The ported files the default header globs do not read, by the glob that would."""
+    default = globs.any_of(config.Config().header_globs)
+    out: dict[str, list[str]] = {}
+    for rel in files:
+        if default.match(rel) is None:
+            out.setdefault(header_glob(rel), []).append(rel)
+    return out
 
 
 def _registry(root: Path, files: list[str]) -> oracles.Upstreams:
@@ -130,25 +157,34 @@ def _has_ledger_header(text: str) -> bool:
 MIRRORABLE = ("csrc", "vllm")
 
 
-def _port_roots(root: Path, ups: oracles.Upstreams, bad: list[str]
-                ) -> tuple[list[str], Counter[str], set[str]]:
-    """The top-level directories holding files with a ported-from header, the oracles other
-    than vLLM their citation statements name (with citation counts), and the top-level
-    upstream directories their vLLM citations cite (the files not UTF-8 in `bad`)."""
-    roots: dict[str, int] = {}
-    projects: Counter[str] = Counter()
-    sources: set[str] = set()
+@dataclass
+class _Ported:
+    """What the ported files' headers say: where they are, what else they cite."""
+
+    files: list[str] = field(default_factory=list)  # every file with a ported-from header
+    projects: Counter[str] = field(default_factory=Counter)  # oracles other than vLLM cited
+    sources: set[str] = field(default_factory=set)  # top-level upstream dirs vLLM cites
+
+    @property
+    def roots(self) -> list[str]:
+        return sorted({rel.split("/", 1)[0] for rel in self.files})
+
+
+def _port_roots(root: Path, ups: oracles.Upstreams, bad: list[str]) -> _Ported:
+    """The files with a ported-from header, the oracles other than vLLM their citation
+    statements name (with citation counts), and the top-level upstream directories their
+    vLLM citations cite (the files not UTF-8 in `bad`)."""
+    out = _Ported()
     for path in _files(root, _SOURCE_EXT):
         rel = path.relative_to(root).as_posix()
         raw = headers.parse_header(_text(path, bad, rel)[:16384], rel)
         header = oracles.attribute(raw, ups, rel)
         if raw.kind == "PORTED":
-            top = path.relative_to(root).parts[0]
-            roots[top] = roots.get(top, 0) + 1
-            sources.update(c.upstream_path.split("/", 1)[0] for c in header.citations
-                           if c.oracle == ups.core)
-        projects.update(c.oracle for c in header.citations if c.oracle != ups.core)
-    return sorted(roots), projects, sources
+            out.files.append(rel)
+            out.sources.update(c.upstream_path.split("/", 1)[0] for c in header.citations
+                               if c.oracle == ups.core)
+        out.projects.update(c.oracle for c in header.citations if c.oracle != ups.core)
+    return out
 
 
 # -- what init reads beyond the record paths ------------------------------------------------------

@@ -77,6 +77,9 @@ def _config(found: _Found) -> dict[str, Any]:
     if found.records["port_roots"]:
         doc["surface"] = {"port_roots": found.records["port_roots"],
                           "mirrored": found.records["mirrored"]}
+        if found.records["header_globs"]:
+            doc["surface"]["header_globs"] = [*config.Config().header_globs,
+                                              *found.records["header_globs"]]
         doc["check"] = {"feature_globs": feature_globs(found.records["port_roots"])}
     if found.build is not None:
         doc["oracles"] = {"vllm": {"build_mode": found.build[0]}}
@@ -159,6 +162,12 @@ def _records_lines(found: _Found) -> list[str]:
     if found.records["port_roots"]:
         lines.append(f"  [check] feature_globs = {feature_globs(found.records['port_roots'])} "
                      "(what check-commit counts as feature work)")
+    missed = found.records["header_globs"]
+    if missed:
+        files = [rel for rels in missed.values() for rel in rels]
+        lines.append(f"  header_globs = default + {list(missed)} (ported files the default "
+                     f"globs miss: {', '.join(files[:4])}"
+                     + (f" and {len(files) - 4} more)" if len(files) > 4 else ")"))
     if found.records["mirrored"] != ["vllm/"]:
         lines.append(f"  mirrored = {found.records['mirrored']} (the headers cite those trees)")
     if found.build is not None:
