@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from sync import cli, port
+from sync.dev.fastimport import git
 from sync.records import config, prefs, starter
 from sync.steps import discover as init_cmd
 from sync.steps import surface
@@ -404,3 +405,20 @@ def test_ported_files_the_default_header_globs_miss_are_configured(tmp: Path) ->
     scanned = [rel for rel, _ in surface.port_files(port.locate(str(root)))]
     assert "cuda/ops.cuh" in scanned and "engine/CMakeLists.txt" in scanned
 
+
+def test_a_submodule_is_not_a_port_root(tmp: Path) -> None:
+    """hG: a vendored dependency checked out as a git submodule (its own `.git`) whose
+    sources say they were adapted from vLLM became a port root: audit and bump-headers
+    took its files for the port's."""
+    dep = write_files(tmp / "flashinfer", {"csrc/q.cu": "// Adapted from vllm/a.py @ abcdef12\n"})
+    root = make_port(tmp / "port")
+    for repo in (dep, root):
+        git(repo, "init", "-q", "-b", "main")
+        git(repo, "add", "-A")
+        git(repo, "-c", "user.name=P", "-c", "user.email=p@x", "commit", "-qm", "import")
+    git(root, "-c", "protocol.file.allow=always", "submodule", "add", "-q", str(dep),
+        "extern/flashinfer")
+    assert (root / "extern/flashinfer/csrc/q.cu").is_file()
+    code, _, err = init(str(root))
+    assert (code, err) == (0, "")
+    assert config.load(root).port_roots == ("engine", "kernels")

@@ -40,10 +40,17 @@ def _wanted(name: str, suffixes: set[str]) -> bool:
 def _files(root: Path, suffixes: set[str]) -> list[Path]:
     out = []
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if (d not in _SKIP and not d.startswith("."))
-                             or d == ".agents")
+        dirnames[:] = sorted(d for d in dirnames if ((d not in _SKIP and not d.startswith("."))
+                                                     or d == ".agents")
+                             and not _nested_repo(Path(dirpath, d)))
         out += [Path(dirpath, f) for f in sorted(filenames) if _wanted(f, suffixes)]
     return out
+
+
+def _nested_repo(path: Path) -> bool:
+    """A folder that is a git repository of its own (a submodule, a vendored clone): not the
+    port's files, whatever their comments say."""
+    return (path / ".git").exists()
 
 
 def header_glob(rel: str) -> str:
