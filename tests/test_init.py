@@ -422,3 +422,23 @@ def test_a_submodule_is_not_a_port_root(tmp: Path) -> None:
     code, _, err = init(str(root))
     assert (code, err) == (0, "")
     assert config.load(root).port_roots == ("engine", "kernels")
+
+
+def test_force_keeps_rules_and_values_changed_by_hand(tmp: Path) -> None:
+    """hG: `init --force` compared the key names only, so a rule of the port's own (or a
+    starter rule tuned as docs/adopting.md says) and a hand-widened port_roots were dropped,
+    unsaid and with no copy kept: `rules` and `surface.port_roots` were set either way."""
+    root = make_port(tmp)
+    assert init(str(root))[0] == 0
+    cfg = root / config.CONFIG_PATH
+    old = (cfg.read_text().replace('    "kernels",\n]', '    "kernels",\n    "tools",\n]', 1)
+           + '\n[[rules]]\nid = "no-frontend"\ntags = ["Frontend"]\ndisposition = "IGNORE"\n'
+           'reason = "the port has no frontend"\n')
+    cfg.write_text(old)
+    assert config.load(root).port_roots == ("engine", "kernels", "tools")
+    code, out, err = init(str(root), "--force")
+    assert (code, err) == (0, "")
+    backup = cfg.with_name(cfg.name + ".bak")
+    assert (f"kept the old configuration as {backup}: it set rules, surface.port_roots, which "
+            "discovery does not; copy back what you still want") in out.splitlines()
+    assert backup.read_text() == old

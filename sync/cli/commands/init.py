@@ -94,25 +94,28 @@ def _config(found: _Found) -> dict[str, Any]:
     return doc
 
 
-def _keys(doc: object, prefix: str = "") -> set[str]:
-    """Every dotted key a TOML document sets (`oracles.pytorch.paths`)."""
+def _keys(doc: object, prefix: str = "") -> dict[str, object]:
+    """Every dotted key a TOML document sets (`oracles.pytorch.paths`), with its value (an
+    array of tables, `rules`, is one value)."""
     if not isinstance(doc, dict):
-        return set()
-    out: set[str] = set()
+        return {}
+    out: dict[str, object] = {}
     for k, v in doc.items():
         name = f"{prefix}{k}"
-        out |= _keys(v, name + ".") if isinstance(v, dict) and v else {name}
+        out.update(_keys(v, name + ".") if isinstance(v, dict) and v else {name: v})
     return out
 
 
 def _keep_old(cfg_path: Path, new_text: str) -> str | None:
-    """Under --force: what the old configuration set that the new one does not, said, and
+    """Under --force: what the old configuration set that the new one does not (a key it
+    drops, or a value it changes: a rule of the port's own, a widened port root), said, and
     the old file kept beside it (a hand-made table is no discovery's to drop)."""
     if not cfg_path.exists():
         return None
     old_text = read_text(cfg_path)
     try:
-        dropped = sorted(_keys(tomllib.loads(old_text)) - _keys(tomllib.loads(new_text)))
+        old, new = _keys(tomllib.loads(old_text)), _keys(tomllib.loads(new_text))
+        dropped = sorted(k for k, v in old.items() if k not in new or new[k] != v)
     except tomllib.TOMLDecodeError:
         dropped = ["(the old file does not parse)"]
     if not dropped:
