@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -146,3 +147,34 @@ def test_scratch_files_are_not_sync_records(fx: Fixture) -> None:
     assert not records.owns(".agents/sync/.lock")
     assert not records.owns(".agents/sync/.txn-123.json")
     assert not records.owns("src/a.cpp") and not records.owns(".agents/developer-preferences.md")
+
+
+def monorepo(fx: Fixture) -> Path:
+    """The fixture's port moved into `services/port/` of a bigger repository (the port root
+    is not the git root), committed there."""
+    mono = fx.tmp / "mono"
+    port = mono / "services" / "port"
+    shutil.copytree(fx.port, port, ignore=shutil.ignore_patterns(".git"))
+    write(mono, "README.md", "a bigger repository\n")
+    port_git(mono, "init", "-q", "-b", "main")
+    port_git(mono, "add", "-A")
+    port_git(mono, "commit", "-q", "--no-verify", "-m", "Import the monorepo")
+    return port
+
+
+def test_a_port_in_a_subfolder_of_its_repository_is_checked(fx: Fixture) -> None:
+    """hG: git names a commit's paths from the repository's root (`services/port/src/x.cpp`),
+    which no sync record and no feature glob of the port matches: a mixed commit of a port
+    living in a monorepo's subfolder passed. Paths are read relative to the port."""
+    port = monorepo(fx)
+    text = (port / ".agents/upstream-sync.md").read_text(encoding="utf-8") + "\nA note.\n"
+    write(port, ".agents/upstream-sync.md", text)
+    write(port, "src/x.cpp", "int x = 1;\n")
+    write(port.parents[1], "other/y.cpp", "int y = 1;\n")
+    port_git(port, "add", "-A", "--", ".", "../../other")
+    port_git(port, "commit", "-q", "--no-verify", "-m", "Sync and a feature at once")
+    sha = port_git(port, "rev-parse", "HEAD").strip()
+    r = run(port, "check-commit")
+    assert r.rc == 7, r.err
+    assert r.out == (f"{sha[:10]} Sync and a feature at once: mixes sync records "
+                     "(.agents/upstream-sync.md) with feature work (src/x.cpp)\n")

@@ -33,9 +33,11 @@ def offenders(port: Port, spec: str) -> tuple[int, list[Offender]]:
     """(how many non-merge commits the range holds, those that mix)."""
     records = owned.of(port)
     options, revisions = parse_range(spec)
+    # --relative: paths as the port names them, for a port in a subfolder of its repository
+    # (git names them from the repository's root); a path outside the port is no path of it.
     proc = gitio.run(port.root, ["log", "--no-merges", "--format=%x1e%H%x1f%s", "--name-only",
-                                 "-z", *options, "--end-of-options", *revisions, "--"],
-                     check=False)
+                                 "--relative", "-z", *options, "--end-of-options", *revisions,
+                                 "--"], check=False)
     if proc.returncode != 0:
         raise UsageError(f"cannot read the range {spec!r} in {port.root}",
                          "give A..B or one commit that exists in the port repository")
