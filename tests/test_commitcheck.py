@@ -178,3 +178,23 @@ def test_a_port_in_a_subfolder_of_its_repository_is_checked(fx: Fixture) -> None
     assert r.rc == 7, r.err
     assert r.out == (f"{sha[:10]} Sync and a feature at once: mixes sync records "
                      "(.agents/upstream-sync.md) with feature work (src/x.cpp)\n")
+
+
+def test_a_sync_commit_of_a_port_in_a_subfolder(fx: Fixture) -> None:
+    """hG: `--commit` refused a port in a subfolder of its repository ('is not a git
+    repository — drop --commit': it looked for `.git` in the port root), and git's paths from
+    the repository's root were never the port's records. The stall commit holds the stall's
+    records, and check-commit passes it."""
+    port = monorepo(fx)
+    write(port, ".agents/developer-preferences.md",
+          (fx.port / ".agents/developer-preferences.md").read_text())
+    assert run(port, "sync").rc == 0
+    write(port.parents[1], "other/y.cpp", "int y = 1;\n")  # another project's change
+    r = run(port, "advance", "--stall", "--commit")
+    assert r.rc == 0, r.err
+    touched = port_git(port, "show", "--format=", "--name-only", "--relative", "HEAD").split()
+    assert ".agents/sync/events/0001-stall.toml" in touched
+    assert ".agents/sync/carry-over.toml" in touched
+    assert all(t.startswith(".agents/sync/") for t in touched), touched
+    assert run(port, "check-commit").rc == 0
+    assert port_git(port, "status", "--porcelain", "--", ".") == ""

@@ -183,6 +183,17 @@ def run(
     return proc
 
 
+def work_tree_prefix(root: Path) -> str | None:
+    """Where `root` lies in its git work tree: "" at the root of its repository (or of a
+    worktree), "services/port/" in a subfolder of a bigger one (a monorepo); None when
+    `root` is in no work tree. git names paths from the repository's root: this comes off."""
+    proc = run(root, ["rev-parse", "--is-inside-work-tree", "--show-prefix"], check=False)
+    lines = proc.stdout.decode("utf-8", "surrogateescape").split("\n")
+    if proc.returncode != 0 or lines[0] != "true":
+        return None
+    return lines[1] if len(lines) > 1 else ""
+
+
 # "Could not read <id>": a walk (rev-list, merge-base) that met a commit it cannot read.
 _MISSING_OBJECT = re.compile(r"unable to read|bad object|missing (?:blob|tree|commit)|"
                              r"did not receive expected object|could not parse object|"

@@ -38,8 +38,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 
 def run(args: argparse.Namespace, ctx: Context) -> int:
     port = ctx.port
-    if args.commit and not (port.root / ".git").exists():
-        raise UsageError(f"{port.root} is not a git repository", "drop --commit")
+    if args.commit:
+        synccommit.require_git(port)
     # Preconditions, plan and writes under one lock: what is written is what was read.
     with contextlib.nullcontext() if args.dry_run else port.lock():
         return _advance(args, ctx, port)

@@ -29,20 +29,29 @@ class Commit:
     body: str
 
 
-def _require_git(port: Port) -> None:
-    if not (port.root / ".git").exists():
+def require_git(port: Port) -> None:
+    """The port is in a git work tree: its own repository's root, or a subfolder of a bigger
+    one (a monorepo), or a worktree."""
+    if gitio.work_tree_prefix(port.root) is None:
         raise UsageError(f"{port.root} is not a git repository", "drop --commit")
 
 
 def _porcelain(port: Port) -> list[tuple[str, str]]:
-    """(status, path) of every path that differs from HEAD or is untracked (one git process)."""
+    """(status, port-relative path) of every path of the port that differs from HEAD or is
+    untracked (git names them from the repository's root: the port's prefix comes off)."""
+    prefix = gitio.work_tree_prefix(port.root) or ""
     out = gitio.run(port.root, ["status", "--porcelain", "-z", "--untracked-files=all",
-                                "--no-renames"]).stdout.decode("utf-8", "surrogateescape")
-    return [(item[:2], item[3:]) for item in out.split("\0") if len(item) > 3]
+                                "--no-renames", "--", "."]).stdout.decode("utf-8",
+                                                                          "surrogateescape")
+    return [(item[:2], item[3 + len(prefix):]) for item in out.split("\0")
+            if len(item) > 3 and item[3:].startswith(prefix)]
 
 
 def staged(port: Port) -> list[str]:
-    out = gitio.run(port.root, ["diff", "--cached", "--name-only", "-z"]).stdout.decode()
+    """The staged paths of the port, relative to it (a path staged outside the port is no
+    commit's of the port's: `git commit -- PATHS` leaves it staged)."""
+    out = gitio.run(port.root, ["diff", "--cached", "--name-only", "--relative",
+                                "-z"]).stdout.decode()
     return [p for p in out.split("\0") if p]
 
 
@@ -59,7 +68,7 @@ def refuse(port: Port, commit: bool, writes: Mapping[Path, bytes | None]) -> Non
     """Refuse `--commit` before anything is written: foreign staged paths, edited ledger."""
     if not commit:
         return
-    _require_git(port)
+    require_git(port)
     records = owned.of(port)
     mine = {port.rel(k) for k in writes}
     other = [p for p in staged(port) if p not in mine and not records.owns(p)]
@@ -77,7 +86,7 @@ def _ledger_edits(port: Port) -> list[str]:
     """Lines of the ledger at HEAD that its work-tree copy no longer has."""
     rel = port.config.ledger
     path = port.root / rel
-    head = gitio.run(port.root, ["show", f"HEAD:{rel}"], check=False)
+    head = gitio.run(port.root, ["show", f"HEAD:./{rel}"], check=False)  # ./: from the port
     if head.returncode != 0 or not path.exists():
         return []
     old = head.stdout.decode("utf-8", "replace").splitlines()
