@@ -101,6 +101,33 @@ def test_git_edits_detects_a_modified_committed_event(fx: Fixture) -> None:
     assert f"{rel}:1: state event changed by commit {sha}" in r.out
 
 
+def test_git_edits_of_a_port_in_a_subfolder_of_its_repository(tmp_path: Path) -> None:
+    """hG: events were guarded by git only where the port root holds `.git`: in a monorepo's
+    subfolder an edited event, in the work tree or by a commit, passed `check`."""
+    fx = build(tmp_path)
+    mono = tmp_path / "mono"
+    shutil.copytree(fx.port, mono / "services" / "port", ignore=shutil.ignore_patterns(".git"))
+    (mono / "README.md").write_text("a bigger repository\n")
+    at = mono / "services" / "port"
+    p = port.locate(str(at))
+    events.append(p, "stall", pin_before=B, pin_after=B, report="", detail="gates PENDING")
+    port_git(mono, "init", "-q", "-b", "main")
+    port_git(mono, "add", "-A")
+    port_git(mono, "commit", "-q", "--no-verify", "-m", "Import the monorepo")
+    assert events.git_edits(p) == []
+    rel = ".agents/sync/events/0001-stall.toml"
+    path = at / rel
+    path.write_bytes(path.read_bytes().replace(b"gates PENDING", b"gates PASS"))
+    assert events.git_edits(p) == [
+        f"{rel}:1: state event modified or deleted in the work tree (M) — events are "
+        "immutable; restore it and append a correction"]
+    port_git(mono, "commit", "-q", "--no-verify", "-am", "Rewrite history quietly")
+    sha = port_git(mono, "rev-parse", "--short", "HEAD").strip()
+    assert events.git_edits(p) == [
+        f"{rel}:1: state event changed by commit {sha} — events are immutable; append a "
+        "correction instead"]
+
+
 def test_git_edits_outside_a_git_repository(tmp_path: Path) -> None:
     fx = build(tmp_path)
     p, _ = chain(fx)

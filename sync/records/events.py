@@ -189,19 +189,21 @@ def git_edits(port: Layout) -> list[str]:
     repository (then only the hash chain guards the events).
     """
     d = directory(port)
-    if not d.is_dir() or not (port.root / ".git").exists():
+    # The port's place in its work tree: a subfolder of a monorepo is guarded as well.
+    prefix = gitio.work_tree_prefix(port.root) if d.is_dir() else None
+    if prefix is None:
         return []
     rel = port.rel(d)
-    return _worktree_edits(port.root, rel) + _committed_edits(port.root, rel)
+    return _worktree_edits(port.root, rel, prefix) + _committed_edits(port.root, rel)
 
 
-def _worktree_edits(root: Path, rel: str) -> list[str]:
+def _worktree_edits(root: Path, rel: str, prefix: str) -> list[str]:
     status = gitio.run(root, ["status", "--porcelain", "-z", "--", rel], check=False)
     items = status.stdout.decode("utf-8", "replace").split("\0")
     # A new event (untracked, or added and unchanged since: "A ") is an append; any other
     # change is an edit, an added one edited or deleted before its commit ("AM", "AD")
-    # included.
-    return [f"{item[3:]}:1: state event modified or deleted in the work tree "
+    # included. git names the paths from the repository's root: the port's prefix comes off.
+    return [f"{item[3 + len(prefix):]}:1: state event modified or deleted in the work tree "
             f"({item[:2].strip()}) — events are immutable; restore it and append a correction"
             for item in items
             if len(item) > 3 and item[:2].strip() and item[:2] not in ("??", "A ")]
@@ -223,7 +225,7 @@ def pin_problems(port: Layout, evs: list[Event], pin: str) -> list[str]:
 
 def _committed_edits(root: Path, rel: str) -> list[str]:
     log = gitio.run(root, ["log", "--format=%x1e%h", "--diff-filter=MD", "--name-only",
-                           "-z", "--", rel], check=False)
+                           "--relative", "-z", "--", rel], check=False)
     out = []
     for record in log.stdout.decode("utf-8", "replace").split("\x1e")[1:]:
         parts = [p.strip("\n") for p in record.split("\0") if p.strip("\n")]
