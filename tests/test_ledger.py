@@ -458,3 +458,26 @@ def test_ledger_add_warns_of_a_commit_the_port_repository_lacks(tmp_path: Path) 
             "commit that ports the change (a typo, or not committed yet?)") in bogus.err
     real = run(fx.port, *argv, "--commit", head[:10])
     assert real.rc == 0 and "is not a commit of the port repository" not in real.err
+
+
+def test_ledger_add_warns_of_a_commit_a_monorepo_lacks(tmp_path: Path) -> None:
+    """hG: the check asked only a port whose root holds `.git`; a port in a subfolder of its
+    repository (a monorepo) took every SHA for a commit of its own, a typo included."""
+    import shutil
+
+    from portfixture import build, port_git
+
+    fx = build(tmp_path)
+    mono = tmp_path / "mono"
+    at = mono / "services" / "port"
+    shutil.copytree(fx.port, at, ignore=shutil.ignore_patterns(".git"))
+    port_git(mono, "init", "-q", "-b", "main")
+    port_git(mono, "add", "-A")
+    port_git(mono, "commit", "-q", "--no-verify", "-m", "Import the monorepo")
+    argv = ("ledger", "add", "--what", "w", "--pr", "1", "--status", "✅", "--outside-range")
+    bogus = run(at, *argv, "--commit", "abc1234")
+    assert bogus.rc == 0, bogus.err
+    assert "warning: abc1234 is not a commit of the port repository" in bogus.err
+    head = port_git(mono, "rev-parse", "HEAD").strip()
+    real = run(at, *argv, "--commit", head[:10])
+    assert real.rc == 0 and "is not a commit of the port repository" not in real.err

@@ -134,7 +134,7 @@ def _commit_words(port: Port, words: list[str]) -> list[str]:
 
 def _port_has(port: Port, commit: str) -> bool:
     """Whether the port's own repository has `commit` (True when the port is not one)."""
-    if not (port.root / ".git").exists():
+    if gitio.work_tree_prefix(port.root) is None:  # a monorepo's subfolder is in one
         return True
     probe = gitio.run(port.root, ["cat-file", "-e", f"{commit}^{{commit}}"], check=False)
     return probe.returncode == 0
