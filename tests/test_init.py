@@ -442,3 +442,28 @@ def test_force_keeps_rules_and_values_changed_by_hand(tmp: Path) -> None:
     assert (f"kept the old configuration as {backup}: it set rules, surface.port_roots, which "
             "discovery does not; copy back what you still want") in out.splitlines()
     assert backup.read_text() == old
+
+
+@pytest.mark.parametrize("fence", ["~~~parity-pin", "  ```parity-pin", "````parity-pin"])
+def test_a_pin_block_fenced_so_it_is_not_read_is_named(tmp: Path, fence: str) -> None:
+    """hG: a pin block in a `~~~` fence, indented (in a list item) or opened with four
+    backticks was refused as '0 ```parity-pin blocks' by init and status alike, with no
+    word of the block the maintainer can see in the file. The refusal names its line."""
+    root = make_port(tmp)
+    proto = root / "docs/sync-protocol.md"
+    closing = fence.replace("parity-pin", "")
+    proto.write_text(proto.read_text().replace("```parity-pin", fence)
+                     .replace("\n```\n", f"\n{closing}\n"))
+    code, _, err = init(str(root))
+    assert code == 2
+    assert (f"docs/sync-protocol.md:5 opens one with {fence.strip()!r}, which is not read — "
+            "fence the block with ``` at the start of its line and rerun") in err
+    cfg = root / config.CONFIG_PATH
+    cfg.parent.mkdir(parents=True, exist_ok=True)
+    cfg.write_text('[paths]\nprotocol = "docs/sync-protocol.md"\n')
+    out, errs = io.StringIO(), io.StringIO()
+    assert cli.main(["--port", str(root), "status"], out=out, err=errs) == 4
+    assert errs.getvalue() == (
+        "upstream-sync: error: docs/sync-protocol.md:5: expected exactly one ```parity-pin "
+        f"block, found 0 (line 5 opens one with {fence.strip()!r}, which is not read) — fence "
+        "the block with ``` at the start of its line\n")

@@ -112,8 +112,40 @@ def _parse_line(body: str, path: str, line: int) -> KeyValue:
     return KeyValue(key, value.strip(), line)
 
 
+# An opening fence of a block that `find` does not read: indented (a list item, a quote),
+# `~~~`, or more than three backticks.
+_NEAR = re.compile(r"[ \t>]*(?:`{3,}|~{3,})[ \t]*(?P<info>[\w.-]+)[ \t]*\Z")
+
+
+def near_misses(text: str, info: str) -> list[tuple[int, str]]:
+    """(line, the fence as written) of every fence of an `info` block that is not read."""
+    if info not in text:
+        return []
+    out = []
+    for no, (_, body, _) in enumerate(_lines(text), start=1):
+        m = _NEAR.match(body) if info in body else None
+        if m and m["info"] == info and not _opens(body, info):
+            out.append((no, body.strip()))
+    return out
+
+
+def _none_found(text: str, info: str, path: str) -> MalformedRecord:
+    """No block: naming the fence that is there but not read, if one is."""
+    near = near_misses(text, info)
+    if not near:
+        return MalformedRecord(f"expected exactly one ```{info} block, found 0",
+                               f"keep exactly one ```{info} block", path=path)
+    no, fence = near[0]
+    return MalformedRecord(f"expected exactly one ```{info} block, found 0 (line {no} opens "
+                           f"one with {fence!r}, which is not read)",
+                           "fence the block with ``` at the start of its line", path=path,
+                           line=no)
+
+
 def exactly_one(text: str, info: str, *, path: str) -> Block:
     found = find(text, info, path=path)
+    if not found:
+        raise _none_found(text, info, path)
     if len(found) != 1:
         where = ", ".join(str(b.open_line) for b in found)
         raise MalformedRecord(

@@ -154,6 +154,17 @@ def _candidates(root: Path, bad: list[str]) -> dict[str, list[str]]:
     return found
 
 
+def unread_pin_fences(root: Path) -> list[str]:
+    """Where a pin block is fenced so that it is not read (`~~~`, indented): "rel:LINE opens
+    one with '~~~parity-pin'", for the refusal that found none."""
+    out = []
+    for path in _files(root, {".md"}):
+        rel = path.relative_to(root).as_posix()
+        out += [f"{rel}:{no} opens one with {fence!r}"
+                for no, fence in blocks.near_misses(_text(path), "parity-pin")]
+    return out
+
+
 def _has_ledger_header(text: str) -> bool:
     return any(line.lstrip().startswith("|") and tuple(ledger.split_row(line)) == ledger.COLUMNS
                for line in text.splitlines())

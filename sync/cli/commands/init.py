@@ -63,6 +63,11 @@ def _discover(root: Path, ctx: Context) -> _Found:
     if "protocol" not in records["paths"]:
         hits = records["found"]["protocol"]
         where = f" ({', '.join(sorted(set(hits)))})" if hits else ""
+        near = [] if hits else discover.unread_pin_fences(root)
+        if near:
+            raise UsageError(f"found 0 ```parity-pin blocks under {root}, need exactly one; "
+                             f"{near[0]}, which is not read", "fence the block with ``` at "
+                             "the start of its line and rerun")
         raise UsageError(f"found {len(hits)} ```parity-pin blocks under {root}{where}, need "
                          "exactly one", "keep one pin block in the protocol file (see README) "
                          "and rerun")
