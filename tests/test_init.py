@@ -467,3 +467,39 @@ def test_a_pin_block_fenced_so_it_is_not_read_is_named(tmp: Path, fence: str) ->
         "upstream-sync: error: docs/sync-protocol.md:5: expected exactly one ```parity-pin "
         f"block, found 0 (line 5 opens one with {fence.strip()!r}, which is not read) — fence "
         "the block with ``` at the start of its line\n")
+
+
+def test_a_record_not_found_is_said_with_what_to_do(tmp: Path) -> None:
+    """hG: a port with no ledger and no inventory read 'ledger: not found uniquely (0
+    candidates); default kept', naming neither the path now configured nor what to do, and
+    `check` then failed on the missing ledger."""
+    root = make_port(tmp)
+    (root / "docs/ledger.md").unlink()
+    (root / "docs/porting-inventory.md").unlink()
+    code, out, err = init(str(root))
+    assert (code, err) == (0, "")
+    lines = out.splitlines()
+    assert ("  ledger: none found (no table with the header Date / commit | What it does | "
+            "Upstream equivalent | Parity status); .agents/parity-ledger.md is configured, and "
+            "check fails until it exists — create it with that header, or set [paths] ledger "
+            "to your ledger") in lines
+    assert ("  inventory: none found (no porting-inventory.md, no file with tiers T0..T3 and a "
+            "## 9 deviations section); .agents/porting-inventory.md is configured, and "
+            "inventory annotate refuses until it exists — create it, or set [paths] inventory "
+            "to your inventory") in lines
+
+
+
+def test_a_record_at_its_default_path_that_does_not_read_is_not_called_missing(
+        tmp: Path) -> None:
+    """hG: the default path holds a ledger whose header is worded otherwise: init is not to
+    say that none exists, but that this file holds no ledger table."""
+    root = make_port(tmp)
+    (root / "docs/ledger.md").unlink()
+    write_files(root, {".agents/parity-ledger.md": "| Date/commit | What | Upstream | Status |\n"
+                                                   "|---|---|---|---|\n"})
+    code, out, err = init(str(root))
+    assert (code, err) == (0, "")
+    assert ("  ledger: .agents/parity-ledger.md holds no table with the header Date / commit | "
+            "What it does | Upstream equivalent | Parity status, and check fails until it does "
+            "— fix its header row, or set [paths] ledger to your ledger") in out.splitlines()

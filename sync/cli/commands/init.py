@@ -19,7 +19,7 @@ import tomli_w
 from sync.cli.context import Context, add_json
 from sync.infra.atomic import read_text, write_text
 from sync.infra.errors import UsageError
-from sync.records import config, prefs, starter
+from sync.records import config, ledger, prefs, starter
 from sync.steps import discover
 
 
@@ -49,6 +49,7 @@ class _Found:
     registered: list[str]  # the projects an oracle file names
     not_utf8: list[str]  # the warnings of files read with replacement characters
     written: list[str] = field(default_factory=list)  # what init wrote or edited, said so
+    unread_default: tuple[str, ...] = ()  # records whose default path holds a file, unread
 
 
 def _discover(root: Path, ctx: Context) -> _Found:
@@ -71,9 +72,12 @@ def _discover(root: Path, ctx: Context) -> _Found:
         raise UsageError(f"found {len(hits)} ```parity-pin blocks under {root}{where}, need "
                          "exactly one", "keep one pin block in the protocol file (see README) "
                          "and rerun")
+    unread = tuple(k for k, rel in discover.DEFAULTS.items()
+                   if not records["found"][k] and (root / rel).is_file())
     return _Found(records, discover.build_mode(root, records["paths"]["protocol"]),
                   discover.gates(root), discover.conventions(root),
-                  records.pop("cited_projects"), records.pop("registered"), not_utf8)
+                  records.pop("cited_projects"), records.pop("registered"), not_utf8,
+                  unread_default=unread)
 
 
 def _config(found: _Found) -> dict[str, Any]:
@@ -152,12 +156,37 @@ def _ignore(root: Path) -> list[str]:
     return missing
 
 
+# A record no file holds: the path configured all the same, and what needs it.
+_NONE_FOUND = {
+    "ledger": f"  ledger: none found (no table with the header {' | '.join(ledger.COLUMNS)}); "
+              f"{config.Config().ledger} is configured, and check fails until it exists — "
+              "create it with that header, or set [paths] ledger to your ledger",
+    "inventory": "  inventory: none found (no porting-inventory.md, no file with tiers T0..T3 "
+                 f"and a ## 9 deviations section); {config.Config().inventory} is configured, "
+                 "and inventory annotate refuses until it exists — create it, or set [paths] "
+                 "inventory to your inventory",
+}
+
+
+def _unread(key: str, rel: str) -> str:
+    """A record's default path holds a file that does not read as the record."""
+    if key == "ledger":
+        return (f"  ledger: {rel} holds no table with the header {' | '.join(ledger.COLUMNS)}, "
+                "and check fails until it does — fix its header row, or set [paths] ledger to "
+                "your ledger")
+    return (f"  inventory: {rel} holds no tiers T0..T3 or ## 9 deviations section — fix it, or "
+            "set [paths] inventory to your inventory")
+
+
 def _records_lines(found: _Found) -> list[str]:
     paths, cands = found.records["paths"], found.records["found"]
     lines = [f"  {key} = {value}" for key, value in paths.items()]
     for key in ("ledger", "inventory"):
         others = [c for c in cands[key] if c != paths.get(key)]
-        if key not in paths:
+        if key not in paths and not cands[key]:
+            lines.append(_unread(key, discover.DEFAULTS[key]) if key in found.unread_default
+                         else _NONE_FOUND[key])
+        elif key not in paths:
             lines.append(f"  {key}: not found uniquely ({len(cands[key])} candidates); "
                          "default kept")
         elif others and paths[key] in discover.DEFAULTS.values():
