@@ -198,3 +198,19 @@ def test_a_sync_commit_of_a_port_in_a_subfolder(fx: Fixture) -> None:
     assert all(t.startswith(".agents/sync/") for t in touched), touched
     assert run(port, "check-commit").rc == 0
     assert port_git(port, "status", "--porcelain", "--", ".") == ""
+
+
+def test_a_port_outside_git_or_with_no_commit_is_told_so(fx: Fixture) -> None:
+    """hG: a port not yet in git, or in a repository with no commit yet, was told 'cannot
+    read the range 'HEAD' — give A..B or one commit that exists', as if the range were
+    mistyped."""
+    shutil.rmtree(fx.port / ".git")
+    r = run(fx.port, "check-commit")
+    assert (r.rc, r.out) == (2, "")
+    assert r.err == (f"upstream-sync: error: {fx.port} is in no git repository — check-commit "
+                     "reads the port's commits: commit the port first\n")
+    port_git(fx.port, "init", "-q", "-b", "main")
+    r = run(fx.port, "check-commit")
+    assert r.err == (f"upstream-sync: error: the repository of {fx.port} has no commit yet — "
+                     "check-commit reads the port's commits: commit the port first\n")
+    assert run(fx.port, "check-commit", "HEAD~3..HEAD").rc == 2

@@ -39,8 +39,7 @@ def offenders(port: Port, spec: str) -> tuple[int, list[Offender]]:
                                  "--relative", "-z", *options, "--end-of-options", *revisions,
                                  "--"], check=False)
     if proc.returncode != 0:
-        raise UsageError(f"cannot read the range {spec!r} in {port.root}",
-                         "give A..B or one commit that exists in the port repository")
+        raise _unreadable(port, spec)
     out = []
     commits = proc.stdout.decode("utf-8", "replace").split("\x1e")[1:]
     for record in commits:
@@ -54,3 +53,16 @@ def offenders(port: Port, spec: str) -> tuple[int, list[Offender]]:
         if mine and feature:
             out.append((sha, subject, mine, feature))
     return len(commits), out
+
+
+def _unreadable(port: Port, spec: str) -> UsageError:
+    """Why the range does not read: no repository, no commit yet, or the range itself."""
+    fix = "check-commit reads the port's commits: commit the port first"
+    if gitio.work_tree_prefix(port.root) is None:
+        return UsageError(f"{port.root} is in no git repository", fix)
+    head = gitio.run(port.root, ["rev-parse", "--verify", "--quiet", "HEAD^{commit}"],
+                     check=False)
+    if head.returncode != 0:
+        return UsageError(f"the repository of {port.root} has no commit yet", fix)
+    return UsageError(f"cannot read the range {spec!r} in {port.root}",
+                      "give A..B or one commit that exists in the port repository")
