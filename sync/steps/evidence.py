@@ -411,7 +411,7 @@ class _Reader:
         if where is None:
             return Cited(cite, "whole-file", at=at, note=f"{self.path} not readable at {at}")
         if cite.symbols:
-            named = self._by_name(cite, where, at, ranges)
+            named = self._fields(cite, where, name, self._by_name(cite, where, at, ranges))
             if cite.lines and named.how == "symbols" and self._stale_name(cite, where):
                 return self._with_lines(cite, where, at, ranges, named)
             return self._narrowed(cite, where, at, ranges, named)
@@ -497,6 +497,23 @@ class _Reader:
         drift = _disagreement(cite, where, names)
         return Cited(cite, "symbols", tuple(dict.fromkeys(names)),
                      "; ".join(n for n in (note, drift) if n), at, ranges)
+
+    def _fields(self, cite: Cite, where: symbols.Outline, name: str | None,
+                named: Cited) -> Cited:
+        """`Class.field` (a field the class body assigns, no definition of its own) cites that
+        statement of the class, not the whole file; the other names stand for their
+        definitions whole. A class the citation also names whole keeps all of it."""
+        found = [f for s in cite.symbols if not self._find(where, s)
+                 and (f := symbols.class_field(where, s)) and f[0] not in named.names]
+        if not found or self.parent is None:
+            return named
+        classes = tuple(dict.fromkeys(c for c, _ in found))
+        others = tuple((u.start, u.end) for n in named.names for u in self.parent.named(n))
+        note = "; ".join(f"{c}: its field's statement {a}-{b} is cited" for c, (a, b) in found)
+        return replace(named, how="symbols", names=named.names + classes,
+                       own=named.own + classes, note=note if named.how == "whole-file" else (
+                           f"{named.note}; {note}".lstrip("; ")),
+                       statements=self._translate(name, [s for _, s in found]) + others)
 
     def _by_lines(self, cite: Cite, where: symbols.Outline, at: str,
                   ranges: tuple[tuple[int, int], ...]) -> Cited:

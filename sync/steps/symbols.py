@@ -189,6 +189,26 @@ def _nested_defs(node: ast.AST, prefix: str) -> Iterator[Unit]:
                 yield from _nested_defs(child, prefix)
 
 
+def class_field(outline: Outline, symbol: str) -> tuple[str, tuple[int, int]] | None:
+    """`Class.name` where `name` is no definition but a field the class's own body assigns
+    (a pydantic or dataclass field, a class constant): the class, and that statement's span."""
+    owner, _, attr = symbol.replace("::", ".").strip(".").rpartition(".")
+    for cls in (outline.find(owner) if owner else ()):
+        for unit in outline.named(cls):
+            if not isinstance(unit.node, ast.ClassDef):
+                continue
+            for stmt in _own_statements(unit.node):
+                if attr in _targets(stmt):
+                    return cls, _span(stmt)
+    return None
+
+
+def _targets(stmt: ast.stmt) -> set[str]:
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else (
+        [stmt.target] if isinstance(stmt, ast.AnnAssign | ast.AugAssign) else [])
+    return {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+
+
 def internal(name: str) -> bool:
     """A statement unit named by its head (`<imports>`, `<if TYPE_CHECKING>`): no definition
     a port can cite by name."""
