@@ -543,8 +543,8 @@ class _Reader:
         out: list[tuple[int, int]] = []
         huge = False
         for (a0, b0), (a, b) in zip(spans, ranges, strict=True):
-            owners = {u.name: u for n in range(a0, b0 + 1)
-                      if where.code(n) and (u := where.at(n)) is not None}
+            owners = _outer({u.name: u for n in range(a0, b0 + 1)
+                             if where.code(n) and (u := where.at(n)) is not None})
             parents = [p for name in owners for p in self.parent.named(name)]
             if len(owners) == 1 and next(iter(owners.values())).length > HUGE \
                     and len(parents) == 1:
@@ -555,6 +555,12 @@ class _Reader:
             else:
                 out += [(p.start, p.end) for p in parents] or [(a, b)]
         return tuple(out) if huge else ()
+
+
+def _outer(owners: dict[str, symbols.Unit]) -> dict[str, symbols.Unit]:
+    """`owners` without the definitions nested in another of them: a range over statements
+    of a huge function that holds a nested helper is a range in that function."""
+    return {n: u for n, u in owners.items() if not any(n.startswith(o + ".") for o in owners)}
 
 
 def _source_note(cite: Cite) -> str:
