@@ -195,3 +195,78 @@ def test_fetch_a_named_tag_fetches_it(fx: Fixture) -> None:
     assert (c.target, c.target_ref) == (tagged, "v0.1.1")
     bad = run(fx.port, "fetch", "--target", "v9.9.9", "--retarget")
     assert bad.rc == 2 and "target 'v9.9.9' does not name a commit" in bad.err
+
+
+def test_fetch_refuses_a_target_sync_would_refuse(fx: Fixture) -> None:
+    """`fetch --target` froze a target behind the pin ("0 commits after the pin", exit 0) or
+    off its line ("1 commits after the pin"), which every later `sync` refused; it refuses
+    them as `sync` does, before anything is frozen."""
+    behind = run(fx.port, "fetch", "--target", fx.marks["base"])
+    assert behind.rc == 2 and behind.out == ""
+    assert (f"target {fx.marks['base'][:10]} is behind the pin {fx.pin[:10]} (an ancestor of "
+            "it): a sync only moves forward") in behind.err
+    side = fx.marks["side"]
+    off = run(fx.port, "fetch", "--target", side)
+    assert off.rc == 2 and off.out == ""
+    assert off.err.splitlines()[-1] == (
+        f"upstream-sync: error: target {side[:10]} does not descend from the pin "
+        f"{fx.pin[:10]} — pick a target on the pin's line, or freeze it with 'upstream-sync "
+        f"sync --target {side} --allow-divergent'")
+    assert cycle.load(port.locate(str(fx.port))) is None
+    # A cycle that accepted the divergence keeps it: fetch no longer refuses its target.
+    assert run(fx.port, "sync", "--target", side, "--allow-divergent").rc == 0
+    again = run(fx.port, "fetch")
+    assert again.rc == 0 and frozen(fx).target == side, again.err
+
+
+def test_fetch_refuses_a_pin_the_checkout_lacks(fx: Fixture) -> None:
+    """A pin block naming no commit of the reference checkout froze a target ("? commits
+    after the pin", exit 0), and `sync` then said to run fetch; it is refused (exit 3)."""
+    from portfixture import protocol_text, write
+
+    write(fx.port, ".agents/upstream-sync.md", protocol_text("1" * 40))
+    r = run(fx.port, "fetch")
+    assert r.rc == 3 and r.out == ""
+    assert r.err.splitlines()[-1] == (
+        f"upstream-sync: error: the pin 1111111111 is not in the reference checkout "
+        f"{fx.reference}, even after fetching origin/main — fetch the branch or tag that "
+        f"holds it ('git -C {fx.reference} fetch origin <ref>'), or check vllm_commit in the "
+        "pin block")
+    assert cycle.load(port.locate(str(fx.port))) is None
+
+
+def test_a_remote_force_pushed_behind_the_pin_keeps_the_open_cycle(fx: Fixture) -> None:
+    """With a cycle open, a remote reset behind the pin (or off its line) refused the fetch
+    (exit 2, 'pass --target', which the open cycle refuses) and told the user to run the
+    fetch that had just run; the cycle keeps its frozen target, and says how the remote
+    moved, as `sync` does."""
+    assert run(fx.port, "fetch").rc == 0
+    for name in ("base", "side"):
+        git(fx.remote, "update-ref", "refs/heads/main", fx.marks[name])
+        r = run(fx.port, "fetch")
+        assert r.rc == 0, r.err
+        assert f"to {fx.marks[name][:10]} (a force-push?); the open cycle keeps its target " \
+            f"{fx.tip[:10]}" in r.err
+        assert f"target {fx.tip} (origin/main) frozen for this cycle" in r.out
+        assert frozen(fx).target == fx.tip
+    # No cycle open: refused, in one line that names where the remote stands.
+    (fx.sync_dir / "cycle.toml").unlink()
+    git(fx.remote, "update-ref", "refs/heads/main", fx.marks["base"])
+    r = run(fx.port, "fetch")
+    assert r.rc == 2
+    assert r.err.splitlines()[1:] == [
+        f"upstream-sync: error: origin/main does not move past the pin after the fetch: "
+        f"origin/main ({fx.marks['base'][:10]}) is 1 commit(s) older than the pin — check the "
+        "remote and branch in the developer preferences, or pass --target"]
+
+
+def test_fetch_says_an_unreadable_range_once(fx: Fixture) -> None:
+    """The refusal of missing objects was printed twice, as a note and as the error."""
+    from test_checkout_health import drop_blobs
+
+    drop_blobs(fx)
+    r = run(fx.port, "fetch")
+    assert r.rc == 3
+    assert [line for line in r.err.splitlines() if "cannot read" in line] == [
+        line for line in r.err.splitlines() if line.startswith("upstream-sync: error:")]
+

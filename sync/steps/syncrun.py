@@ -18,7 +18,7 @@ from pathlib import Path
 
 from sync.infra import clock, txn
 from sync.infra.atomic import write_bytes
-from sync.infra.errors import EnvironmentUnresolved, SyncError, UsageError
+from sync.infra.errors import EnvironmentUnresolved, SyncError
 from sync.infra.notes import Notes
 from sync.port import Port
 from sync.records import cycle, decisions, deviations, events, gates, pins, reportdoc, schema
@@ -225,15 +225,6 @@ def _warnings(port: Port, rel: str, earlier: _Earlier, req: CycleRequest,
 LEDGER_UNREAD = "every PORT-NOW commit shows as open in the report, as no row can be checked"
 
 
-def _not_ahead(ref: gitio.Reference, pin: str, sha: str, allow_divergent: bool) -> None:
-    """A target that does not descend from the pin: behind it, never (an advance to it would
-    move the pin back, with a range of no commits); elsewhere, only when allowed."""
-    target_step.refuse_behind(ref, pin, sha)
-    if not allow_divergent:
-        raise UsageError(f"target {short(sha)} does not descend from the pin {short(pin)}",
-                         "pick a target on the pin's line, or pass --allow-divergent")
-
-
 def _unparsed_warnings(rel: str, back: report.ReadBack | None) -> tuple[str, ...]:
     if back is None:
         return ()
@@ -252,8 +243,8 @@ def _frame(port: Port, notes: Notes | None, req: CycleRequest) -> _Frame:
             "run 'upstream-sync fetch' (or fetch the pin's branch) first")
     wanted = Wanted(pin.commit, req.target, req.retarget, req.allow_divergent)
     sha, accepted = target_step.peek(port, ref, wanted)
-    if not accepted and not gitio.is_ancestor(ref, pin.commit, sha):
-        _not_ahead(ref, pin.commit, sha, req.allow_divergent)
+    if not accepted:
+        target_step.refuse_off_line(ref, pin.commit, sha, allow_divergent=req.allow_divergent)
     _readable(ref, pin.commit, sha)
     frozen = freeze(port, ref, wanted)
     c = frozen.cycle

@@ -62,6 +62,18 @@ def refuse_behind(ref: gitio.Reference, pin: str, sha: str) -> None:
                          "advance)")
 
 
+def refuse_off_line(ref: gitio.Reference, pin: str, sha: str, *, allow_divergent: bool = False,
+                    divergent_fix: str = "or pass --allow-divergent") -> None:
+    """A target that does not descend from the pin: behind it, never; elsewhere, only when
+    allowed (`divergent_fix`: how the command that refuses allows it)."""
+    if gitio.is_ancestor(ref, pin, sha):
+        return
+    refuse_behind(ref, pin, sha)
+    if not allow_divergent:
+        raise UsageError(f"target {short(sha)} does not descend from the pin {short(pin)}",
+                         f"pick a target on the pin's line, {divergent_fix}")
+
+
 def _wanted(port: Port, ref: gitio.Reference, wanted: Wanted
             ) -> tuple[str, str, cycle.Cycle | None, Frozen | None]:
     """(the target as asked, its SHA, the open cycle, that cycle when it keeps its target)."""

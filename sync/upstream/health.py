@@ -148,15 +148,24 @@ def upstream(ref: gitio.Reference, pin: str, upstream_ref: str) -> Upstream:
     return Upstream(upstream_ref, tip, "diverged", 0)
 
 
+def relation_phrase(u: Upstream) -> str:
+    """Where the upstream branch stands against the pin, in words."""
+    tip = f"{u.ref} ({short(u.tip or '')})"
+    if u.relation == "behind":
+        return f"{tip} is {u.commits} commit(s) older than the pin"
+    if u.relation == "diverged":
+        return f"{tip} does not descend from the pin"
+    return f"{tip} is {u.relation}" if u.tip else f"{u.ref} does not resolve"
+
+
 def upstream_problem(u: Upstream, remote: str, branch: str) -> str | None:
     """One sentence when the upstream branch cannot give a target past the pin."""
     if u.relation == "behind":
-        return (f"{u.ref} ({short(u.tip or '')}) is {u.commits} commit(s) older than the pin "
-                f"— run 'upstream-sync fetch' (or 'git fetch {remote} {branch}') to bring it "
-                "past the pin")
+        return (f"{relation_phrase(u)} — run 'upstream-sync fetch' (or 'git fetch {remote} "
+                f"{branch}') to bring it past the pin")
     if u.relation == "diverged":
-        return (f"{u.ref} ({short(u.tip or '')}) does not descend from the pin — fetch it, or "
-                "check that the pin is on the upstream line")
+        return (f"{relation_phrase(u)} — fetch it, or check that the pin is on the upstream "
+                "line")
     if u.relation == "missing":
         return f"{u.ref} does not resolve — run 'upstream-sync fetch'"
     return None
