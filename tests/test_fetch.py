@@ -270,3 +270,22 @@ def test_fetch_says_an_unreadable_range_once(fx: Fixture) -> None:
     assert [line for line in r.err.splitlines() if "cannot read" in line] == [
         line for line in r.err.splitlines() if line.startswith("upstream-sync: error:")]
 
+
+def test_a_failed_fetch_says_what_git_said_and_what_to_fix(fx: Fixture, tmp_path: Path) -> None:
+    """The refusal quoted GitPython's wrapper ("stderr: 'fatal: …'", or a lone "…repository.'"
+    from its last line), and told a remote with no such branch to check its URL and network."""
+    git(fx.remote, "branch", "-m", "main", "master")
+    r = run(fx.port, "fetch")
+    assert r.rc == 3
+    assert r.err.splitlines()[-1] == (
+        "upstream-sync: error: fetch of origin main failed: fatal: couldn't find remote ref "
+        "refs/heads/main — the remote has no branch 'main': set branch in the developer "
+        "preferences (or SYNC_BRANCH) to the upstream branch, then run fetch again")
+    nowhere = tmp_path / "nowhere.git"
+    git(fx.reference, "remote", "set-url", "origin", str(nowhere))
+    r = run(fx.port, "fetch")
+    assert r.rc == 3
+    assert r.err.splitlines()[-1] == (
+        f"upstream-sync: error: fetch of origin main failed: fatal: '{nowhere}' does not "
+        "appear to be a git repository — check the remote URL and your network, then run "
+        "fetch again")

@@ -438,16 +438,32 @@ def fetch(ref: Reference, remote: str, branch: str,
         rem.fetch(f"+refs/heads/{branch}:refs/remotes/{remote}/{branch}",
                   progress=_progress(progress, live), env=env)
     except git.GitCommandError as exc:
-        last = (exc.stderr or "").strip().splitlines()
-        raise EnvironmentUnresolved(
-            f"fetch of {remote} {branch} failed: {last[-1].strip() if last else exc.status}",
-            "check the remote URL and your network, then run fetch again",
-        ) from None
+        raise _fetch_failed(remote, branch, exc.stderr or "", exc.status) from None
     if tag is not None and _wants_tag(ref, tag):
         # No such tag upstream is the target step's to say ("does not name a commit").
         with contextlib.suppress(git.GitCommandError):
             rem.fetch(f"+refs/tags/{tag}:refs/tags/{tag}", progress=_progress(progress, live),
                       env=env)
+
+
+# GitPython hands git's stderr back wrapped: "\n  stderr: '<git's lines>'".
+_WRAPPED = re.compile(r"\s*stderr: '(.*)'\s*", re.S)
+
+
+def _fetch_failed(remote: str, branch: str, stderr: str, status: object
+                  ) -> EnvironmentUnresolved:
+    """The refusal of a failed fetch: git's own first error line (unwrapped), and a fix for
+    what failed (a branch the remote lacks is the preferences', not the network's)."""
+    m = _WRAPPED.fullmatch(stderr)
+    lines = [ln.strip() for ln in (m.group(1) if m else stderr).splitlines() if ln.strip()]
+    said = next((ln for ln in lines if ln.startswith(("fatal:", "error:"))),
+                lines[-1] if lines else f"git exited {status}")
+    if "couldn't find remote ref" in said:
+        fix = (f"the remote has no branch {branch!r}: set branch in the developer preferences "
+               "(or SYNC_BRANCH) to the upstream branch, then run fetch again")
+    else:
+        fix = "check the remote URL and your network, then run fetch again"
+    return EnvironmentUnresolved(f"fetch of {remote} {branch} failed: {said}", fix)
 
 
 def _wants_tag(ref: Reference, tag: str) -> bool:
