@@ -364,3 +364,17 @@ def test_placeholder_fuzz(text: str) -> None:
     except UsageError:
         return
     assert isinstance(result, str)
+
+
+def test_a_shard_with_no_script_is_refused_off_a_gate_host_too(world: World, port: Path,
+                                                                monkeypatch: pytest.MonkeyPatch
+                                                                ) -> None:
+    """Off a gate host, `golden --shard 3/3` with two scripts recorded golden[3/3] PENDING
+    with a handoff every gate host refuses ('shard 3/3 has no golden script'): the advance
+    then waited on a shard that can never run. It is refused everywhere, nothing recorded."""
+    monkeypatch.setenv("SYNC_GATE_HOSTS", "dgx")
+    rc, out, err = run_cli(["--port", str(port), "golden", "--shard", "3/3"])
+    assert (rc, out) == (2, "")
+    assert err.splitlines() == ["upstream-sync: error: shard 3/3 has no golden script (2 "
+                                "configured) — use fewer shards"]
+    assert not (port / f".agents/sync/gates/{world.up.pin[:7]}.json").exists()

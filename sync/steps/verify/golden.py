@@ -438,6 +438,12 @@ def run(port: Port, prefs: Preferences, request: Request | None = None, *,
     validate(cfg.golden_scripts)
     tgt = gates.check_target(port, req.target)
     gate = Gate(gate_name(port, oid, req.shard), oid, tgt, req.shard)
+    selected = select(cfg.golden_scripts, req.shard)
+    if not selected:
+        # Before a PENDING is recorded: its handoff would be refused on every gate host, and
+        # the advance would wait on that shard for ever.
+        raise UsageError(f"shard {req.shard} has no golden script ({len(cfg.golden_scripts)} "
+                         "configured)", "use fewer shards")
     ok, why = gates.eligible(prefs, cfg.golden_needs_gpu)
     if not ok:
         pending = gate.pending(why)
@@ -447,10 +453,6 @@ def run(port: Port, prefs: Preferences, request: Request | None = None, *,
                                f"run on a gate host: {pending.handoff}")
         return Outcome(pending)
     note(f"{why}: running gate {gate.name}")
-    selected = select(cfg.golden_scripts, req.shard)
-    if not selected:
-        raise UsageError(f"shard {req.shard} has no golden script ({len(cfg.golden_scripts)} "
-                         "configured)", "use fewer shards")
     started = time.monotonic()
     commit = tgt if oracle.is_core(oid) else oracle.recorded_commit(port, oid)
     verified = oracle_verify.require(port, prefs, oid, commit, say=note)
