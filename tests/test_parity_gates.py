@@ -487,3 +487,24 @@ def test_a_gate_record_stores_no_absolute_local_path(tmp_path: Path,
     (got,) = gates.load(port, PIN)
     assert got.command == "upstream-sync golden --out ./x"
     assert got.detail == "golden script 1 exited 1: File ~/venv/x.py, ."
+
+
+def test_gates_merge_of_a_pass_and_a_fail_of_the_same_second_keeps_the_fail(tmp: Path) -> None:
+    """Two runs of one gate dated the same second: the file named last won, so naming the
+    files in another order turned a FAIL into a PASS. The FAIL is kept, in any order."""
+    root = make(tmp)
+    p = port_at(root)
+    at = "2026-01-03T00:00:00Z"
+    passed, failed = tmp / "pass.json", tmp / "fail.json"
+    passed.write_text(gates.render_doc(PIN, [result("parity:op", time=at, host="gpu1")]))
+    failed.write_text(gates.render_doc(PIN, [result("parity:op", "FAIL", time=at, host="gpu2",
+                                                    detail="exit 1")]))
+    for order in ((passed, failed), (failed, passed)):
+        gates.path(p, PIN).unlink(missing_ok=True)
+        rc, out, err = run_cli(["--port", str(root), "gates", "merge", *map(str, order)])
+        assert rc == 0, err
+        assert {g.name: g.status for g in gates.load(p, PIN)} == {"parity:op": "FAIL"}
+    # The port's own FAIL is not replaced by a PASS of the same second either.
+    rc, out, _ = run_cli(["--port", str(root), "gates", "merge", str(passed)])
+    assert rc == 0 and out.endswith("0 gate(s) changed\n")
+    assert {g.name: g.status for g in gates.load(p, PIN)} == {"parity:op": "FAIL"}

@@ -304,10 +304,14 @@ def render_section(results: list[GateResult]) -> str:
 
 
 def _newer(a: GateResult, b: GateResult) -> GateResult:
-    """The result to keep of two for one gate: a run beats PENDING, then the later run."""
+    """The result to keep of two for one gate: a run beats PENDING, then the later run; of
+    a PASS and a FAIL of the same second, the FAIL (which ran last cannot be told, and the
+    order the files were named in must not decide a gate)."""
     if (a.status == "PENDING") != (b.status == "PENDING"):
         return b if a.status == "PENDING" else a
-    return b if b.time >= a.time else a
+    if a.time != b.time:
+        return b if b.time > a.time else a
+    return a if a.status == "FAIL" != b.status else b
 
 
 def _incoming(f: Path, target: str, whose: str) -> list[GateResult]:
