@@ -508,3 +508,23 @@ def test_gates_merge_of_a_pass_and_a_fail_of_the_same_second_keeps_the_fail(tmp:
     rc, out, _ = run_cli(["--port", str(root), "gates", "merge", str(passed)])
     assert rc == 0 and out.endswith("0 gate(s) changed\n")
     assert {g.name: g.status for g in gates.load(p, PIN)} == {"parity:op": "FAIL"}
+
+
+def test_gates_merge_counts_each_gate_and_each_file_once(tmp: Path) -> None:
+    """A gate two files changed was said twice ('none → PASS', then 'PASS → FAIL': the record
+    never held that PASS) and counted as two gates changed; a file named twice was counted
+    as two files merged."""
+    root = make(tmp)
+    early, late = tmp / "early.json", tmp / "late.json"
+    early.write_text(gates.render_doc(PIN, [result("parity:op", time="2026-01-03T00:00:00Z")]))
+    late.write_text(gates.render_doc(PIN, [result("parity:op", "FAIL", host="gpu2",
+                                                  time="2026-01-03T00:05:00Z")]))
+    rc, out, err = run_cli(["--port", str(root), "gates", "merge", str(early), str(late)])
+    assert rc == 0, err
+    assert [line for line in out.splitlines() if "does not require" not in line] == [
+        "parity:op: none → FAIL (gpu2, 2026-01-03T00:05:00Z)",
+        f"merged 2 file(s) into the gate record for {PIN[:10]}: 1 gate(s) changed"]
+    rc, out, _ = run_cli(["--port", str(root), "gates", "merge", str(late),
+                          str(tmp / "." / "late.json")])
+    assert rc == 0 and out.splitlines()[-1] == (
+        f"merged 1 file(s) (of 2 named) into the gate record for {PIN[:10]}: 0 gate(s) changed")

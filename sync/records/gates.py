@@ -358,27 +358,41 @@ def _whose(port: Layout) -> str:
 class Merged:
     changes: tuple[str, ...]  # one line per gate that changed
     names: tuple[str, ...]  # every gate the files hold, changed or not, sorted
+    files: int = 0  # the files merged, each once however often it was named
+
+
+def _distinct(files: list[Path]) -> list[Path]:
+    """The files named, each once (by the file it is, however it was spelled)."""
+    seen: dict[str, Path] = {}
+    for f in files:
+        seen.setdefault(os.path.realpath(f), f)
+    return list(seen.values())
 
 
 def merge(port: Layout, target: str, files: list[Path]) -> Merged:
     """Fold gate records from other hosts (sharded CI artifacts) into the port's record.
 
     Every file must be a gate record for the same target; nothing is written unless all
-    parse.
+    parse. Each gate's result is decided over every file first, so a gate two files change
+    is one change, from what the port held to what it holds now.
     """
     whose = _whose(port)
-    incoming = [r for f in files for r in _incoming(f, target, whose)]
-    changes = []
+    named = _distinct(files)
+    incoming = [r for f in named for r in _incoming(f, target, whose)]
     with locked(port):
-        kept = {r.name: r for r in load(port, target)}
+        before = {r.name: r for r in load(port, target)}
+        kept = dict(before)
         for r in incoming:
             old = kept.get(r.name)
-            new = r if old is None else _newer(old, r)
-            if new != old:
-                kept[r.name] = new
-                changes.append(f"{r.name}: {old.status if old else 'none'} → {new.status} "
-                               f"({new.host}, {new.time})")
+            kept[r.name] = r if old is None else _newer(old, r)
+        changes = [_change(before.get(name), new) for name, new in sorted(kept.items())
+                   if new != before.get(name)]
         if changes:
             write_text(path(port, target), render_doc(target, list(kept.values())))
             port.forget(f"gates:{target}")
-    return Merged(tuple(changes), tuple(sorted({r.name for r in incoming})))
+    return Merged(tuple(changes), tuple(sorted({r.name for r in incoming})), len(named))
+
+
+def _change(old: GateResult | None, new: GateResult) -> str:
+    return (f"{new.name}: {old.status if old else 'none'} → {new.status} "
+            f"({new.host}, {new.time})")

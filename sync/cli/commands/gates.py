@@ -45,6 +45,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     for name in unrequired:
         ctx.say(f"{name}: merged, but {CONFIG_PATH} does not require it — the advance needs "
                 "no result of it, yet refuses one that is not a PASS")
-    ctx.say(f"merged {len(args.files)} file(s) into the gate record for {short(target)}: "
+    named = "" if merged.files == len(args.files) else f" (of {len(args.files)} named)"
+    ctx.say(f"merged {merged.files} file(s){named} into the gate record for {short(target)}: "
             f"{len(merged.changes)} gate(s) changed")
     return 0
