@@ -19,7 +19,7 @@ from sync.dev.fastimport import History
 from sync.infra.atomic import port_lock
 from sync.infra.errors import BlockedCycle, MalformedRecord, SyncError
 from sync.port import Port
-from sync.records import config, cycle, gates, prefs
+from sync.records import config, cycle, gates, prefs, schema
 
 PIN = "c1edac23945dac33a317da7651db4e8c274f314e"
 TARGET = "e24d1b24aa0f7c3e8d5b6a1c2f9e0d4b3a2c1f00"
@@ -528,3 +528,25 @@ def test_gates_merge_counts_each_gate_and_each_file_once(tmp: Path) -> None:
                           str(tmp / "." / "late.json")])
     assert rc == 0 and out.splitlines()[-1] == (
         f"merged 1 file(s) (of 2 named) into the gate record for {PIN[:10]}: 0 gate(s) changed")
+
+
+def test_a_gate_record_holding_a_gate_twice_is_refused(tmp: Path) -> None:
+    """JSON keeps the last of two equal keys without a word: a record holding a gate twice
+    (a merge conflict resolved by keeping both sides) lost its FAIL to the PASS after it."""
+    root = make(tmp)
+    p = port_at(root)
+    fail_doc = json.dumps(schema.as_doc(result("parity:op", "FAIL")))
+    pass_doc = json.dumps(schema.as_doc(result("parity:op")))
+    twice = (f'{{"schema": 1, "target": "{PIN}", "gates": {{"parity:op": {fail_doc}, '
+             f'"parity:op": {pass_doc}}}}}')
+    made = tmp / "made.json"
+    made.write_text(twice)
+    rc, _out, err = run_cli(["--port", str(root), "gates", "merge", str(made)])
+    assert rc == 4
+    assert (f"{made}: key 'parity:op' appears twice in one object (a merge conflict resolved "
+            "by keeping both sides?): which one holds cannot be told") in err
+    assert gates.load(p, PIN) == []
+    gates.path(p, PIN).parent.mkdir(parents=True, exist_ok=True)
+    gates.path(p, PIN).write_text(twice)
+    with pytest.raises(MalformedRecord, match="appears twice"):
+        gates.load(p, PIN)

@@ -164,7 +164,11 @@ def parse(text: str, target: str, *, rel: str, fix: str = _RESTORE) -> list[Gate
 def _document(text: str, *, rel: str, fix: str) -> dict[str, Any]:
     """A gate record's JSON with its three keys and this schema; its target is unchecked."""
     try:
-        doc = json.loads(text)
+        doc = json.loads(text, object_pairs_hook=_unique)
+    except _Twice as exc:
+        raise _bad(rel, f"key {exc.key[:40]!r} appears twice in one object (a merge conflict "
+                   "resolved by keeping both sides?): which one holds cannot be told",
+                   fix) from None
     except json.JSONDecodeError as exc:
         raise _bad(rel, f"not valid JSON ({exc.msg} at column {exc.colno})", fix,
                    exc.lineno) from None
@@ -175,6 +179,23 @@ def _document(text: str, *, rel: str, fix: str) -> dict[str, Any]:
     if doc["schema"] != SCHEMA:
         raise _bad(rel, f"schema {doc['schema']!r}, expected {SCHEMA}", fix)
     return doc
+
+
+class _Twice(ValueError):
+    def __init__(self, key: str) -> None:
+        super().__init__(key)
+        self.key = key
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object whose keys are distinct: `json` keeps the last of two silently, and a
+    gate's FAIL was lost to a PASS after it."""
+    out: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in out:
+            raise _Twice(key)
+        out[key] = value
+    return out
 
 
 def _gates(doc: dict[str, Any], rel: str, fix: str) -> list[GateResult]:
