@@ -440,6 +440,21 @@ def test_stall_commit_commits_the_stall_records(prepared: Prepared,
     assert git(c.port, "status", "--porcelain") == ""
 
 
+def test_a_stall_commit_run_again_has_nothing_to_commit(prepared: Prepared,
+                                                         copy: Callable[[str], Copy]) -> None:
+    """A stall committed, then run again (as after a kill that came once the commit was
+    made): the second `--commit` exited 3, 'committing them failed: ... no message', and
+    said to commit no path by hand (`git add -A -- && git commit`). It commits nothing."""
+    c = copy("fresh")
+    assert cmd("advance", "--stall", "--commit")[0] == 0
+    head = git(c.port, "rev-parse", "HEAD")
+    rc, out, err = cmd("advance", "--stall", "--commit", "--json")
+    assert rc == 0, err
+    assert json.loads(out)["commit"] is None and "committed" not in err
+    assert git(c.port, "rev-parse", "HEAD") == head
+    assert git(c.port, "status", "--porcelain") == ""
+
+
 def test_a_stall_commit_names_a_hand_edit_it_carries(prepared: Prepared,
                                                      copy: Callable[[str], Copy]) -> None:
     """walk-s11 D10: a stray line a person added to the ledger went into the stall's commit

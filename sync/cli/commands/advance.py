@@ -167,7 +167,7 @@ def _stall(ctx: Context, unmet: list[str], *, commit: bool) -> int:
     return 0
 
 
-def _git_commit(port: Port, p: advance.Plan) -> synccommit.Committed:
+def _git_commit(port: Port, p: advance.Plan) -> synccommit.Committed | None:
     gates_line = ", ".join(f"{g.name} {g.status}" for g in port.gates(p.target))
     return synccommit.commit(port, p.writes, synccommit.Commit(
         f"sync(upstream): advance parity pin {short(p.old.commit)} → {short(p.new.commit)}",

@@ -56,12 +56,13 @@ def staged(port: Port) -> list[str]:
 
 
 def changed_records(port: Port, writes: Mapping[Path, bytes | None]) -> list[str]:
-    """The sync records this commit carries: those changed since HEAD, plus `writes` (a
-    removed file only as git sees it: one it never tracked is in no commit)."""
+    """The sync records this commit carries: those changed since HEAD, `writes` among them
+    (a removed file only as git sees it: one it never tracked is in no commit). A write
+    that left a file as HEAD holds it is in none either: a re-run over records a commit
+    already holds has nothing to commit."""
     records = owned.of(port)
-    paths = {p for _, p in _porcelain(port) if records.owns(p)}
-    paths.update(port.rel(p) for p, data in writes.items() if data is not None)
-    return sorted(paths)
+    mine = {port.rel(p) for p, data in writes.items() if data is not None}
+    return sorted({p for _, p in _porcelain(port) if records.owns(p) or p in mine})
 
 
 def refuse(port: Port, commit: bool, writes: Mapping[Path, bytes | None]) -> None:
@@ -132,9 +133,13 @@ def _few(paths: tuple[str, ...]) -> str:
 
 
 def commit(port: Port, writes: Mapping[Path, bytes | None], message: Commit,
-           wrote: tuple[Path, ...] = ()) -> Committed:
-    """Commit every changed sync record (after `writes`, and `wrote`, were written)."""
+           wrote: tuple[Path, ...] = ()) -> Committed | None:
+    """Commit every changed sync record (after `writes`, and `wrote`, were written); None
+    when none differs from HEAD (`git commit` of nothing fails: a re-run of a committed
+    stall exited 3 saying to commit no path by hand)."""
     rels = changed_records(port, writes)
+    if not rels:
+        return None
     mine = {port.rel(p) for p in (*writes, *wrote)}
     try:
         gitio.run(port.root, ["add", "-A", "--", *rels])
