@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from sync.infra import txn
-from sync.infra.errors import MalformedRecord
+from sync.infra.errors import BlockedCycle, MalformedRecord
 
 
 class Killed(BaseException):
@@ -114,3 +116,39 @@ def test_recovery_removes_the_temp_files_of_its_own_killed_writes(tree: Path) ->
     other.write_text("half")
     assert txn.recover(state, tree) is not None
     assert header.read_text() == "old\n" and not stray.exists() and other.exists()
+
+
+def test_a_command_is_refused_while_another_run_replaces_the_records(tree: Path) -> None:
+    """A reader (`status`, `check`) started while a writer held the lock with its journal
+    written read the records half replaced: `check` failed on an ADVANCED report no event
+    recorded yet ('a hand edit?'), `status` showed the new pin with the cycle ACTIVE. A run
+    that holds the lock with its journal there is replacing them: it is waited for."""
+    state = tree / ".agents" / "sync"
+    writes = _seed(tree)
+
+    def kill(at: str) -> None:
+        if at == "replaced kept.toml":
+            raise Killed(at)
+
+    txn.FAULT = kill
+    with pytest.raises(Killed):
+        txn.commit(state, writes)
+    txn.FAULT = None
+    assert (state / txn.JOURNAL).exists()
+    script = ("import sys\nfrom pathlib import Path\nfrom sync.infra.atomic import port_lock\n"
+              "with port_lock(Path(sys.argv[1])):\n    print('locked', flush=True)\n"
+              "    sys.stdin.read()\n")
+    holder = subprocess.Popen([sys.executable, "-c", script, str(state / txn.LOCK)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == b"locked"
+        with pytest.raises(BlockedCycle) as refused:
+            txn.recover(state, tree)
+        assert "is replacing the records of its transaction" in str(refused.value)
+        assert refused.value.fix == "wait for it to finish, then run again"
+        assert (state / txn.JOURNAL).exists()  # its writer's to finish, not this run's
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(timeout=30)
+    assert txn.recover(state, tree) is not None and _state(tree) == NEW

@@ -108,14 +108,20 @@ def recover(state_dir: Path, root: Path | None = None) -> str | None:
 
     Only under the lock: a transaction whose writer still holds it is in progress, not
     interrupted, and discarding its staged files would let it replace only the rest.
-    `root` (the port) confines the paths the journal may name.
+    While its journal is there, that writer is replacing the records one by one: what a
+    command would read is part old, part new, so it is refused (`BlockedCycle`) until the
+    writer is done. `root` (the port) confines the paths the journal may name.
     """
     if not ((state_dir / JOURNAL).exists() or (state_dir / INTENT).exists()):
         return None
     with contextlib.ExitStack() as stack:
         try:
             stack.enter_context(port_lock(state_dir / LOCK))
-        except BlockedCycle:
+        except BlockedCycle as exc:
+            if (state_dir / JOURNAL).exists():
+                raise BlockedCycle(f"{exc.message}, and is replacing the records of its "
+                                   "transaction: read now, they are part old, part new",
+                                   "wait for it to finish, then run again") from None
             return None
         return _recover(state_dir, root)
 
