@@ -643,6 +643,48 @@ def test_a_failed_commit_says_the_records_are_written_and_how_to_commit_them(
     ok("check")
 
 
+def test_an_advance_commit_killed_before_its_commit_says_what_commits_it(
+        prepared: Prepared, copy: Callable[[str], Copy]) -> None:
+    """`advance --commit` SIGKILLed after its records and the checkout moved, before `git
+    commit` (a plain `advance` leaves the same): running it again said only 'already
+    advanced — fetch a new target', and the next cycle's commit swept the advance in.
+    The refusal says what commits it; after that the records are committed as one."""
+    c = copy("ready")
+    ok("advance")
+    rc, out, err = cmd("advance", "--commit")
+    assert rc == 6 and "already advanced" in out, err
+    (line,) = [x for x in out.splitlines()
+               if x.startswith(f"unmet: the advance to {prepared.target[:10]}")]
+    assert (".agents/sync/events/0001-advance.toml and the records beside it are written but "
+            "not committed") in line
+    hand = line.split(" — commit them: ", 1)[1]
+    assert hand.startswith(f"git -C {c.port} add -A -- ") and "0001-advance.toml" in hand
+    git(c.port, "add", "-A")
+    git(c.port, *IDENTITY, "commit", "-q", "-m", "sync(upstream): advance")
+    rc, out, _ = cmd("advance", "--commit")
+    assert rc == 6 and "not committed" not in out
+    assert git(c.port, "status", "--porcelain") == ""
+
+
+def test_a_rollback_commit_killed_before_its_commit_says_what_commits_it(
+        copy: Callable[[str], Copy]) -> None:
+    """As for the advance: a rollback run again said 'there is no advance to roll back —
+    nothing to undo' over a rollback no commit holds."""
+    c = copy("ready")
+    ok("advance", "--commit")
+    ok("rollback")
+    rc, _, err = cmd("rollback", "--commit")
+    assert rc == 2, err
+    line = err.strip().splitlines()[-1]
+    assert ("the last rollback is done: .agents/sync/events/0002-rollback.toml and the records "
+            "beside it are written but not committed") in line, line
+    assert f" — commit them: git -C {c.port} add -A -- " in line
+    git(c.port, "add", "-A")
+    git(c.port, *IDENTITY, "commit", "-q", "-m", "sync(upstream): roll back")
+    rc, _, err = cmd("rollback", "--commit")
+    assert rc == 2 and "there is no advance to roll back" in err, err
+
+
 def test_a_tampered_event_chain_refuses_the_next_event(copy: Callable[[str], Copy]) -> None:
     c = copy("ready")
     ok("advance")

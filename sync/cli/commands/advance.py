@@ -50,7 +50,8 @@ def _advance(args: argparse.Namespace, ctx: Context, port: Port) -> int:
     if args.stall:
         return _stall(ctx, unmet, commit=args.commit)
     if unmet:
-        _refuse(ctx, unmet, _left_while_unmet(port))
+        _refuse(ctx, unmet + _commit_owed(port, commit=args.commit),
+                _left_while_unmet(port))
     p = advance.plan(port, measured)
     kept = advance.flashinfer_kept(measured)
     if kept is not None:
@@ -69,6 +70,18 @@ def _advance(args: argparse.Namespace, ctx: Context, port: Port) -> int:
     done = _git_commit(port, p) if args.commit else None
     _print(ctx, p, done, how, left)
     return 0
+
+
+def _commit_owed(port: Port, *, commit: bool) -> list[str]:
+    """With `--commit`, the advance to the pin whose records a killed run wrote and never
+    committed: the refusal says what commits them (running again only said the cycle had
+    advanced)."""
+    evs = events.load_all(port) if commit else []
+    last = evs[-1] if evs else None
+    if last is None or last.kind != "advance" or last.pin_after != port.pin_record().pin.commit:
+        return []
+    line = synccommit.owed(port, last.path)
+    return [] if line is None else [f"the advance to {short(last.pin_after)}: {line}"]
 
 
 def _dry_run(ctx: Context, p: advance.Plan, m: advance.Measured,

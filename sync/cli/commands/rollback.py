@@ -7,7 +7,9 @@ import contextlib
 
 from sync.cli.context import Context, add_json
 from sync.infra import txn
+from sync.infra.errors import UsageError
 from sync.port import Port
+from sync.records import events
 from sync.steps.advance import advance, rollback, synccommit
 from sync.upstream.gitio import short
 
@@ -31,6 +33,8 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def _rollback(args: argparse.Namespace, ctx: Context, port: Port) -> int:
+    if args.commit:
+        _refuse_owed(port)
     plan = rollback.plan_rollback(port)
     undone, pin = plan.undone, plan.pin
     doc = {"rolled_back": not args.dry_run, "dry_run": bool(args.dry_run),
@@ -53,6 +57,18 @@ def _rollback(args: argparse.Namespace, ctx: Context, port: Port) -> int:
         ctx.say("note: the reference checkout was not moved back (it is never reset)")
         synccommit.tell(done, ctx.say, ctx.note)
     return 0
+
+
+def _refuse_owed(port: Port) -> None:
+    """The last rollback written and never committed (its run killed before the commit):
+    said with what commits it, where running again only said there was nothing to undo."""
+    evs = events.load_all(port)
+    if not evs or evs[-1].kind != "rollback":
+        return
+    line = synccommit.owed(port, evs[-1].path)
+    if line is not None:
+        message, _, fix = line.partition(" — ")
+        raise UsageError(f"the last rollback is done: {message}", fix)
 
 
 def _files(port: Port, plan: rollback.Rollback) -> dict[str, list[str]]:

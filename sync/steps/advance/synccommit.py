@@ -95,6 +95,25 @@ def _ledger_edits(port: Port) -> list[str]:
     return [line[1:] for line in difflib.ndiff(old, new) if line.startswith("- ")]
 
 
+def by_hand(port: Port, rels: list[str]) -> str:
+    """The git commands that commit `rels` (shown cut at eight)."""
+    shown = " ".join(rels[:8]) + (" ..." if len(rels) > 8 else "")
+    return f"git -C {port.root} add -A -- {shown} && git -C {port.root} commit"
+
+
+def owed(port: Port, event: Path) -> str | None:
+    """What commits the records of a command that wrote `event` (its state event) and did
+    not commit them (killed between its writes and its commit); None when `event` is in
+    HEAD, or the port is no git repository."""
+    if not (port.root / ".git").exists():
+        return None
+    rels = changed_records(port, {})
+    if port.rel(event) not in rels:
+        return None
+    return (f"{port.rel(event)} and the records beside it are written but not committed "
+            f"(was the run that wrote them stopped?) — commit them: {by_hand(port, rels)}")
+
+
 @dataclass(frozen=True)
 class Committed:
     sha: str  # the new HEAD
@@ -148,11 +167,9 @@ def commit(port: Port, writes: Mapping[Path, bytes | None], message: Commit,
     except EnvironmentUnresolved as exc:
         # The records are written (all of them: the transaction is done); only the commit
         # failed, so the fix is to commit them, never to run the command again.
-        shown = " ".join(rels[:8]) + (" ..." if len(rels) > 8 else "")
         raise EnvironmentUnresolved(
             f"the records are written, but committing them failed: {exc.message}",
-            f"fix what git says, then commit them by hand: git -C {port.root} add -A -- "
-            f"{shown} && git -C {port.root} commit") from None
+            f"fix what git says, then commit them by hand: {by_hand(port, rels)}") from None
     sha = gitio.run(port.root, ["rev-parse", "HEAD"]).stdout.decode().strip()
     records = owned.of(port)
     others = tuple(p for _, p in _porcelain(port) if not records.owns(p))
