@@ -152,3 +152,41 @@ def test_a_command_is_refused_while_another_run_replaces_the_records(tree: Path)
         holder.stdin.close()
         holder.wait(timeout=30)
     assert txn.recover(state, tree) is not None and _state(tree) == NEW
+
+
+REFUSER = """
+import errno, sys
+from pathlib import Path
+from sync.infra import txn
+from sync.infra.errors import SyncError
+renames = [0]
+def hook(event, args):
+    if event == "os.rename" and str(args[0]).endswith(".txn"):
+        renames[0] += 1
+        if renames[0] == 2:
+            raise OSError(errno.EROFS, "Read-only file system", str(args[1]))
+sys.addaudithook(hook)
+root = Path(sys.argv[1])
+state = root / ".agents" / "sync"
+try:
+    txn.commit(state, {state / "a.toml": b"new a\\n", state / "b.toml": b"new b\\n"})
+except SyncError as exc:
+    print(type(exc).__name__, exc.exit_code, exc)
+"""
+
+
+def test_a_replacement_the_file_system_refuses_is_a_typed_error(tree: Path) -> None:
+    """A read-only (or full) file system that refused a replacement after the journal was
+    written escaped as 'internal error: OSError ... report it' (exit 1). It is the refused
+    write every other is (exit 3, naming the record); the next run finishes the journal."""
+    state = tree / ".agents" / "sync"
+    for name in ("a.toml", "b.toml"):
+        (state / name).write_text(f"old {name[0]}\n")
+    ran = subprocess.run([sys.executable, "-c", REFUSER, str(tree)], capture_output=True,
+                         text=True, check=False, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.startswith("Unwritable 3 cannot write "), ran.stdout
+    assert f"{state / 'b.toml'} (Read-only file system)" in ran.stdout
+    assert (state / txn.JOURNAL).exists()
+    assert txn.recover(state, tree) is not None
+    assert _state(tree) == {"a.toml": "new a\n", "b.toml": "new b\n"}

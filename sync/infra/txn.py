@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from sync.infra.atomic import orphans as atomic_orphans
-from sync.infra.atomic import port_lock, read_text, write_bytes
+from sync.infra.atomic import port_lock, read_text, write_bytes, writing
 from sync.infra.errors import BlockedCycle, MalformedRecord
 from sync.infra.paths import inside
 
@@ -88,13 +88,16 @@ def _apply(state_dir: Path, root: Path | None = None,
     done = 0
     for tmp, target in _pairs(journal, root) if pairs is None else pairs:
         if tmp.exists():
-            if tmp == _gone(target):
-                # The target first: killed between the two, the marker makes a rerun of
-                # the journal remove it again (a no-op) before the marker goes.
-                target.unlink(missing_ok=True)
-                tmp.unlink()
-            else:
-                os.replace(tmp, target)
+            # A file system that refuses one (read-only, full of permissions) is said as
+            # any refused write is; the journal stays, and the next run finishes it.
+            with writing(target):
+                if tmp == _gone(target):
+                    # The target first: killed between the two, the marker makes a rerun of
+                    # the journal remove it again (a no-op) before the marker goes.
+                    target.unlink(missing_ok=True)
+                    tmp.unlink()
+                else:
+                    os.replace(tmp, target)
             done += 1
             _fault(f"replaced {target.name}")
     journal.unlink()
