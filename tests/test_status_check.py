@@ -273,6 +273,26 @@ def test_status_on_a_shallow_reference_says_so(tmp_path: Path) -> None:
     assert "shallow clone" in ref["error"]
 
 
+def test_status_says_a_reference_checkout_left_behind_the_pin(tmp_path: Path) -> None:
+    """An advance killed after its records, before it moved the checkout: status showed the
+    old HEAD and called nothing a problem (sync said 'nothing to sync'); it says so, and
+    what finishes the move."""
+    fx = build(tmp_path)
+    base = fx.marks["base"]
+    git(fx.reference, "reset", "-q", "--hard", base)
+    r = run(fx.port, "status", "--json")
+    assert r.rc == 0, r.err
+    ref = json.loads(r.out)["reference"]
+    said = (f"the reference checkout {fx.reference} is at {base[:10]}, behind the pin "
+            f"{fx.pin[:10]} (an advance that stopped before moving it?) — run 'upstream-sync "
+            f"advance', which finishes the move, or 'git -C {fx.reference} merge --ff-only "
+            f"{fx.pin[:10]}'")
+    assert (ref["head"], ref["problems"]) == (base, [said])
+    assert f"  {said}" in run(fx.port, "status").out.splitlines()
+    git(fx.reference, "reset", "-q", "--hard", fx.pin)
+    assert json.loads(run(fx.port, "status", "--json").out)["reference"]["problems"] == []
+
+
 # -- what the real port writes (findings §5, recipe 15) ------------------------------------------
 
 

@@ -67,6 +67,7 @@ def _reference(port: Port, pin: pins.Pin
             "run 'upstream-sync fetch'")
     h = health.assess(ref, pin.commit, port.upstream_ref)
     doc.update(_health_doc(h))
+    doc["problems"] += _head_behind(ref, doc["head"], pin.commit)
     problem = h.error
     u = h.upstream
     if u.tip is None:
@@ -77,6 +78,17 @@ def _reference(port: Port, pin: pins.Pin
               "newest_date": (gitio.newest_date(ref, pin.commit, u.tip)
                               if u.relation == "ahead" else None)}
     return doc, behind, problem
+
+
+def _head_behind(ref: gitio.Reference, head: str | None, pin: str) -> list[str]:
+    """The checkout's HEAD behind the pin: an advance that stopped after its records, before
+    it moved the checkout (every other command reads at the pin and would not say it)."""
+    if head is None or head == pin or not gitio.is_ancestor(ref, head, pin):
+        return []
+    return [f"the reference checkout {ref.path} is at {short(head)}, behind the pin "
+            f"{short(pin)} (an advance that stopped before moving it?) — run 'upstream-sync "
+            f"advance', which finishes the move, or 'git -C {ref.path} merge --ff-only "
+            f"{short(pin)}'"]
 
 
 def _health_doc(h: health.Health) -> dict[str, Any]:
