@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 import string
 from pathlib import Path
 from typing import Any
@@ -152,7 +153,26 @@ def test_default_omni_oracle() -> None:
 ])
 def test_unknown_key_named(text: str, key: str) -> None:
     message = fails(text)
-    assert message.startswith(f"unknown key {key} in .agents/upstream-sync.toml — remove it")
+    assert re.match(rf"unknown key {re.escape(key)}( \(did you mean `[a-z_]+`\?\))? in "
+                    r"\.agents/upstream-sync\.toml — remove it", message), message
+
+
+def test_every_unknown_key_in_one_line_with_the_key_meant() -> None:
+    message = fails("port_root = ['src']\n[frobnicate]\nx = 1\n[paths]\nprotocl = 'p.md'\n"
+                    "ledger = 'l.md'\n[oracles.vllm]\nflashinfer = true\n"
+                    "[surface]\nmirored = ['vllm/']\n")
+    assert message == (
+        "5 unknown keys in .agents/upstream-sync.toml: port_root (did you mean "
+        "`[surface] port_roots`?), frobnicate, paths.protocl (did you mean `protocol`?), "
+        "oracles.vllm.flashinfer (did you mean `require_flashinfer`?), surface.mirored (did "
+        "you mean `mirrored`?) — remove them, or rename each to the key suggested")
+
+
+def test_one_unknown_key_says_the_key_meant() -> None:
+    assert fails("[paths]\nprotocl = 'p.md'\n") == (
+        "unknown key paths.protocl (did you mean `protocol`?) in .agents/upstream-sync.toml — "
+        "remove it; known keys in [paths]: inventory, ledger, oracles, preferences, protocol, "
+        "sync_dir")
 
 
 @pytest.mark.parametrize("value", ["/etc/passwd", "../outside.md", "a/../../b", "docs/..",

@@ -13,6 +13,7 @@ keys and the docs' key table (`keys_table`, rendered into docs/adopting.md by
 
 from __future__ import annotations
 
+import difflib
 import json
 import re
 import tomllib
@@ -269,11 +270,75 @@ def _toml_name(f: Field[Any], key: Key) -> str:
     return key.name or f.name
 
 
+# An unknown key: (where it sits, "table." or "", the key, the keys known there).
+Unknown = tuple[str, str, set[str]]
+
+
 def _only(table: dict[str, Any], allowed: set[str], where: str) -> None:
-    unknown = sorted(set(table) - allowed)
-    if unknown:
-        raise UsageError(f"unknown key {where}{unknown[0]} in {CONFIG_PATH}",
-                         f"remove it; known keys: {', '.join(sorted(allowed))}")
+    _refuse_unknown([(where, k, allowed) for k in table if k not in allowed])
+
+
+def _guess(where: str, key: str, allowed: set[str]) -> str:
+    """' (did you mean `x`?)' when a known key is close to `key`: one of its own table's,
+    else, for a key at the top level, one of a table's (`[surface] port_roots`)."""
+    near = difflib.get_close_matches(key, sorted(allowed), n=1)
+    if near:
+        return f" (did you mean `{near[0]}`?)"
+    if where:
+        return ""
+    elsewhere = {_toml_name(f, k): k.table for f, k in _keyed(Config) if k.table}
+    near = difflib.get_close_matches(key, sorted(elsewhere), n=1)
+    return f" (did you mean `[{elsewhere[near[0]]}] {near[0]}`?)" if near else ""
+
+
+def _refuse_unknown(unknown: list[Unknown]) -> None:
+    """Every unknown key in one line, each with the known key it is close to, if any."""
+    if not unknown:
+        return
+    named = [f"{where}{key}{_guess(where, key, allowed)}" for where, key, allowed in unknown]
+    if len(named) == 1:
+        where, _key_name, allowed = unknown[0]
+        raise UsageError(f"unknown key {named[0]} in {CONFIG_PATH}",
+                         f"remove it; known keys{' in [' + where[:-1] + ']' if where else ''}: "
+                         f"{', '.join(sorted(allowed))}")
+    raise UsageError(f"{len(named)} unknown keys in {CONFIG_PATH}: {', '.join(named)}",
+                     "remove them, or rename each to the key suggested")
+
+
+def _item_tables(value: object, key: Key, where: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """("where.", entry) of each table an array of tables holds, ("where.<name>.", entry) of
+    each a table of named tables holds; what is not a table is left to its reader."""
+    if key.each is None:
+        for entry in value if isinstance(value, list) else ():
+            if isinstance(entry, dict):
+                yield f"{where}.", entry
+    elif isinstance(value, dict):
+        for name, entry in value.items():
+            if isinstance(entry, dict):
+                yield f"{where}.{name}.", entry
+
+
+def _unknown_keys(doc: dict[str, Any]) -> list[Unknown]:
+    """Every unknown key of the document in its order, those of nested tables included."""
+    out: list[Unknown] = []
+    for top, value in doc.items():
+        if top not in _top_level():
+            out.append(("", top, _top_level()))
+            continue
+        own = [(f, k) for f, k in _keyed(Config) if k.table == top]
+        if own and isinstance(value, dict):
+            allowed = {_toml_name(f, k) for f, k in own}
+            out += [(f"{top}.", k, allowed) for k in value if k not in allowed]
+            items = [(f"{top}.{_toml_name(f, k)}", value.get(_toml_name(f, k)), k) for f, k in own]
+        else:
+            items = [(top, value, k) for f, k in _keyed(Config)
+                     if not k.table and _toml_name(f, k) == top]
+        for at, held, key in items:
+            if key.item is not None:
+                allowed = {_toml_name(f, k) for f, k in _keyed(key.item)}
+                out += [(where, k, allowed) for where, entry in _item_tables(held, key, at)
+                        for k in entry if k not in allowed]
+    return out
 
 
 def _fields(cls: type, table: dict[str, Any], where: str) -> dict[str, Any]:
@@ -488,18 +553,16 @@ def _toml(text: str) -> dict[str, Any]:
 
 
 def parse(text: str) -> Config:
-    """Read the keys in `Config`'s order: each table is checked for unknown keys when its
-    first key comes up, so the first problem in the file's reading order is the one named."""
+    """Refuse every unknown key at once (a file with several typos is fixed in one run), then
+    read the keys in `Config`'s order: the first wrong value in that order is the one named."""
     doc = _toml(text)
-    _only(doc, _top_level(), "")
+    _refuse_unknown(_unknown_keys(doc))
     kw: dict[str, Any] = {"raw": doc}
     tables: dict[str, dict[str, Any]] = {"": doc}
     for f, key in _keyed(Config):
         table = tables.get(key.table)
         if table is None:
             table = tables[key.table] = _table(doc, key.table)
-            _only(table, {_toml_name(g, k) for g, k in _keyed(Config) if k.table == key.table},
-                  f"{key.table}.")
         name = _toml_name(f, key)
         if name in table and key.read is not None:
             kw[f.name] = key.read(table[name], f"{key.table}.{name}".lstrip("."))
