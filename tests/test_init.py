@@ -229,8 +229,23 @@ def test_ambiguous_records_keep_defaults(tmp: Path) -> None:
     assert "ledger" not in found["paths"] and "oracles" not in found["paths"]
     code, out, _ = init(str(root))
     assert code == 0
-    assert "  ledger: not found uniquely (2 candidates); default kept" in out.splitlines()
+    assert ("  ledger: not found uniquely (2 candidates: docs/ledger.md, docs/old-ledger.md); "
+            "default .agents/parity-ledger.md kept — to use one, set [paths] ledger = "
+            '"<path>" in .agents/upstream-sync.toml') in out.splitlines()
     assert config.load(root).ledger == ".agents/parity-ledger.md"
+
+
+def test_ambiguous_records_name_a_few_candidates(tmp: Path) -> None:
+    """hM: 'not found uniquely (N candidates)' named none of them, nor how to pick one."""
+    root = make_port(tmp)
+    for n in range(4):
+        (root / f"docs/old-ledger-{n}.md").write_text((root / "docs/ledger.md").read_text())
+    code, out, _ = init(str(root))
+    assert code == 0
+    assert ("  ledger: not found uniquely (5 candidates: docs/ledger.md, docs/old-ledger-0.md, "
+            "docs/old-ledger-1.md +2 more); default .agents/parity-ledger.md kept — to use "
+            'one, set [paths] ledger = "<path>" in .agents/upstream-sync.toml'
+            ) in out.splitlines()
 
 
 def test_port_from_option_and_environment(tmp: Path, monkeypatch: pytest.MonkeyPatch) -> None:

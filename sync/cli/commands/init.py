@@ -19,7 +19,7 @@ import tomli_w
 from sync.cli.context import Context, add_json
 from sync.infra.atomic import read_text, write_text
 from sync.infra.errors import UsageError
-from sync.records import config, ledger, prefs, starter
+from sync.records import config, ledger, mdtext, prefs, starter
 from sync.steps import discover
 
 
@@ -178,6 +178,12 @@ def _unread(key: str, rel: str) -> str:
             "set [paths] inventory to your inventory")
 
 
+def _some(paths: list[str], shown: int = 3) -> str:
+    """The first few of `paths`, each on one line, then "+K more"."""
+    names = ", ".join(mdtext.flat(p) for p in paths[:shown])
+    return names + (f" +{len(paths) - shown} more" if len(paths) > shown else "")
+
+
 def _records_lines(found: _Found) -> list[str]:
     paths, cands = found.records["paths"], found.records["found"]
     lines = [f"  {key} = {value}" for key, value in paths.items()]
@@ -187,11 +193,12 @@ def _records_lines(found: _Found) -> list[str]:
             lines.append(_unread(key, discover.DEFAULTS[key]) if key in found.unread_default
                          else _NONE_FOUND[key])
         elif key not in paths:
-            lines.append(f"  {key}: not found uniquely ({len(cands[key])} candidates); "
-                         "default kept")
+            lines.append(f"  {key}: not found uniquely ({len(cands[key])} candidates: "
+                         f"{_some(cands[key])}); default {discover.DEFAULTS[key]} kept — to "
+                         f"use one, set [paths] {key} = \"<path>\" in {config.CONFIG_PATH}")
         elif others and paths[key] in discover.DEFAULTS.values():
-            lines.append(f"    ({len(others)} other file(s) also look like the {key}; the "
-                         "default path is the one)")
+            lines.append(f"    ({len(others)} other file(s) also look like the {key}: "
+                         f"{_some(others)}; the default path is the one)")
     if "oracles" not in paths:
         lines.append("  oracles: no oracle registry found — create .agents/oracles/vllm.md "
                      "(one ```oracle-pin block) when the port records its oracles")
