@@ -289,3 +289,33 @@ def test_a_failed_fetch_says_what_git_said_and_what_to_fix(fx: Fixture, tmp_path
         f"upstream-sync: error: fetch of origin main failed: fatal: '{nowhere}' does not "
         "appear to be a git repository — check the remote URL and your network, then run "
         "fetch again")
+
+
+def _local_commit(fx: Fixture) -> str:
+    git(fx.reference, "-c", "user.name=t", "-c", "user.email=t@example.com", "commit", "-q",
+        "--allow-empty", "-m", "local experiment")
+    return git(fx.reference, "rev-parse", "HEAD").strip()
+
+
+@pytest.mark.parametrize("detached", [False, True])
+def test_fetch_says_a_checkout_the_advance_cannot_move(fx: Fixture, detached: bool) -> None:
+    """hM: local commits on top of the pin (or a HEAD detached at one) read 'clean; pin
+    present', and only the advance, after the cycle's work, refused to fast-forward."""
+    local = _local_commit(fx)
+    if detached:
+        git(fx.reference, "checkout", "-q", "--detach", local)
+        git(fx.reference, "branch", "-q", "-f", "main", fx.pin)
+    said = (f"the reference checkout's HEAD {local[:10]} cannot fast-forward to "
+            f"{fx.tip[:10]} — check out the pin's branch")
+    r = run(fx.port, "fetch")
+    assert r.rc == 0, r.err
+    assert f"note: {said}" in r.err.splitlines()
+    assert json.loads(run(fx.port, "fetch", "--json").out)["move_problem"] == said
+    status = json.loads(run(fx.port, "status", "--json").out)
+    assert said in status["reference"]["problems"]
+    assert f"  {said}" in run(fx.port, "status").out.splitlines()
+    git(fx.reference, "checkout", "-q", "-B", "main", fx.pin)
+    again = run(fx.port, "fetch")
+    assert again.rc == 0 and "cannot fast-forward" not in again.err
+    assert json.loads(run(fx.port, "fetch", "--json").out)["move_problem"] is None
+    assert json.loads(run(fx.port, "status", "--json").out)["reference"]["problems"] == []

@@ -30,7 +30,25 @@ def collect(port: Port) -> tuple[dict[str, Any], SyncError | None]:
     doc["cycle"] = _cycle(port, pin.commit)
     doc["records"] = _records(port, doc["reference"])
     missing = _target_missing(port, doc)
+    stuck = _cannot_move(port, doc)
+    if stuck:
+        doc["reference"]["problems"] += stuck
     return doc, problem or missing
+
+
+def _cannot_move(port: Port, doc: dict[str, Any]) -> list[str]:
+    """The checkout cannot fast-forward to where the cycle goes (the open cycle's target, else
+    upstream's tip): local commits on top of the pin, or a HEAD detached at one. The advance
+    refuses to move it then; said here in its words, before the cycle's work is done."""
+    c, r, b = doc["cycle"], doc["reference"], doc["behind"]
+    if not r.get("pin_present") or r.get("head") in (None, doc["pin"]["vllm_commit"]):
+        return []
+    if c and c["open"]:
+        going = c["target"] if c.get("target_present") else None
+    else:
+        going = b["tip"] if b and b["relation"] == "ahead" else None
+    problem = None if going is None else health.move_problem(port.reference(), going)
+    return [] if problem is None else [problem]
 
 
 def _target_missing(port: Port, doc: dict[str, Any]) -> SyncError | None:

@@ -248,21 +248,6 @@ def provenance(ref: gitio.Reference, c: cycle.Cycle, upstream_ref: str) -> Prove
     return Provenance(tag or c.target_ref, kind, on, upstream_ref, branches)
 
 
-def _leaves_nothing(ref: gitio.Reference, head: str, commit: str) -> bool:
-    """Moving HEAD to `commit` loses no commit: HEAD is behind it or an upstream ref has it."""
-    return gitio.is_ancestor(ref, head, commit) or bool(
-        gitio.refs_containing(ref, head, "refs/remotes", "refs/tags"))
-
-
-def move_problem(ref: gitio.Reference, commit: str, upstream_ref: str) -> str | None:
-    """Why the reference checkout cannot be moved to `commit` without losing work, if so."""
-    head = gitio.head_sha(ref)
-    if head is None or head == commit or _leaves_nothing(ref, head, commit):
-        return None
-    return (f"the reference checkout's HEAD {short(head)} cannot fast-forward to "
-            f"{short(commit)} — check out the pin's branch")
-
-
 def move(ref: gitio.Reference, commit: str, upstream_ref: str) -> str:
     """Move the reference checkout to `commit` (never a reset); say how.
 

@@ -240,3 +240,19 @@ def tree_problem(t: Tree, path: Path) -> str | None:
         return (f"the reference checkout {path} has uncommitted changes ({t.describe()}) — "
                 "commit or stash them: it is fast-forwarded at the advance, never reset")
     return None
+
+
+def _leaves_nothing(ref: gitio.Reference, head: str, commit: str) -> bool:
+    """Moving HEAD to `commit` loses no commit: HEAD is behind it or an upstream ref has it."""
+    return gitio.is_ancestor(ref, head, commit) or bool(
+        gitio.refs_containing(ref, head, "refs/remotes", "refs/tags"))
+
+
+def move_problem(ref: gitio.Reference, commit: str) -> str | None:
+    """Why the reference checkout cannot be moved to `commit` without losing work, if so
+    (`target.move` moves it; the advance refuses then, and `fetch` and `status` say it)."""
+    head = gitio.head_sha(ref)
+    if head is None or head == commit or _leaves_nothing(ref, head, commit):
+        return None
+    return (f"the reference checkout's HEAD {short(head)} cannot fast-forward to "
+            f"{short(commit)} — check out the pin's branch")

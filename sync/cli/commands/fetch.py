@@ -37,13 +37,19 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     c = frozen.cycle
     behind = gitio.count_range(ref, pin.commit, c.target)
     tree = health.tree(ref)
+    # Local commits on top of the pin (or a HEAD detached at one): the advance refuses to
+    # move the checkout then, so say it now, in its words, not only at the advance.
+    stuck = None if c.target == pin.commit else health.move_problem(ref, c.target)
     if ctx.json:
         ctx.emit_json({"pin": pin.commit, "target": c.target, "target_ref": c.target_ref,
                        "frozen_at": c.frozen_at, "remote_moved_to": frozen.moved,
-                       "commits": behind, "dirty": not tree.clean, "state": tree.describe()})
+                       "commits": behind, "dirty": not tree.clean, "state": tree.describe(),
+                       "move_problem": stuck})
         return 0
     if frozen.moved:
         ctx.note(moved_note(ref, f"{prefs.remote}/{prefs.branch}", frozen.moved, c.target))
+    if stuck is not None:
+        ctx.note(f"note: {stuck}")
     if c.target == pin.commit:
         ctx.say(f"nothing to sync: the target {short(c.target)} is the pin")
         return 0

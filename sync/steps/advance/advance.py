@@ -33,7 +33,7 @@ from sync.steps.advance import evidence as gate_evidence
 from sync.steps.verify import golden, oracle, parity
 from sync.steps.verify import identity as oracle_verify
 from sync.steps.verify.probe import Probe
-from sync.upstream import gitio
+from sync.upstream import gitio, health
 from sync.upstream.gitio import short
 
 CORE = blockers.CORE
@@ -281,7 +281,7 @@ def _reference_unmet(port: Port, target: str) -> list[str]:
     if gitio.is_dirty(ref):
         out.append(f"the reference checkout {ref.path} has uncommitted changes — commit or "
                    "stash them (it is fast-forwarded, never reset)")
-    problem = target_mod.move_problem(ref, target, port.upstream_ref)
+    problem = health.move_problem(ref, target)
     if problem is not None:
         out.append(problem)
     return out
@@ -489,8 +489,7 @@ def finish_fast_forward(port: Port, target: str, ctx: Notes | None) -> None:
         return
     ref = port.reference()
     head = gitio.head_sha(ref)
-    if head in (None, target) or gitio.is_dirty(ref) or target_mod.move_problem(
-            ref, target, port.upstream_ref) is not None:
+    if head in (None, target) or gitio.is_dirty(ref) or health.move_problem(ref, target):
         return
     how = fast_forward(port, target)
     if ctx is not None:
