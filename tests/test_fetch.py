@@ -260,6 +260,37 @@ def test_a_remote_force_pushed_behind_the_pin_keeps_the_open_cycle(fx: Fixture) 
         "remote and branch in the developer preferences, or pass --target"]
 
 
+def test_the_note_of_a_force_push_offers_no_refused_retarget(fx: Fixture) -> None:
+    """hM: a remote force-pushed behind the pin (or off its line) read '--retarget would drop
+    N of its commits', and 'fetch --retarget' was then refused: the note offers a retarget
+    only where one is taken."""
+    assert run(fx.port, "fetch").rc == 0
+    base, side = fx.marks["base"], fx.marks["side"]
+    git(fx.remote, "update-ref", "refs/heads/main", base)
+    r = run(fx.port, "fetch")
+    assert r.rc == 0, r.err
+    assert (f"origin/main moved back, behind the pin {fx.pin[:10]}, to {base[:10]} (a "
+            f"force-push?); the open cycle keeps its target {fx.tip[:10]}, and no retarget can "
+            "move it there (a sync only moves forward)") in r.err.splitlines()
+    assert "--retarget" not in r.err
+    assert run(fx.port, "fetch", "--retarget").rc == 2
+    assert run(fx.port, "sync", "--retarget").rc == 2
+    git(fx.remote, "update-ref", "refs/heads/main", side)
+    r = run(fx.port, "fetch")
+    assert r.rc == 0, r.err
+    dropped = int(git(fx.reference, "rev-list", "--count", "--no-merges",
+                      f"{side}..{fx.tip}").strip())
+    assert (f"origin/main moved off the pin's line, to {side[:10]} (a force-push?); the open "
+            f"cycle keeps its target {fx.tip[:10]}: only 'upstream-sync sync --retarget "
+            f"--allow-divergent' moves it there, and would drop {dropped} of its commits"
+            ) in r.err.splitlines()
+    assert run(fx.port, "fetch", "--retarget").rc == 2
+    assert run(fx.port, "sync", "--retarget").rc == 2
+    assert frozen(fx).target == fx.tip
+    assert run(fx.port, "sync", "--retarget", "--allow-divergent").rc == 0
+    assert frozen(fx).target == side
+
+
 def test_fetch_says_an_unreadable_range_once(fx: Fixture) -> None:
     """The refusal of missing objects was printed twice, as a note and as the error."""
     from test_checkout_health import drop_blobs

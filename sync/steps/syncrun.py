@@ -249,7 +249,8 @@ def _frame(port: Port, notes: Notes | None, req: CycleRequest) -> _Frame:
     frozen = freeze(port, ref, wanted)
     c = frozen.cycle
     if frozen.moved and notes is not None:
-        notes.note(target_step.moved_note(ref, "the remote", frozen.moved, c.target))
+        notes.note(target_step.moved_note(ref, "the remote", frozen.moved, c.target,
+                                          pin.commit))
     return _Frame(ref, pin, c, report_path(port, c))
 
 

@@ -168,14 +168,24 @@ def _retire(port: Port, path: Path) -> None:
             port.wrote(file, new)
 
 
-def moved_note(ref: gitio.Reference, remote: str, moved: str, target: str) -> str:
+def moved_note(ref: gitio.Reference, remote: str, moved: str, target: str, pin: str) -> str:
     """What the remote's move means for the open cycle: ahead of its target (new commits),
     or not (walk-s11 U1: a force-push back was told as a plain move, and a retarget then
-    dropped commits from the cycle without a word)."""
+    dropped commits from the cycle without a word). A retarget is offered only where it is
+    taken: never behind the pin, off the pin's line only with --allow-divergent (hM: the note
+    offered `--retarget` where fetch refuses it)."""
     keeps = f"the open cycle keeps its target {short(target)}"
     if gitio.is_ancestor(ref, target, moved):
         return f"{remote} moved to {short(moved)}; {keeps} (pass --retarget to move it)"
+    if gitio.is_ancestor(ref, moved, pin):
+        return (f"{remote} moved back, behind the pin {short(pin)}, to {short(moved)} (a "
+                f"force-push?); {keeps}, and no retarget can move it there (a sync only "
+                "moves forward)")
     dropped = gitio.count_range(ref, moved, target)
+    if not gitio.is_ancestor(ref, pin, moved):
+        return (f"{remote} moved off the pin's line, to {short(moved)} (a force-push?); "
+                f"{keeps}: only 'upstream-sync sync --retarget --allow-divergent' moves it "
+                f"there, and would drop {dropped} of its commits")
     where = "back, behind" if gitio.is_ancestor(ref, moved, target) else "off the line of"
     return (f"{remote} moved {where} the open cycle's target, to {short(moved)} (a "
             f"force-push?); {keeps}: --retarget would drop {dropped} of its commits")

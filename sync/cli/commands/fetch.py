@@ -47,7 +47,8 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
                        "move_problem": stuck})
         return 0
     if frozen.moved:
-        ctx.note(moved_note(ref, f"{prefs.remote}/{prefs.branch}", frozen.moved, c.target))
+        ctx.note(moved_note(ref, f"{prefs.remote}/{prefs.branch}", frozen.moved, c.target,
+                            pin.commit))
     if stuck is not None:
         ctx.note(f"note: {stuck}")
     if c.target == pin.commit:
