@@ -141,6 +141,24 @@ def test_strict_makes_pending_an_error(world: World, port: Path,
     assert gate_doc(port, world.up.pin)["golden[2/3]"]["status"] == "PENDING"
 
 
+def test_strict_json_prints_the_gate_with_the_error(world: World, port: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """hM: `golden --strict --json` on a PENDING gate printed only the refusal, without the
+    gate (name, status, handoff) that `golden --json` prints: one document holds both."""
+    monkeypatch.delenv("SYNC_GATE_HOSTS")
+    rc, out, err = run_cli(["--port", str(port), "golden", "--strict", "--shard", "2/3",
+                            "--json"])
+    assert rc == 6, err
+    doc = json.loads(out)
+    handoff = f"upstream-sync golden --oracle vllm --target {world.up.pin} --shard 2/3 --strict"
+    assert (doc["name"], doc["status"], doc["handoff"]) == ("golden[2/3]", "PENDING", handoff)
+    assert doc["ok"] is False and doc["exit_code"] == 6
+    assert doc["error"]["kind"] == "BlockedCycle"
+    assert doc["error"]["message"] == f"gate golden[2/3] is PENDING: {doc['detail']}"
+    assert doc["detail"].startswith("no gate hosts are configured")
+    assert doc["error"]["fix"] == f"run on a gate host: {handoff}"
+
+
 def test_pending_without_a_gpu(world: World, port: Path) -> None:
     if gates.gpu_visible()[0]:
         pytest.skip("this host shows a GPU")

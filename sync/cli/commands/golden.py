@@ -30,11 +30,13 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     finally:
         refreshed(port, ctx)  # the report's Gates section shows what was recorded, FAIL too
     g = outcome.gate
+    ctx.emit_json({**g.as_doc(), "cases": [
+        {"case": c.name, "drift": c.drift, "changed": list(c.changed)} for c in outcome.cases]})
+    if outcome.refused is not None:
+        raise outcome.refused  # under --json, merged into the gate's document
     if ctx.json:
-        ctx.emit_json({**g.as_doc(), "cases": [
-            {"case": c.name, "drift": c.drift, "changed": list(c.changed)}
-            for c in outcome.cases]})
-    elif g.status == "PENDING":
+        return 0
+    if g.status == "PENDING":
         ctx.say(f"{g.name} PENDING — {g.detail}")
         ctx.say(f"handoff: {g.handoff}")
     else:

@@ -186,6 +186,9 @@ class CaseResult:
 class Outcome:
     gate: gates.GateResult
     cases: tuple[CaseResult, ...] = ()
+    # A PENDING gate under --strict: the command raises it after its document (the gate, its
+    # handoff), as `parity --strict` does, so `--json` prints both in one document.
+    refused: BlockedCycle | None = None
 
     @property
     def summary(self) -> str:
@@ -448,10 +451,9 @@ def run(port: Port, prefs: Preferences, request: Request | None = None, *,
     if not ok:
         pending = gate.pending(why)
         gates.record(port, tgt, pending)
-        if req.strict:
-            raise BlockedCycle(f"gate {gate.name} is PENDING: {why}",
+        refused = BlockedCycle(f"gate {gate.name} is PENDING: {why}",
                                f"run on a gate host: {pending.handoff}")
-        return Outcome(pending)
+        return Outcome(pending, refused=refused if req.strict else None)
     note(f"{why}: running gate {gate.name}")
     started = time.monotonic()
     commit = tgt if oracle.is_core(oid) else oracle.recorded_commit(port, oid)
