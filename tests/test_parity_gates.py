@@ -427,6 +427,29 @@ def test_gates_merge_notes_each_gate_the_configuration_does_not_require(tmp: Pat
     assert (rc, json.loads(out)["unrequired"]) == (0, [])
 
 
+def test_gates_merge_names_the_missing_shards_of_a_sharded_gate(tmp: Path) -> None:
+    """hM: a merge of golden[1/2] alone did not say that golden[2/2] was still missing; only
+    the advance said it later. The merge names the shards the port's record lacks."""
+    root = make(tmp, CONFIG + '\n[golden]\nscripts = [["{python}", "a.py"], ["{python}", '
+                '"b.py"], ["{python}", "c.py"]]\n')
+    shard1, shard3 = tmp / "shard1.json", tmp / "shard3.json"
+    shard1.write_text(gates.render_doc(PIN, [result("golden[1/3]", "PASS", host="gpu1")]))
+    shard3.write_text(gates.render_doc(PIN, [result("golden[3/3]", "PASS", host="gpu3")]))
+    rc, out, err = run_cli(["--port", str(root), "gates", "merge", str(shard1)])
+    assert rc == 0, err
+    said = (f"golden[2/3], golden[3/3]: not in the gate record for {PIN[:10]} yet — the "
+            "advance needs every shard: run it on a gate host and merge its record too")
+    assert said in out.splitlines()
+    rc, out, err = run_cli(["--port", str(root), "gates", "merge", str(shard3), "--json"])
+    assert (rc, json.loads(out)["missing_shards"]) == (0, ["golden[2/3]"])
+    shard2 = tmp / "shard2.json"
+    shard2.write_text(gates.render_doc(PIN, [result("golden[2/3]", "PASS", host="gpu2")]))
+    rc, out, err = run_cli(["--port", str(root), "gates", "merge", str(shard2)])
+    assert rc == 0 and "not in the gate record" not in out, err
+    assert json.loads(run_cli(["--port", str(root), "gates", "merge", str(shard2), "--json"]
+                              )[1])["missing_shards"] == []
+
+
 def test_gates_merge_target_only_asserts_the_checkouts_gate_target(tmp: Path) -> None:
     """walk N5: --target read 'full target SHA (default: the open cycle's, else the pin)',
     as if it chose the record merged into; it only checks that the checkout's is the one

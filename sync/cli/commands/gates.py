@@ -6,9 +6,11 @@ import argparse
 from pathlib import Path
 
 from sync.cli.context import Context, add_json, refreshed
+from sync.port import Port
 from sync.records import gates
 from sync.records.config import CONFIG_PATH
 from sync.steps.advance import blockers
+from sync.steps.verify import golden
 from sync.upstream.gitio import short
 
 
@@ -36,16 +38,29 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     if merged.changes:
         refreshed(port, ctx)  # the report's Gates section shows the merged results
     unrequired = blockers.unrequired(port, merged.names)
+    missing = _missing_shards(port, target, [n for n in merged.names if n not in unrequired])
     if ctx.json:
         ctx.emit_json({"target": target, "changed": list(merged.changes),
-                       "unrequired": unrequired})
+                       "unrequired": unrequired, "missing_shards": missing})
         return 0
     for line in merged.changes:
         ctx.say(line)
     for name in unrequired:
         ctx.say(f"{name}: merged, but {CONFIG_PATH} does not require it — the advance needs "
                 "no result of it, yet refuses one that is not a PASS")
+    if missing:
+        ctx.say(f"{', '.join(missing)}: not in the gate record for {short(target)} yet — the "
+                "advance needs every shard: run it on a gate host and merge its record too")
     named = "" if merged.files == len(args.files) else f" (of {len(args.files)} named)"
     ctx.say(f"merged {merged.files} file(s){named} into the gate record for {short(target)}: "
             f"{len(merged.changes)} gate(s) changed")
     return 0
+
+
+def _missing_shards(port: Port, target: str, merged: list[str]) -> list[str]:
+    """The shards of each required sharded gate merged (`golden[1/2]`) that the port's record
+    still lacks (`golden[2/2]`): the advance refuses until they are there, so the merge says
+    it (it said nothing, and only the advance named them)."""
+    have = [r.name for r in gates.load(port, target)]
+    sharded = sorted({n.partition("[")[0] for n in merged if n.endswith("]")})
+    return [m for name in sharded for m in golden.missing_shards(name, have)]

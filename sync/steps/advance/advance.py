@@ -157,27 +157,8 @@ def _required_gate_unmet(name: str, recorded: dict[str, gates.GateResult],
         return [f"gate {name} has not run at {short(target)} — run {code(run)}"]
     out = [f"gate {n} has not run at {short(target)} — run "
            f"{code(run + ' --shard ' + n[len(name) + 1:-1])}"
-           for n in _missing_shards(name, [r.name for r in shards])]
+           for n in golden.missing_shards(name, [r.name for r in shards])]
     return out + [line for g in shards if (line := _one_gate_unmet(g, run)) is not None]
-
-
-def _missing_shards(name: str, have: list[str]) -> list[str]:
-    """The shards of `name` a sharded run should have recorded and did not (`golden[2/3]`
-    when only `golden[1/3]` and `golden[3/3]` are there)."""
-    counts = {s.count for n in have if (s := _shard_of(name, n)) is not None}
-    want = {f"{name}[{i}/{c}]" for c in counts for i in range(1, c + 1)}
-    return sorted(want - set(have))
-
-
-def _shard_of(name: str, gate: str) -> golden.Shard | None:
-    """The shard a gate record's name says it is (`golden[2/3]`), as `--shard` reads it."""
-    inner = gate[len(name):]
-    if not (inner.startswith("[") and inner.endswith("]")):
-        return None
-    try:
-        return golden.parse_shard(inner[1:-1])
-    except UsageError:
-        return None
 
 
 def _one_gate_unmet(g: gates.GateResult, run: str) -> str | None:

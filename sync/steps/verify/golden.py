@@ -87,6 +87,26 @@ def parse_shard(text: str) -> Shard:
     return Shard(int(m.group(1)), int(m.group(2)))
 
 
+def missing_shards(name: str, have: list[str]) -> list[str]:
+    """The shards of `name` a sharded run should have recorded and did not (`golden[2/3]`
+    when only `golden[1/3]` and `golden[3/3]` are there): the advance waits for them, and
+    `gates merge` names them."""
+    counts = {s.count for n in have if (s := _shard_of(name, n)) is not None}
+    want = {f"{name}[{i}/{c}]" for c in counts for i in range(1, c + 1)}
+    return sorted(want - set(have))
+
+
+def _shard_of(name: str, gate: str) -> Shard | None:
+    """The shard a gate record's name says it is (`golden[2/3]`), as `--shard` reads it."""
+    inner = gate.removeprefix(name)
+    if inner == gate or not (inner.startswith("[") and inner.endswith("]")):
+        return None
+    try:
+        return parse_shard(inner[1:-1])
+    except UsageError:
+        return None
+
+
 def fields(arg: str) -> list[str]:
     """The placeholder names `arg` uses; UsageError for anything but a plain known name."""
     try:
