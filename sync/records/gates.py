@@ -380,6 +380,7 @@ class Merged:
     changes: tuple[str, ...]  # one line per gate that changed
     names: tuple[str, ...]  # every gate the files hold, changed or not, sorted
     files: int = 0  # the files merged, each once however often it was named
+    text: str | None = None  # the record's new text; None when no gate changed
 
 
 def _distinct(files: list[Path]) -> list[Path]:
@@ -391,27 +392,49 @@ def _distinct(files: list[Path]) -> list[Path]:
 
 
 def merge(port: Layout, target: str, files: list[Path]) -> Merged:
-    """Fold gate records from other hosts (sharded CI artifacts) into the port's record.
+    """Fold gate records from other hosts (sharded CI artifacts) into the port's record."""
+    got = incoming(port, target, files)
+    with locked(port):
+        merged = merging(port, target, got)
+        if merged.text is not None:
+            write_text(path(port, target), merged.text)
+            port.forget(f"gates:{target}")
+    return merged
 
-    Every file must be a gate record for the same target; nothing is written unless all
-    parse. Each gate's result is decided over every file first, so a gate two files change
-    is one change, from what the port held to what it holds now.
-    """
+
+@dataclass(frozen=True)
+class Incoming:
+    """The gate results the files named hold, every file parsed."""
+
+    results: tuple[GateResult, ...]
+    files: int  # the files, each once however often it was named
+
+
+def incoming(port: Layout, target: str, files: list[Path]) -> Incoming:
+    """Every file must be a gate record for the same target; nothing is merged unless all
+    parse."""
     whose = _whose(port)
     named = _distinct(files)
-    incoming = [r for f in named for r in _incoming(f, target, whose)]
-    with locked(port):
-        before = {r.name: r for r in load(port, target)}
-        kept = dict(before)
-        for r in incoming:
-            old = kept.get(r.name)
-            kept[r.name] = r if old is None else _newer(old, r)
-        changes = [_change(before.get(name), new) for name, new in sorted(kept.items())
-                   if new != before.get(name)]
-        if changes:
-            write_text(path(port, target), render_doc(target, list(kept.values())))
-            port.forget(f"gates:{target}")
-    return Merged(tuple(changes), tuple(sorted({r.name for r in incoming})), len(named))
+    return Incoming(tuple(r for f in named for r in _incoming(f, target, whose)), len(named))
+
+
+def merging(port: Layout, target: str, got: Incoming) -> Merged:
+    """What merging `got` into the port's record changes, and its new text; nothing written
+    (the caller holds the lock, `locked`, and writes it).
+
+    Each gate's result is decided over every file first, so a gate two files change is one
+    change, from what the port held to what it holds now.
+    """
+    before = {r.name: r for r in load(port, target)}
+    kept = dict(before)
+    for r in got.results:
+        old = kept.get(r.name)
+        kept[r.name] = r if old is None else _newer(old, r)
+    changes = [_change(before.get(name), new) for name, new in sorted(kept.items())
+               if new != before.get(name)]
+    text = render_doc(target, list(kept.values())) if changes else None
+    return Merged(tuple(changes), tuple(sorted({r.name for r in got.results})), got.files,
+                  text)
 
 
 def _change(old: GateResult | None, new: GateResult) -> str:

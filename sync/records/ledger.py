@@ -300,13 +300,15 @@ class Read:
                 "fix the ledger (upstream-sync check names the problem)")
 
 
-def read(path: Path, *, rel: str, kept: Store | None = None) -> Read:
+def read(path: Path, *, rel: str, kept: Store | None = None,
+         data: bytes | None = None) -> Read:
     """The ledger, never raising: an unreadable one says why in `problem`. With `kept`: a
     ledger of the same bytes as one read before comes back as it was read, what its rows
     name indexed; one not seen before is indexed and kept (a real ledger is a megabyte:
-    its indexes cost a command 0.2 s, loading them 0.05 s)."""
+    its indexes cost a command 0.2 s, loading them 0.05 s). `data`: the bytes the file is
+    about to hold (a command's staged write), read instead of the file."""
     try:
-        data = _bytes(path, rel)
+        data = _bytes(path, rel) if data is None else data
         key = (rel, digest(data))
         known = kept.load().get(key) if kept is not None else None
         if isinstance(known, Read):
@@ -379,11 +381,16 @@ def appended(text: str, cells: tuple[str, str, str, str], *, rel: str) -> tuple[
 
 def append(path: Path, cells: tuple[str, str, str, str], *, rel: str) -> str:
     """Append one row; returns the row as written. Existing bytes are never changed."""
-    if not path.exists():
-        load(path, rel=rel)  # raises the "does not exist" refusal
-    new, row = appended(_read(path, rel), cells, rel=rel)
+    new, row = appending(path, cells, rel=rel)
     write_text(path, new)
     return row
+
+
+def appending(path: Path, cells: tuple[str, str, str, str], *, rel: str) -> tuple[str, str]:
+    """(new text, row) of `append`, nothing written: the file's text with the row added."""
+    if not path.exists():
+        load(path, rel=rel)  # raises the "does not exist" refusal
+    return appended(_read(path, rel), cells, rel=rel)
 
 
 @dataclass(frozen=True)
