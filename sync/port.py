@@ -217,12 +217,16 @@ class Port:
     def ledger_read(self) -> ledger_mod.Read:
         """The parity ledger as read: its table (malformed rows read as well as they can
         be), or why it could not be read at all. Never treat an unreadable one as empty."""
+        return self._once("ledger", lambda: self.ledger_of(None))
+
+    def ledger_of(self, data: bytes | None) -> ledger_mod.Read:
+        """The parity ledger read from `data`, the bytes it is about to hold (None: from its
+        file): what `ledger_read` returns once a command's staged write lands (`keep`)."""
         from sync.infra.cache import Store
         from sync.records import ledger as ledger_mod
 
-        return self._once("ledger", lambda: ledger_mod.read(
-            self.root / self.config.ledger, rel=self.config.ledger,
-            kept=Store(self.root, "ledger")))
+        return ledger_mod.read(self.root / self.config.ledger, rel=self.config.ledger,
+                               kept=Store(self.root, "ledger"), data=data)
 
     def ledger(self) -> ledger_mod.Table | None:
         """The parity ledger's table; None when it cannot be read (`ledger_read().problem`

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TextIO
 
 from sync.port import Port, locate
@@ -98,3 +100,43 @@ def refreshed(port: Port, ctx: Context) -> str | None:
         ctx.note(f"note: the report was not rewritten ({exc}) — run 'upstream-sync sync'")
         return None
     return None if path is None else port.rel(path)
+
+
+@dataclass(frozen=True)
+class Rewrite:
+    """A record a command rewrites: its file, the bytes it is to hold, and what the port's
+    accessor for it returns once it holds them (`key` as `Port.keep` names it; `load`
+    builds the value from the new bytes, never from the file)."""
+
+    path: Path
+    data: bytes
+    key: str
+    load: Callable[[], object]
+
+
+def refreshed_with(port: Port, ctx: Context, change: Rewrite) -> str | None:
+    """Write `change` and the open cycle's report refreshed to read it, in one transaction
+    (a kill between the two left the record new and the report old, which neither `check`
+    nor a re-run repaired); the report's path, or None. The refresh runs staged, with the
+    port holding the record as it will be written; the record is written alone when no
+    cycle is open, its report was never written, or the refresh cannot run (said, as
+    `refreshed` says it)."""
+    from sync.infra.errors import SyncError
+    from sync.steps import syncrun
+
+    with port.lock():
+        result = None
+        try:
+            port.keep(change.key, change.load())
+            result = syncrun.staged_refresh(port, ctx)
+        except SyncError as exc:
+            port.forget(change.key)  # read from the file once it is written
+            ctx.note(f"note: the report was not rewritten ({exc}) — run 'upstream-sync sync'")
+        try:
+            syncrun.commit_writes(port, result.writes if result else {},
+                                  {change.path: change.data},
+                                  result.decided if result else None)
+        except BaseException:
+            port.forget(change.key)  # not written: the file still holds the old bytes
+            raise
+    return None if result is None else port.rel(result.path)

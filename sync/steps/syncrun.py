@@ -160,6 +160,17 @@ def refresh(port: Port, notes: Notes | None = None) -> Path | None:
     return run_cycle(port, notes).path
 
 
+def staged_refresh(port: Port, notes: Notes | None = None) -> Result | None:
+    """`refresh`'s run, planned only (`CycleRequest.stage`): a caller that holds the lock
+    and changed a record the report reads (held by the port as it will be written) commits
+    the run's writes with that record, in one transaction (`commit_writes`). None when no
+    cycle is open or its report was never written."""
+    c = port.live_cycle()
+    if c is None or not report_path(port, c).exists():
+        return None
+    return run_cycle(port, notes, CycleRequest(stage=True))
+
+
 def run_cycle(port: Port, notes: Notes | None = None,
               request: CycleRequest | None = None) -> Result:
     """Enumerate, classify and (unless `request.write_report` is False) write the report.

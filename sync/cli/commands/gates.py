@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from sync.cli.context import Context, add_json, refreshed
+from sync.cli.context import Context, Rewrite, add_json, refreshed_with
 from sync.port import Port
 from sync.records import gates
 from sync.records.config import CONFIG_PATH
@@ -34,9 +34,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
 def run(args: argparse.Namespace, ctx: Context) -> int:
     port = ctx.port
     target = gates.check_target(port, args.target) if args.target else gates.current_target(port)
-    merged = gates.merge(port, target, list(args.files))
-    if merged.changes:
-        refreshed(port, ctx)  # the report's Gates section shows the merged results
+    got = gates.incoming(port, target, list(args.files))
+    with gates.locked(port):
+        merged = gates.merging(port, target, got)
+        if merged.text is not None:
+            # The report's Gates section shows the merged results: the record and the report
+            # land together or not at all.
+            record, text = gates.path(port, target), merged.text
+            refreshed_with(port, ctx, Rewrite(
+                record, text.encode("utf-8"), f"gates:{target}",
+                lambda: gates.parse(text, target, rel=port.rel(record))))
     unrequired = blockers.unrequired(port, merged.names)
     missing = _missing_shards(port, target, [n for n in merged.names if n not in unrequired])
     if ctx.json:

@@ -7,8 +7,8 @@ import os
 import re
 from pathlib import Path
 
-from sync.cli.context import Context, add_json, refreshed
-from sync.infra.atomic import read_record, write_text
+from sync.cli.context import Context, Rewrite, add_json, refreshed_with
+from sync.infra.atomic import read_record
 from sync.infra.errors import MalformedRecord, UsageError
 from sync.port import Port
 from sync.records import cycle, inventory
@@ -125,8 +125,10 @@ def _annotate(args: argparse.Namespace, ctx: Context, port: Port) -> int:
                          f"a tier changes by moving the row into {args.tier}'s list by hand")
     report = None
     if result.where != "already":
-        write_text(file, result.text)
-        port.forget("inventory")
-        report = refreshed(port, ctx)  # its carry-over reads the inventory: as decide does
+        # Its carry-over reads the inventory, as decide does: the annotation and the report
+        # it changes land together or not at all.
+        report = refreshed_with(port, ctx, Rewrite(
+            file, result.text.encode("utf-8"), "inventory",
+            lambda: inventory.parse(result.text, path=rel)))
     _say(ctx, args, rel, title, result, report)
     return 0

@@ -6,7 +6,7 @@ import argparse
 import re
 from datetime import datetime
 
-from sync.cli.context import Context, add_json, refreshed
+from sync.cli.context import Context, Rewrite, add_json, refreshed_with
 from sync.infra import clock
 from sync.infra.errors import UsageError
 from sync.port import Port
@@ -170,9 +170,12 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         table = ledger.load(path, rel=rel)
         earlier = {r.line for n in args.pr for r in table.rows
                    if re.search(rf"vllm#{n}\b", r.text)}
-        row = ledger.append(path, cells, rel=rel)
-        port.forget("ledger")
-        report = refreshed(port, ctx)  # its carry-over reads the ledger: as decide does
+        text, row = ledger.appending(path, cells, rel=rel)
+        data = text.encode("utf-8")
+        # Its carry-over reads the ledger, as decide does: the row and the report it changes
+        # land together or not at all.
+        report = refreshed_with(port, ctx, Rewrite(path, data, "ledger",
+                                                   lambda: port.ledger_of(data)))
     for line in _notes(port, args.commit.strip(), ledger.malformed_findings(table, rel=rel),
                        earlier):
         ctx.note(line)
