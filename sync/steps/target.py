@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal
 
+from sync.infra import txn
 from sync.infra.atomic import write_text
 from sync.infra.errors import EnvironmentUnresolved, SyncError, UsageError
 from sync.port import Port
@@ -141,12 +142,26 @@ def _freeze(port: Port, ref: gitio.Reference, wanted: Wanted) -> Frozen:
     previous = ""
     if current is not None and (port.sync_dir / cycle.report_name(current)).exists():
         previous = cycle.report_name(current)
-    saved = cycle.save(port, wanted.pin, sha, want, previous,
-                       divergent_ok=wanted.allow_divergent)
-    port.keep("cycle", saved)
+    saved = cycle.Cycle(wanted.pin, sha, want, cycle.now(), previous,
+                        divergent_ok=wanted.allow_divergent)
+    texts = {cycle.path(port): cycle.render(saved)}
     if previous and previous != cycle.report_name(saved):
-        _retire(port, port.sync_dir / previous)
+        texts.update(_retired(port, port.sync_dir / previous))
+    _write(port, texts)
+    port.keep("cycle", saved)
     return Frozen(saved, None)
+
+
+def _write(port: Port, texts: dict[Path, str]) -> None:
+    """The new cycle and the report it retires in one transaction (a kill between them left
+    the cycle moved on and its old report ACTIVE, its JSON too)."""
+    if len(texts) > 1:
+        txn.commit(port.sync_dir, {p: text.encode("utf-8") for p, text in texts.items()})
+    else:
+        for p, text in texts.items():
+            write_text(p, text)
+    for p, text in texts.items():
+        port.wrote(p, text)
 
 
 def _opens_none(current: cycle.Cycle | None, wanted: Wanted, sha: str) -> bool:
@@ -157,15 +172,17 @@ def _opens_none(current: cycle.Cycle | None, wanted: Wanted, sha: str) -> bool:
     return sha == wanted.pin and wanted.target is None and not open_here
 
 
-def _retire(port: Port, path: Path) -> None:
-    """The report a retarget left: out of ACTIVE (STALLED keeps its state)."""
+def _retired(port: Port, path: Path) -> dict[Path, str]:
+    """The report a retarget left, out of ACTIVE (STALLED keeps its state): its files'
+    new texts, those that change."""
+    out = {}
     for file, restate in ((path, report.restate), (path.with_suffix(".json"),
                                                     report.restate_json)):
         text = port.text(file)
         new = restate(text, ("ACTIVE",), "RETARGETED") if text is not None else None
         if new is not None:
-            write_text(file, new)
-            port.wrote(file, new)
+            out[file] = new
+    return out
 
 
 def moved_note(ref: gitio.Reference, remote: str, moved: str, target: str, pin: str) -> str:

@@ -145,3 +145,31 @@ def test_a_refresh_that_cannot_run_leaves_the_record_written_alone(
         assert (port / record).read_bytes() != old, argv
         assert (md.read_bytes(), js.read_bytes()) == report
         assert leftovers(port) == []
+
+
+def test_a_retarget_writes_the_cycle_and_retires_its_old_report_together(
+        synced: tuple[Fixture, Path], tmp_path: Path) -> None:
+    """`sync --retarget`: cycle.toml moves to the new target and the old report (and its
+    JSON) leaves ACTIVE; killed between them, the cycle had moved on and the old report
+    still said ACTIVE. The new report is written after, by the run's own transaction."""
+    fx, base = synced
+    md, js = _report(base)
+    argv = ("sync", "--target", fx.marks["rename"][:10], "--retarget")
+    clean = _copy(base)(tmp_path / "clean")
+    files = (".agents/sync/cycle.toml", md, js)
+    before = snapshot(clean)
+    log = tmp_path / "points.log"
+    assert _child(0, log, "--port", str(clean), *argv) == 0
+    after = snapshot(clean)
+    assert all(before[f] != after[f] for f in files)
+    assert b"- Cycle state: RETARGETED" in after[md]
+    n = len(log.read_text().splitlines())
+    for k in range(1, n + 1):
+        port = _copy(base)(tmp_path / f"k{k}")
+        assert _child(k, tmp_path / f"k{k}.log", "--port", str(port), *argv) == -signal.SIGKILL
+        assert run(port, "status").rc in (0, 3)
+        now = snapshot(port)
+        new = {f: now[f] == after[f] for f in files}
+        assert all(new[f] or now[f] == before[f] for f in files), (k, new)
+        assert len(set(new.values())) == 1, (k, new, (tmp_path / f"k{k}.log").read_text())
+        assert leftovers(port) == [], k
