@@ -391,17 +391,6 @@ def _distinct(files: list[Path]) -> list[Path]:
     return list(seen.values())
 
 
-def merge(port: Layout, target: str, files: list[Path]) -> Merged:
-    """Fold gate records from other hosts (sharded CI artifacts) into the port's record."""
-    got = incoming(port, target, files)
-    with locked(port):
-        merged = merging(port, target, got)
-        if merged.text is not None:
-            write_text(path(port, target), merged.text)
-            port.forget(f"gates:{target}")
-    return merged
-
-
 @dataclass(frozen=True)
 class Incoming:
     """The gate results the files named hold, every file parsed."""
