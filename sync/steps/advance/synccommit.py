@@ -104,8 +104,8 @@ def by_hand(port: Port, rels: list[str]) -> str:
 def owed(port: Port, event: Path) -> str | None:
     """What commits the records of a command that wrote `event` (its state event) and did
     not commit them (killed between its writes and its commit); None when `event` is in
-    HEAD, or the port is no git repository."""
-    if not (port.root / ".git").exists():
+    HEAD, or the port is in no git work tree."""
+    if gitio.work_tree_prefix(port.root) is None:  # a monorepo's subfolder is in one
         return None
     rels = changed_records(port, {})
     if port.rel(event) not in rels:
