@@ -163,7 +163,7 @@ def monorepo(fx: Fixture) -> Path:
 
 
 def test_a_port_in_a_subfolder_of_its_repository_is_checked(fx: Fixture) -> None:
-    """hG: git names a commit's paths from the repository's root (`services/port/src/x.cpp`),
+    """git names a commit's paths from the repository's root (`services/port/src/x.cpp`),
     which no sync record and no feature glob of the port matches: a mixed commit of a port
     living in a monorepo's subfolder passed. Paths are read relative to the port."""
     port = monorepo(fx)
@@ -181,7 +181,7 @@ def test_a_port_in_a_subfolder_of_its_repository_is_checked(fx: Fixture) -> None
 
 
 def test_a_sync_commit_of_a_port_in_a_subfolder(fx: Fixture) -> None:
-    """hG: `--commit` refused a port in a subfolder of its repository ('is not a git
+    """`--commit` refused a port in a subfolder of its repository ('is not a git
     repository — drop --commit': it looked for `.git` in the port root), and git's paths from
     the repository's root were never the port's records. The stall commit holds the stall's
     records, and check-commit passes it."""
@@ -201,7 +201,7 @@ def test_a_sync_commit_of_a_port_in_a_subfolder(fx: Fixture) -> None:
 
 
 def test_a_port_outside_git_or_with_no_commit_is_told_so(fx: Fixture) -> None:
-    """hG: a port not yet in git, or in a repository with no commit yet, was told 'cannot
+    """a port not yet in git, or in a repository with no commit yet, was told 'cannot
     read the range 'HEAD' — give A..B or one commit that exists', as if the range were
     mistyped."""
     shutil.rmtree(fx.port / ".git")

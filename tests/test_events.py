@@ -102,7 +102,7 @@ def test_git_edits_detects_a_modified_committed_event(fx: Fixture) -> None:
 
 
 def test_git_edits_of_a_port_in_a_subfolder_of_its_repository(tmp_path: Path) -> None:
-    """hG: events were guarded by git only where the port root holds `.git`: in a monorepo's
+    """events were guarded by git only where the port root holds `.git`: in a monorepo's
     subfolder an edited event, in the work tree or by a commit, passed `check`."""
     fx = build(tmp_path)
     mono = tmp_path / "mono"

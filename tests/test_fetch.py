@@ -261,7 +261,7 @@ def test_a_remote_force_pushed_behind_the_pin_keeps_the_open_cycle(fx: Fixture) 
 
 
 def test_the_note_of_a_force_push_offers_no_refused_retarget(fx: Fixture) -> None:
-    """hM: a remote force-pushed behind the pin (or off its line) read '--retarget would drop
+    """a remote force-pushed behind the pin (or off its line) read '--retarget would drop
     N of its commits', and 'fetch --retarget' was then refused: the note offers a retarget
     only where one is taken."""
     assert run(fx.port, "fetch").rc == 0
@@ -330,7 +330,7 @@ def _local_commit(fx: Fixture) -> str:
 
 @pytest.mark.parametrize("detached", [False, True])
 def test_fetch_says_a_checkout_the_advance_cannot_move(fx: Fixture, detached: bool) -> None:
-    """hM: local commits on top of the pin (or a HEAD detached at one) read 'clean; pin
+    """local commits on top of the pin (or a HEAD detached at one) read 'clean; pin
     present', and only the advance, after the cycle's work, refused to fast-forward."""
     local = _local_commit(fx)
     if detached:

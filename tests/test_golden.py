@@ -143,7 +143,7 @@ def test_strict_makes_pending_an_error(world: World, port: Path,
 
 def test_strict_json_prints_the_gate_with_the_error(world: World, port: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    """hM: `golden --strict --json` on a PENDING gate printed only the refusal, without the
+    """`golden --strict --json` on a PENDING gate printed only the refusal, without the
     gate (name, status, handoff) that `golden --json` prints: one document holds both."""
     monkeypatch.delenv("SYNC_GATE_HOSTS")
     rc, out, err = run_cli(["--port", str(port), "golden", "--strict", "--shard", "2/3",

@@ -236,7 +236,7 @@ def test_ambiguous_records_keep_defaults(tmp: Path) -> None:
 
 
 def test_ambiguous_records_name_a_few_candidates(tmp: Path) -> None:
-    """hM: 'not found uniquely (N candidates)' named none of them, nor how to pick one."""
+    """'not found uniquely (N candidates)' named none of them, nor how to pick one."""
     root = make_port(tmp)
     for n in range(4):
         (root / f"docs/old-ledger-{n}.md").write_text((root / "docs/ledger.md").read_text())
@@ -404,7 +404,7 @@ def test_a_pin_block_hidden_by_a_byte_that_is_not_utf8_is_said_before_the_refusa
 
 
 def test_ported_files_the_default_header_globs_miss_are_configured(tmp: Path) -> None:
-    """hG: a port whose ported files are `.cuh` headers and `CMakeLists.txt` had them left out
+    """a port whose ported files are `.cuh` headers and `CMakeLists.txt` had them left out
     of port_roots and of the header globs, unsaid: the scan never read them, so a change to
     the upstream file they mirror was not PORT-NOW. Init writes the globs that read them."""
     root = make_port(tmp)
@@ -422,7 +422,7 @@ def test_ported_files_the_default_header_globs_miss_are_configured(tmp: Path) ->
 
 
 def test_a_submodule_is_not_a_port_root(tmp: Path) -> None:
-    """hG: a vendored dependency checked out as a git submodule (its own `.git`) whose
+    """a vendored dependency checked out as a git submodule (its own `.git`) whose
     sources say they were adapted from vLLM became a port root: audit and bump-headers
     took its files for the port's."""
     dep = write_files(tmp / "flashinfer", {"csrc/q.cu": "// Adapted from vllm/a.py @ abcdef12\n"})
@@ -440,7 +440,7 @@ def test_a_submodule_is_not_a_port_root(tmp: Path) -> None:
 
 
 def test_force_keeps_rules_and_values_changed_by_hand(tmp: Path) -> None:
-    """hG: `init --force` compared the key names only, so a rule of the port's own (or a
+    """`init --force` compared the key names only, so a rule of the port's own (or a
     starter rule tuned as docs/adopting.md says) and a hand-widened port_roots were dropped,
     unsaid and with no copy kept: `rules` and `surface.port_roots` were set either way."""
     root = make_port(tmp)
@@ -461,7 +461,7 @@ def test_force_keeps_rules_and_values_changed_by_hand(tmp: Path) -> None:
 
 @pytest.mark.parametrize("fence", ["~~~parity-pin", "  ```parity-pin", "````parity-pin"])
 def test_a_pin_block_fenced_so_it_is_not_read_is_named(tmp: Path, fence: str) -> None:
-    """hG: a pin block in a `~~~` fence, indented (in a list item) or opened with four
+    """a pin block in a `~~~` fence, indented (in a list item) or opened with four
     backticks was refused as '0 ```parity-pin blocks' by init and status alike, with no
     word of the block the maintainer can see in the file. The refusal names its line."""
     root = make_port(tmp)
@@ -485,7 +485,7 @@ def test_a_pin_block_fenced_so_it_is_not_read_is_named(tmp: Path, fence: str) ->
 
 
 def test_a_record_not_found_is_said_with_what_to_do(tmp: Path) -> None:
-    """hG: a port with no ledger and no inventory read 'ledger: not found uniquely (0
+    """a port with no ledger and no inventory read 'ledger: not found uniquely (0
     candidates); default kept', naming neither the path now configured nor what to do, and
     `check` then failed on the missing ledger."""
     root = make_port(tmp)
@@ -507,7 +507,7 @@ def test_a_record_not_found_is_said_with_what_to_do(tmp: Path) -> None:
 
 def test_a_record_at_its_default_path_that_does_not_read_is_not_called_missing(
         tmp: Path) -> None:
-    """hG: the default path holds a ledger whose header is worded otherwise: init is not to
+    """the default path holds a ledger whose header is worded otherwise: init is not to
     say that none exists, but that this file holds no ledger table."""
     root = make_port(tmp)
     (root / "docs/ledger.md").unlink()

@@ -461,7 +461,7 @@ def test_ledger_add_warns_of_a_commit_the_port_repository_lacks(tmp_path: Path) 
 
 
 def test_ledger_add_warns_of_a_commit_a_monorepo_lacks(tmp_path: Path) -> None:
-    """hG: the check asked only a port whose root holds `.git`; a port in a subfolder of its
+    """the check asked only a port whose root holds `.git`; a port in a subfolder of its
     repository (a monorepo) took every SHA for a commit of its own, a typo included."""
     import shutil
 

@@ -428,7 +428,7 @@ def test_gates_merge_notes_each_gate_the_configuration_does_not_require(tmp: Pat
 
 
 def test_gates_merge_names_the_missing_shards_of_a_sharded_gate(tmp: Path) -> None:
-    """hM: a merge of golden[1/2] alone did not say that golden[2/2] was still missing; only
+    """a merge of golden[1/2] alone did not say that golden[2/2] was still missing; only
     the advance said it later. The merge names the shards the port's record lacks."""
     root = make(tmp, CONFIG + '\n[golden]\nscripts = [["{python}", "a.py"], ["{python}", '
                 '"b.py"], ["{python}", "c.py"]]\n')

@@ -189,7 +189,7 @@ def moved_note(ref: gitio.Reference, remote: str, moved: str, target: str, pin: 
     """What the remote's move means for the open cycle: ahead of its target (new commits),
     or not (walk-s11 U1: a force-push back was told as a plain move, and a retarget then
     dropped commits from the cycle without a word). A retarget is offered only where it is
-    taken: never behind the pin, off the pin's line only with --allow-divergent (hM: the note
+    taken: never behind the pin, off the pin's line only with --allow-divergent (the note
     offered `--retarget` where fetch refuses it)."""
     keeps = f"the open cycle keeps its target {short(target)}"
     if gitio.is_ancestor(ref, target, moved):
