@@ -97,9 +97,14 @@ def refreshed(port: Port, ctx: Context) -> str | None:
     try:
         path = syncrun.refresh(port, ctx)
     except SyncError as exc:
-        ctx.note(f"note: the report was not rewritten ({exc}) — run 'upstream-sync sync'")
+        _not_rewritten(ctx, exc)
         return None
     return None if path is None else port.rel(path)
+
+
+def _not_rewritten(ctx: Context, exc: Exception) -> None:
+    """A refresh that could not run is said, never an error of the write before it."""
+    ctx.note(f"note: the report was not rewritten ({exc}) — run 'upstream-sync sync'")
 
 
 @dataclass(frozen=True)
@@ -131,7 +136,7 @@ def refreshed_with(port: Port, ctx: Context, change: Rewrite) -> str | None:
             result = syncrun.staged_refresh(port, ctx)
         except SyncError as exc:
             port.forget(change.key)  # read from the file once it is written
-            ctx.note(f"note: the report was not rewritten ({exc}) — run 'upstream-sync sync'")
+            _not_rewritten(ctx, exc)
         try:
             syncrun.commit_writes(port, result.writes if result else {},
                                   {change.path: change.data},

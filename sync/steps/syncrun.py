@@ -154,10 +154,8 @@ def refresh(port: Port, notes: Notes | None = None) -> Path | None:
     """Rewrite the open cycle's report after a record it reads changed (a ledger row, an
     inventory annotation), as `decide` does; None when no cycle is open or its report was
     never written (the next `sync` writes it)."""
-    c = port.live_cycle()
-    if c is None or not report_path(port, c).exists():
-        return None
-    return run_cycle(port, notes).path
+    result = _rerun(port, notes, CycleRequest())
+    return None if result is None else result.path
 
 
 def staged_refresh(port: Port, notes: Notes | None = None) -> Result | None:
@@ -165,10 +163,14 @@ def staged_refresh(port: Port, notes: Notes | None = None) -> Result | None:
     and changed a record the report reads (held by the port as it will be written) commits
     the run's writes with that record, in one transaction (`commit_writes`). None when no
     cycle is open or its report was never written."""
+    return _rerun(port, notes, CycleRequest(stage=True))
+
+
+def _rerun(port: Port, notes: Notes | None, request: CycleRequest) -> Result | None:
     c = port.live_cycle()
     if c is None or not report_path(port, c).exists():
         return None
-    return run_cycle(port, notes, CycleRequest(stage=True))
+    return run_cycle(port, notes, request)
 
 
 def run_cycle(port: Port, notes: Notes | None = None,
