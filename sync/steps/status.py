@@ -30,24 +30,33 @@ def collect(port: Port) -> tuple[dict[str, Any], SyncError | None]:
     doc["cycle"] = _cycle(port, pin.commit)
     doc["records"] = _records(port, doc["reference"])
     missing = _target_missing(port, doc)
-    stuck = _cannot_move(port, doc)
+    stuck = _head_problems(port, doc)
     if stuck:
         doc["reference"]["problems"] += stuck
     return doc, problem or missing
 
 
-def _cannot_move(port: Port, doc: dict[str, Any]) -> list[str]:
-    """The checkout cannot fast-forward to where the cycle goes (the open cycle's target, else
-    upstream's tip): local commits on top of the pin, or a HEAD detached at one. The advance
-    refuses to move it then; said here in its words, before the cycle's work is done."""
+def _head_problems(port: Port, doc: dict[str, Any]) -> list[str]:
+    """Where the checkout's HEAD is, when it is not the pin and that is a problem: behind it
+    (an advance that stopped after its records, before it moved the checkout; every other
+    command reads at the pin and would not say it), or where it cannot fast-forward to where
+    the cycle goes (the open cycle's target, else upstream's tip: local commits on top of
+    the pin, or a HEAD detached at one), which the advance refuses; said in its words."""
     c, r, b = doc["cycle"], doc["reference"], doc["behind"]
-    if not r.get("pin_present") or r.get("head") in (None, doc["pin"]["vllm_commit"]):
+    pin, head = doc["pin"]["vllm_commit"], r.get("head")
+    if not r.get("pin_present") or head in (None, pin):
         return []
+    ref = port.reference()
+    if gitio.is_ancestor(ref, head, pin):
+        return [f"the reference checkout {ref.path} is at {short(head)}, behind the pin "
+                f"{short(pin)} (an advance that stopped before moving it?) — run "
+                f"'upstream-sync advance', which finishes the move, or 'git -C {ref.path} "
+                f"merge --ff-only {short(pin)}'"]
     if c and c["open"]:
         going = c["target"] if c.get("target_present") else None
     else:
         going = b["tip"] if b and b["relation"] == "ahead" else None
-    problem = None if going is None else health.move_problem(port.reference(), going)
+    problem = None if going is None else health.move_problem(ref, going)
     return [] if problem is None else [problem]
 
 
@@ -85,7 +94,6 @@ def _reference(port: Port, pin: pins.Pin
             "run 'upstream-sync fetch'")
     h = health.assess(ref, pin.commit, port.upstream_ref)
     doc.update(_health_doc(h))
-    doc["problems"] += _head_behind(ref, doc["head"], pin.commit)
     problem = h.error
     u = h.upstream
     if u.tip is None:
@@ -96,17 +104,6 @@ def _reference(port: Port, pin: pins.Pin
               "newest_date": (gitio.newest_date(ref, pin.commit, u.tip)
                               if u.relation == "ahead" else None)}
     return doc, behind, problem
-
-
-def _head_behind(ref: gitio.Reference, head: str | None, pin: str) -> list[str]:
-    """The checkout's HEAD behind the pin: an advance that stopped after its records, before
-    it moved the checkout (every other command reads at the pin and would not say it)."""
-    if head is None or head == pin or not gitio.is_ancestor(ref, head, pin):
-        return []
-    return [f"the reference checkout {ref.path} is at {short(head)}, behind the pin "
-            f"{short(pin)} (an advance that stopped before moving it?) — run 'upstream-sync "
-            f"advance', which finishes the move, or 'git -C {ref.path} merge --ff-only "
-            f"{short(pin)}'"]
 
 
 def _health_doc(h: health.Health) -> dict[str, Any]:
