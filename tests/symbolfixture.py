@@ -360,3 +360,17 @@ def report_doc(world: World) -> dict[str, Any]:
     (path,) = (world.port / ".agents/sync").glob("*.json")
     doc: dict[str, Any] = json.loads(path.read_text())
     return doc
+
+
+@contextlib.contextmanager
+def planned(factory: pytest.TempPathFactory, name: str, plan: Plan) -> Iterator[World]:
+    """`plan` built in a fresh folder named `name`, synced once (a module fixture's world)."""
+    with synced(lambda: build_plan(factory.mktemp(name), plan)) as w:
+        yield w
+
+
+def entry(world: World, name: str) -> dict[str, Any]:
+    """The report's entry of the world's commit `name`, as its JSON companion has it."""
+    found: dict[str, Any] = next(e for e in report_doc(world)["entries"]
+                                 if e["sha"] == world.sha(name))
+    return found

@@ -5,10 +5,9 @@ and their lines numbered as git numbers them, so the symbol pass sees the same c
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
-from symbolfixture import Plan, Shape, World, build_plan, report_doc, synced
+from symbolfixture import Plan, Shape, World, entry, planned
 
 from sync.steps import symbols
 
@@ -49,13 +48,8 @@ def _port_files(marks: dict[str, str]) -> dict[str, str]:
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     plan = Plan({BOM: "\ufeff" + RUNNER, PAGED: PAGES, "README.md": "fake vllm\n"}, SHAPES,
                 _port_files)
-    with synced(lambda: build_plan(tmp_path_factory.mktemp("blobs"), plan)) as w:
+    with planned(tmp_path_factory, "blobs", plan) as w:
         yield w
-
-
-def _entry(world: World, name: str) -> dict[str, Any]:
-    sha = world.sha(name)
-    return next(e for e in report_doc(world)["entries"] if e["sha"] == sha)
 
 
 @pytest.mark.parametrize(("name", "disposition", "rule"), [
@@ -66,7 +60,7 @@ def _entry(world: World, name: str) -> dict[str, Any]:
 ])
 def test_unusual_but_valid_python_is_compared_by_definitions(
         world: World, name: str, disposition: str, rule: str) -> None:
-    e = _entry(world, name)
+    e = entry(world, name)
     assert (e["disposition"], e["rule"]) == (disposition, rule), e["reason"]
 
 

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from symbolfixture import Plan, Shape, World, build_plan, report_doc, run, synced
+from symbolfixture import Plan, Shape, World, entry, planned, run
 
 from sync.headers import citations
 from sync.steps import report
@@ -87,13 +87,12 @@ def _port_files(marks: dict[str, str]) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     files = {MOD: PIN_TEXT, OTHER: "def other():\n    return 0\n", "README.md": "fake vllm\n"}
-    with synced(lambda: build_plan(tmp_path_factory.mktemp("reach"),
-                                   Plan(files, SHAPES, _port_files))) as w:
+    with planned(tmp_path_factory, "reach", Plan(files, SHAPES, _port_files)) as w:
         yield w
 
 
 def _entry(world: World, name: str = "change_g") -> dict[str, Any]:
-    return next(e for e in report_doc(world)["entries"] if e["sha"] == world.sha(name))
+    return entry(world, name)
 
 
 def _verdicts(world: World, name: str = "change_g") -> dict[str, str]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from symbolfixture import Plan, Shape, World, build_plan, report_doc, synced
+from symbolfixture import Plan, Shape, World, entry, planned
 
 MOD = "vllm/entrypoints/protocol.py"
 
@@ -48,19 +48,18 @@ def _port_files(marks: dict[str, str]) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     files = {MOD: PIN_TEXT, "README.md": "fake vllm\n"}
-    with synced(lambda: build_plan(tmp_path_factory.mktemp("fields"),
-                                   Plan(files, SHAPES, _port_files))) as w:
+    with planned(tmp_path_factory, "fields", Plan(files, SHAPES, _port_files)) as w:
         yield w
 
 
 def _verdicts(world: World, name: str) -> dict[str, str]:
-    entry = next(e for e in report_doc(world)["entries"] if e["sha"] == world.sha(name))
-    return {c["port_file"]: c["outcome"] for c in entry["evidence"]["citations"]}
+    found = entry(world, name)
+    return {c["port_file"]: c["outcome"] for c in found["evidence"]["citations"]}
 
 
 def _disposition(world: World, name: str) -> str:
-    entry = next(e for e in report_doc(world)["entries"] if e["sha"] == world.sha(name))
-    disposition: str = entry["disposition"]
+    found = entry(world, name)
+    disposition: str = found["disposition"]
     return disposition
 
 

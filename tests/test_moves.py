@@ -6,10 +6,9 @@ it was."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
-from symbolfixture import Plan, Shape, World, build_plan, report_doc, synced
+from symbolfixture import Plan, Shape, World, entry, planned, report_doc
 
 MOD, AWAY, GONE = "vllm/a/kv.py", "vllm/a/kv_iface.py", "vllm/a/old.py"
 TEXT = "def kv(x):\n    return x\n"
@@ -30,20 +29,15 @@ def _port_files(marks: dict[str, str]) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     files = {MOD: TEXT, GONE: TEXT, "README.md": "fake vllm\n"}
-    with synced(lambda: build_plan(tmp_path_factory.mktemp("moves"),
-                                   Plan(files, SHAPES, _port_files))) as w:
+    with planned(tmp_path_factory, "moves", Plan(files, SHAPES, _port_files)) as w:
         yield w
-
-
-def _entry(world: World, name: str) -> dict[str, Any]:
-    return next(e for e in report_doc(world)["entries"] if e["sha"] == world.sha(name))
 
 
 def test_a_path_renamed_back_is_no_move_at_the_target(world: World) -> None:
     # `old.py` is deleted, then restored by the fixture's next commit: at the target it is
     # there too. (A path that stays moved is listed: test_symbols' cited_deleted.)
     assert report_doc(world)["moves"] == []
-    assert _entry(world, "back")["reason"].endswith(
+    assert entry(world, "back")["reason"].endswith(
         f"renamed from {AWAY} (back to the cited path), no lines changed (src/kv.cpp)")
 
 
@@ -74,8 +68,7 @@ def _later_port_files(marks: dict[str, str]) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def later(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     files = {RUNNER: CLASS, PKG: CLASS, "README.md": "fake vllm\n"}
-    with synced(lambda: build_plan(tmp_path_factory.mktemp("later"),
-                                   Plan(files, LATER, _later_port_files))) as w:
+    with planned(tmp_path_factory, "later", Plan(files, LATER, _later_port_files)) as w:
         yield w
 
 
@@ -84,14 +77,14 @@ def test_a_change_under_the_new_name_of_a_renamed_cited_file_is_judged_by_its_ci
     """A cited file renamed in the range (`foo.py` -> `bar.py`, or `foo.py` ->
     `foo/__init__.py`) and changed later under its new name: the change is to what the port
     cites, though its header still names the old path (not "not yet ported")."""
-    step = _entry(later, "step_renamed")
+    step = entry(later, "step_renamed")
     assert (step["disposition"], step["rule"]) == ("PORT-NOW", "symbol-hit")
     assert step["reason"] == (f"{RENAMED}::Runner.step → src/lines.cpp (cites {RUNNER}), "
                               f"src/step.cpp (cites {RUNNER})")
     assert step["port_files"] == ["src/lines.cpp", "src/step.cpp"]
-    reset = _entry(later, "reset_renamed")
+    reset = entry(later, "reset_renamed")
     assert (reset["disposition"], reset["rule"]) == ("INVENTORY", "not-mirrored")
-    package = _entry(later, "step_package")
+    package = entry(later, "step_package")
     assert (package["disposition"], package["rule"]) == ("PORT-NOW", "symbol-hit")
     assert package["reason"] == f"{PACKAGE}::Runner.step → src/attn.cpp (cites {PKG})"
     assert [(m["path"], m["new_path"]) for m in report_doc(later)["moves"]] == [

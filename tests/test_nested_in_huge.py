@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from symbolfixture import Plan, Shape, World, build_plan, report_doc, synced
+from symbolfixture import Plan, Shape, World, entry, planned
 
 MOD = "vllm/benchmarks/serve.py"
 
@@ -32,14 +32,13 @@ def _port_files(marks: dict[str, str]) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     files = {MOD: PIN_TEXT, "README.md": "fake vllm\n"}
-    with synced(lambda: build_plan(tmp_path_factory.mktemp("nested"),
-                                   Plan(files, SHAPES, _port_files))) as w:
+    with planned(tmp_path_factory, "nested", Plan(files, SHAPES, _port_files)) as w:
         yield w
 
 
 def _outcome(world: World, name: str) -> str:
-    entry = next(e for e in report_doc(world)["entries"] if e["sha"] == world.sha(name))
-    (cite,) = entry["evidence"]["citations"]
+    found = entry(world, name)
+    (cite,) = found["evidence"]["citations"]
     outcome: str = cite["outcome"]
     return outcome
 

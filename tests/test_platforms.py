@@ -8,10 +8,9 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
-from typing import Any
 
 import pytest
-from symbolfixture import Plan, Shape, World, build_plan, report_doc, synced
+from symbolfixture import Plan, Shape, World, entry, planned
 
 from sync.steps import classify, symbols
 
@@ -70,13 +69,8 @@ def _port_files(marks: dict[str, str]) -> dict[str, str]:
 @pytest.fixture(scope="module")
 def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
     files = {MOD: PIN_TEXT, "README.md": "fake vllm\n"}
-    with synced(lambda: build_plan(tmp_path_factory.mktemp("platforms"),
-                                   Plan(files, SHAPES, _port_files))) as w:
+    with planned(tmp_path_factory, "platforms", Plan(files, SHAPES, _port_files)) as w:
         yield w
-
-
-def _entry(world: World, name: str) -> dict[str, Any]:
-    return next(e for e in report_doc(world)["entries"] if e["sha"] == world.sha(name))
 
 
 @pytest.mark.parametrize(("name", "want"), [
@@ -85,18 +79,18 @@ def _entry(world: World, name: str) -> dict[str, Any]:
     ("negated", "whole-file"), ("after_guard", "symbol-hit"), ("elif", "whole-file")])
 def test_only_code_of_an_untargeted_platform_is_not_port_work(
         world: World, name: str, want: str) -> None:
-    e = _entry(world, name)
+    e = entry(world, name)
     assert e["rule"] == want, e["reason"]
     assert e["disposition"] == ("INVENTORY" if want == "platform-not-targeted" else "PORT-NOW")
 
 
 def test_the_reason_names_the_platform_and_the_section(world: World) -> None:
-    e = _entry(world, "under_guard")
+    e = entry(world, "under_guard")
     assert e["reason"] == (
         f"changes only code of a platform the port does not target: {MOD}: gemm: code for "
         "'rocm' only (named for it, or under an if requiring it) (src/gemm.cpp, src/ops.cpp)")
     assert e["not_ported_code"] is True
-    assert "code for 'gfx' only" in _entry(world, "digits")["reason"]
+    assert "code for 'gfx' only" in entry(world, "digits")["reason"]
 
 
 @pytest.mark.parametrize(("test", "words"), [
