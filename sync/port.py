@@ -181,9 +181,7 @@ class Port:
         its records): such a "citation" names the port's own file."""
         cache: dict[str, bool] = self._cache.setdefault("local", {})
         if path not in cache:
-            bases: list[str] = self._cache.setdefault("local_bases", [
-                str(self.root), str(self.root / Path(self.config.protocol).parent),
-                *(str(self.root / r) for r in self.config.port_roots)])
+            bases = self._once("local_bases", self._local_bases)
             first = path.split("/", 1)[0]
             try:
                 cache[path] = any(self._holds(b, first) and os.path.exists(os.path.join(b, path))
@@ -191,6 +189,10 @@ class Port:
             except (OSError, ValueError):
                 cache[path] = False
         return cache[path]
+
+    def _local_bases(self) -> list[str]:
+        return [str(self.root), str(self.root / Path(self.config.protocol).parent),
+                *(str(self.root / r) for r in self.config.port_roots)]
 
     def _holds(self, base: str, first: str) -> bool:
         """Whether `base` can hold a path starting `first`: one listing of each base, not a
