@@ -187,3 +187,47 @@ def test_a_missing_commit_of_the_range_is_missing_objects_not_divergence(fx: Fix
     r = run(fx.port, "sync")  # no cycle open: the target is checked against the pin first
     assert r.rc == 3 and "fetch --refetch origin" in r.err and "divergent" not in r.err, r.err
     assert not (fx.port / ".agents/sync/cycle.toml").exists()
+
+
+def blobless(fx: Fixture, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A blobless partial clone of the remote (main at the pin), made the reference checkout;
+    its promisor remote then gone, as a clone whose source moved or went offline."""
+    git(fx.remote, "config", "uploadpack.allowFilter", "true")
+    partial = fx.tmp / "partial"
+    git(fx.tmp, "clone", "-q", "--filter=blob:none", "--no-checkout",
+        f"file://{fx.remote}", str(partial))
+    git(partial, "checkout", "-q", "-B", "main", fx.pin)
+    monkeypatch.setenv("VLLM_SOURCE", str(partial))
+    fx.remote.rename(fx.tmp / "moved.git")
+    return partial
+
+
+def test_a_partial_clone_is_told_how_to_fetch_what_its_filter_left_out(
+        fx: Fixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`fetch --refetch origin` re-applies the clone's filter (blob:none): the blobs stay
+    missing. The fix for a partial clone fetches without it and drops the filter."""
+    partial = blobless(fx, monkeypatch)
+    for argv in (["status"], ["sync"]):
+        r = run(fx.port, *argv)
+        assert r.rc == 3, (argv, r.out, r.err)
+        assert "partial clone (--filter=blob:none from 'origin')" in r.err, r.err
+        assert f"'git -C {partial} fetch --refetch --no-filter origin'" in r.err, r.err
+        assert f"'git -C {partial} config --unset remote.origin.partialclonefilter'" in r.err
+    assert not (fx.port / ".agents/sync/cycle.toml").exists()
+
+
+def test_a_partial_clone_that_cannot_fetch_a_blob_lazily_says_so(
+        fx: Fixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With a cycle open (frozen from a whole clone), explain and queue read the range's
+    blobs: git tries to fetch each from the promisor remote and fails. That is a missing
+    object of a partial clone, not 'check the repository and the revisions given' under the
+    transport's error ("does not appear to be a git repository")."""
+    assert run(fx.port, "sync").rc == 0
+    partial = blobless(fx, monkeypatch)
+    for argv in (["explain", fx.marks["change_a"]], ["queue"]):
+        r = run(fx.port, *argv)
+        assert r.rc == 3, (argv, r.out, r.err)
+        assert len(r.err.strip().splitlines()) == 1, r.err
+        assert "from promisor remote" in r.err, r.err
+        assert "check the repository and the revisions given" not in r.err, r.err
+        assert f"'git -C {partial} fetch --refetch --no-filter origin'" in r.err, r.err

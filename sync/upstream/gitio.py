@@ -194,14 +194,39 @@ def work_tree_prefix(root: Path) -> str | None:
     return lines[1] if len(lines) > 1 else ""
 
 
-# "Could not read <id>": a walk (rev-list, merge-base) that met a commit it cannot read.
+# "Could not read <id>": a walk (rev-list, merge-base) that met a commit it cannot read;
+# "could not fetch <id> from promisor remote": a partial clone's lazy fetch that failed.
 _MISSING_OBJECT = re.compile(r"unable to read|bad object|missing (?:blob|tree|commit)|"
                              r"did not receive expected object|could not parse object|"
-                             r"[Cc]ould not read [0-9a-f]{40}")
+                             r"[Cc]ould not read [0-9a-f]{40}|from promisor remote")
+_PROMISOR = re.compile(r"could not fetch \S+ from promisor remote")
+
+
+def partial_clone(repo: Path) -> tuple[str, str] | None:
+    """(promisor remote, filter) of a partial clone (`clone --filter`), None for a whole one:
+    one `git config`, asked only once something is found missing."""
+    proc = run(repo, ["config", "--get-regexp", r"^(extensions\.partialclone|remote\..*\."
+                      r"(promisor|partialclonefilter))$"], check=False)
+    pairs = [ln.partition(" ") for ln in proc.stdout.decode("utf-8", "replace").splitlines()]
+    named = {key: value for key, _, value in pairs}  # git lowercases all but the remote
+    promisors = [key[len("remote."):-len(".promisor")] for key, value in named.items()
+                 if key.endswith(".promisor") and value.lower() in ("true", "yes", "on", "1")]
+    remote = named.get("extensions.partialclone") or next(iter(promisors), None)
+    if not remote:
+        return None
+    return remote, named.get(f"remote.{remote}.partialclonefilter") or "?"
 
 
 def refetch(repo: Path) -> str:
-    """How to get back objects a checkout cannot read."""
+    """How to get back objects a checkout cannot read. A partial clone's `fetch --refetch`
+    re-applies its filter and leaves them missing: it fetches without it, and drops it."""
+    partial = partial_clone(repo)
+    if partial is not None:
+        remote, filt = partial
+        return (f"it is a partial clone (--filter={filt} from {remote!r}): fetch everything "
+                f"with 'git -C {repo} fetch --refetch --no-filter {remote}' and keep it whole "
+                f"with 'git -C {repo} config --unset remote.{remote}.partialclonefilter' (or "
+                "re-clone it without --filter), then run the command again")
     return (f"re-fetch them with 'git -C {repo} fetch --refetch origin' (or re-clone it), then "
             "run the command again")
 
@@ -224,6 +249,9 @@ def _fail(repo: Path, args: Sequence[str], stderr: bytes) -> None:
     fix = "check the repository and the revisions given"
     if any(_MISSING_OBJECT.search(line) for line in msg):
         fix = refetch_fix(repo)
+    lazy = [line for line in said if _PROMISOR.search(line)]
+    if lazy and lazy[0] != last:
+        last = f"{lazy[0]} ({last})"  # the object first, then why its remote did not answer
     raise EnvironmentUnresolved(f"git {_subcommand(args)} failed in {repo}: {last}", fix)
 
 
