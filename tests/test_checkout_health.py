@@ -231,3 +231,28 @@ def test_a_partial_clone_that_cannot_fetch_a_blob_lazily_says_so(
         assert "from promisor remote" in r.err, r.err
         assert "check the repository and the revisions given" not in r.err, r.err
         assert f"'git -C {partial} fetch --refetch --no-filter origin'" in r.err, r.err
+
+
+def test_a_bare_mirror_is_no_work_tree_not_a_lost_index(
+        fx: Fixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A bare mirror (`git clone --mirror`) read as "the index is missing (every file reads
+    as a staged deletion) — run 'git reset'", which a bare repository refuses; and the
+    advance, which moves the checkout after writing its records, met 'this operation must be
+    run in a work tree' only then. It is a bare repository, said as one, and the advance
+    lists it among its unmet preconditions, before it writes anything."""
+    assert run(fx.port, "sync").rc == 0
+    mirror = fx.tmp / "vllm.git"
+    git(fx.tmp, "clone", "-q", "--mirror", str(fx.remote), str(mirror))
+    git(mirror, "update-ref", "refs/remotes/origin/main", fx.tip)  # as our fetch writes it
+    monkeypatch.setenv("VLLM_SOURCE", str(mirror))
+    r = run(fx.port, "status")
+    said = r.out + r.err
+    assert "index is missing" not in said and "git -C" + f" {mirror} reset" not in said, said
+    line = next(ln for ln in r.out.splitlines() if ln.startswith("reference checkout:"))
+    assert line == f"reference checkout: {mirror} at {fx.tip[:10]}, bare (no work tree); " \
+        "pin present", line
+    assert f"the reference checkout {mirror} is a bare repository" in r.out, r.out
+    assert json.loads(run(fx.port, "status", "--json").out)["reference"]["tree"]["bare"]
+    a = run(fx.port, "advance", "--dry-run")
+    assert a.rc == 6, (a.out, a.err)
+    assert f"unmet: the reference checkout {mirror} is a bare repository" in a.out, a.out

@@ -111,7 +111,7 @@ def _health_doc(h: health.Health) -> dict[str, Any]:
     return {"dirty": not t.clean, "state": h.summary(),
             "tree": {"staged": t.staged, "staged_deleted": t.staged_deleted,
                      "unstaged": t.unstaged, "unstaged_deleted": t.unstaged_deleted,
-                     "index_missing": t.index_missing},
+                     "index_missing": t.index_missing, "bare": t.bare},
             "objects": None if h.objects is None else {
                 "ok": h.objects.ok, "missing": h.objects.missing, "first": h.objects.first},
             "problems": list(h.problems)}

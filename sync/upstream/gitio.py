@@ -306,6 +306,7 @@ class Reference:
 
     path: Path  # its work tree (the repository itself when it is bare)
     git_dir: Path
+    bare: bool = False  # no work tree: nothing to check out, status or fast-forward
 
     @property
     def repo(self) -> git.Repo:
@@ -359,7 +360,7 @@ def _locate(path: Path) -> Reference | None:
         return None
     here, git_dir = Path(os.path.abspath(path)), Path(lines[1])
     if lines[0] == "true":
-        return Reference(here, git_dir)
+        return Reference(here, git_dir, bare=True)
     if here.resolve() == git_dir.resolve():
         return Reference(here.parent, git_dir)  # the work tree's .git itself
     return Reference(here, git_dir)

@@ -33,12 +33,15 @@ class Tree:
     unstaged: int = 0  # paths whose work-tree file differs from the index
     unstaged_deleted: int = 0
     index_missing: bool = False
+    bare: bool = False  # a bare repository: no work tree, no index
 
     @property
     def clean(self) -> bool:
-        return not (self.staged or self.unstaged or self.index_missing)
+        return not (self.staged or self.unstaged or self.index_missing or self.bare)
 
     def describe(self) -> str:
+        if self.bare:
+            return "bare (no work tree)"
         if self.clean:
             return "clean"
         parts = []
@@ -72,6 +75,8 @@ def finish_tree(ref: gitio.Reference, job: gitio.Started) -> Tree:
     """The state `begin_tree`'s status reports."""
     index = ref.git_dir / "index"
     out = job.wait(check=False)
+    if ref.bare:
+        return Tree(bare=True)  # its status failed: a bare repository has no work tree
     staged = staged_deleted = unstaged = unstaged_deleted = 0
     entries = out.split(b"\0")
     i = 0
@@ -228,7 +233,17 @@ def assess(ref: gitio.Reference, pin: str, upstream_ref: str, *,
     return Health(t, u, o, tuple(problems), error)
 
 
+def bare_problem(path: Path) -> str:
+    """Why a bare repository cannot be the reference checkout (the advance moves its work
+    tree), and what to point at instead."""
+    return (f"the reference checkout {path} is a bare repository: it has no work tree for "
+            f"the advance to fast-forward — clone it ('git clone {path} <dir>') and set "
+            "reference_checkout (or VLLM_SOURCE) to the clone")
+
+
 def tree_problem(t: Tree, path: Path) -> str | None:
+    if t.bare:
+        return bare_problem(path)
     if t.index_missing:
         return (f"the reference checkout {path} has no index (every file reads as a staged "
                 f"deletion) — run 'git -C {path} reset' to rebuild it from HEAD")

@@ -258,6 +258,8 @@ def _oracle_unmet(port: Port, target: str
 def _reference_unmet(port: Port, target: str) -> list[str]:
     """The reference checkout is clean and can fast-forward to the target."""
     ref = port.reference()
+    if ref.bare:
+        return [health.bare_problem(ref.path)]  # nothing to fast-forward: it would fail late
     out = []
     if gitio.is_dirty(ref):
         out.append(f"the reference checkout {ref.path} has uncommitted changes — commit or "
@@ -470,7 +472,8 @@ def finish_fast_forward(port: Port, target: str, ctx: Notes | None) -> None:
         return
     ref = port.reference()
     head = gitio.head_sha(ref)
-    if head in (None, target) or gitio.is_dirty(ref) or health.move_problem(ref, target):
+    if (head in (None, target) or ref.bare or gitio.is_dirty(ref)
+            or health.move_problem(ref, target)):
         return
     how = fast_forward(port, target)
     if ctx is not None:
