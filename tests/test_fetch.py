@@ -97,6 +97,26 @@ def test_a_remote_moved_back_is_told_as_that(fx: Fixture) -> None:
     assert s.rc == 0 and "the remote moved back, behind the open cycle's target" in s.err
 
 
+def test_status_tells_a_remote_moved_back_as_fetch_does(fx: Fixture) -> None:
+    """After the force-push above, fetch said the remote moved back and that --retarget
+    would drop commits; status said "origin/main moved to <sha>; this cycle keeps its target
+    ('upstream-sync sync --retarget' moves it)", the plain move's line. It says what fetch
+    says."""
+    first = advance_remote(fx, "later1")
+    second = advance_remote(fx, "later2")
+    assert run(fx.port, "fetch").rc == 0 and frozen(fx).target == second
+    git(fx.remote, "update-ref", "refs/heads/main", first)
+    assert run(fx.port, "fetch").rc == 0
+    s = run(fx.port, "status")
+    assert s.rc == 0, s.err
+    assert "('upstream-sync sync --retarget' moves it)" not in s.out, s.out
+    assert (f"  origin/main moved back, behind the open cycle's target, to {first[:10]} (a "
+            f"force-push?); the open cycle keeps its target {second[:10]}: --retarget would "
+            "drop") in s.out, s.out
+    assert json.loads(run(fx.port, "status", "--json").out)["cycle"]["moved"].startswith(
+        "origin/main moved back")
+
+
 def test_fetch_with_a_dirty_reference_checkout(fx: Fixture) -> None:
     dirty = fx.reference / "vllm/a.py"
     dirty.write_text("a = 'local experiment'\n", encoding="utf-8")

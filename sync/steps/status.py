@@ -11,6 +11,7 @@ from sync.infra.errors import EnvironmentUnresolved, MalformedRecord, SyncError
 from sync.port import Port
 from sync.records import carryover, cycle, oraclefile, pins, reportdoc, spans
 from sync.records.prefs import Preferences
+from sync.steps import target
 from sync.steps.advance import blockers
 from sync.steps.verify import oracle
 from sync.upstream import gitio, health
@@ -30,6 +31,7 @@ def collect(port: Port) -> tuple[dict[str, Any], SyncError | None]:
     doc["cycle"] = _cycle(port, pin.commit)
     doc["records"] = _records(port, doc["reference"])
     missing = _target_missing(port, doc)
+    _moved(port, doc)
     stuck = _head_problems(port, doc)
     if stuck:
         doc["reference"]["problems"] += stuck
@@ -58,6 +60,23 @@ def _head_problems(port: Port, doc: dict[str, Any]) -> list[str]:
         going = b["tip"] if b and b["relation"] == "ahead" else None
     problem = None if going is None else health.move_problem(ref, going)
     return [] if problem is None else [problem]
+
+
+def _moved(port: Port, doc: dict[str, Any]) -> None:
+    """How the remote moved off the open cycle's frozen target when that was no plain move
+    past it (a force-push back, or off its line), in fetch's and sync's words
+    (`target.moved_note`): None otherwise."""
+    c, b = doc["cycle"], doc["behind"]
+    if not c:
+        return
+    c["moved"] = None
+    if (not c["open"] or not c.get("target_present") or not b or b["relation"] != "ahead"
+            or b["tip"] == c["target"]):
+        return
+    ref = port.reference()
+    if not gitio.is_ancestor(ref, c["target"], b["tip"]):
+        c["moved"] = target.moved_note(ref, b["ref"], b["tip"], c["target"],
+                                       doc["pin"]["vllm_commit"])
 
 
 def _target_missing(port: Port, doc: dict[str, Any]) -> SyncError | None:

@@ -151,6 +151,8 @@ def _moved_line(doc: dict[str, Any]) -> list[str]:
     c, b = doc["cycle"], doc["behind"]
     if not c or not c["open"] or not b or b["relation"] != "ahead" or b["tip"] == c["target"]:
         return []
+    if c.get("moved"):
+        return [f"  {c['moved']}"]  # a force-push, not a plain move past it: as fetch says it
     return [f"  {b['ref']} moved to {short(b['tip'])}; this cycle keeps its target "
             f"{short(c['target'])} ('upstream-sync sync --retarget' moves it)"]
 
