@@ -256,3 +256,23 @@ def test_a_bare_mirror_is_no_work_tree_not_a_lost_index(
     a = run(fx.port, "advance", "--dry-run")
     assert a.rc == 6, (a.out, a.err)
     assert f"unmet: the reference checkout {mirror} is a bare repository" in a.out, a.out
+
+
+def test_a_checkout_whose_remote_is_not_origin_is_told_to_name_it(
+        fx: Fixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A clone made with `-o upstream` has upstream/main, no origin/main: status said
+    "origin/main does not resolve — run 'upstream-sync fetch'", sync and check the same, and
+    fetch then failed ('no remote named origin'). Each says the remote is misnamed, which
+    remotes the checkout has, and the preference that names it."""
+    other = fx.tmp / "other"
+    git(fx.tmp, "clone", "-q", "--no-local", "-o", "upstream", str(fx.remote), str(other))
+    git(other, "reset", "-q", "--hard", fx.pin)
+    monkeypatch.setenv("VLLM_SOURCE", str(other))
+    said = f"the reference checkout {other} has no remote 'origin' (its remotes: upstream)"
+    for argv in (["status"], ["sync"], ["check"], ["audit"], ["fetch"]):
+        r = run(fx.port, *argv)
+        assert r.rc == (0 if argv == ["status"] else 3), (argv, r.rc, r.out, r.err)
+        assert said in r.out + r.err, (argv, r.out, r.err)
+        assert "SYNC_FETCH_REMOTE" in r.out + r.err, (argv, r.out, r.err)
+    monkeypatch.setenv("SYNC_FETCH_REMOTE", "upstream")
+    assert run(fx.port, "sync").rc == 0

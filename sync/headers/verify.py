@@ -84,8 +84,8 @@ def _resolve(ref: gitio.Reference, pin: str, upstream_ref: str,
         raise EnvironmentUnresolved(f"the pin {pin} is not a commit in {ref.path}",
                                     "fetch the reference checkout, or fix the pin")
     if found[1] is None:
-        raise EnvironmentUnresolved(f"{upstream_ref} does not resolve in {ref.path}",
-                                    "run the fetch step first")
+        raise gitio.no_remote(ref, upstream_ref) or EnvironmentUnresolved(
+            f"{upstream_ref} does not resolve in {ref.path}", "run the fetch step first")
     commits = {}
     for i, s in enumerate(probe):
         plain, peeled = found[2 + 2 * i], found[3 + 2 * i]

@@ -92,6 +92,9 @@ def _unresolved(ref: gitio.Reference, wanted: Wanted, want: str) -> SyncError:
     if wanted.target is not None:
         return UsageError(f"target {want!r} does not name a commit in {ref.path}",
                           "give a SHA, tag or branch that exists (run fetch first)")
+    unnamed = gitio.no_remote(ref, want)
+    if unnamed is not None:
+        return unnamed
     return EnvironmentUnresolved(
         f"{want} does not resolve in the reference checkout {ref.path} (never fetched, "
         "pruned, a broken ref, or a remote or branch the preferences misname)",

@@ -437,6 +437,24 @@ def is_detached(ref: Reference) -> bool:
     return run(ref.path, ["symbolic-ref", "--quiet", "HEAD"], check=False).returncode != 0
 
 
+REMOTE_FIX = ("set fetch_remote in the developer preferences (or SYNC_FETCH_REMOTE) to the "
+              "remote that fetches the upstream")
+
+
+def no_remote(ref: Reference, upstream_ref: str) -> EnvironmentUnresolved | None:
+    """The refusal for an upstream ref (`origin/main`) whose remote the checkout does not
+    have (a clone made with `-o upstream`), naming those it has: None when it has it. One
+    `git remote`, asked only once the ref did not resolve."""
+    remote = upstream_ref.partition("/")[0]
+    names = run(ref.path, ["remote"], check=False).stdout.decode("utf-8", "replace").split()
+    if remote in names:
+        return None
+    have = f"its remotes: {', '.join(names)}" if names else "it has no remote"
+    return EnvironmentUnresolved(
+        f"the reference checkout {ref.path} has no remote {remote!r} ({have}), so "
+        f"{upstream_ref} does not resolve", REMOTE_FIX)
+
+
 def fetch(ref: Reference, remote: str, branch: str,
           progress: Callable[[str], None] | None = None, *, live: bool = False,
           tag: str | None = None) -> None:
@@ -454,10 +472,8 @@ def fetch(ref: Reference, remote: str, branch: str,
     try:
         rem = ref.repo.remote(remote)
     except ValueError:
-        raise EnvironmentUnresolved(
-            f"the reference checkout has no remote named {remote!r}",
-            "set fetch_remote in the developer preferences (or SYNC_FETCH_REMOTE)",
-        ) from None
+        raise no_remote(ref, f"{remote}/{branch}") or EnvironmentUnresolved(
+            f"the reference checkout has no remote named {remote!r}", REMOTE_FIX) from None
     # The remote's upload-pack is git's own, never a command the clone's config names.
     env = clean_env(ref.path)
     n = int(env["GIT_CONFIG_COUNT"])

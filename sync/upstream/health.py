@@ -228,7 +228,8 @@ def assess(ref: gitio.Reference, pin: str, upstream_ref: str, *,
     t = finish_tree(ref, job)
     remote, _, branch = upstream_ref.partition("/")
     error = objects_error(o, ref.path, pin, end) if o and end else None
-    problems = [p for p in (upstream_problem(u, remote, branch),
+    unnamed = gitio.no_remote(ref, upstream_ref) if u.relation == "missing" else None
+    problems = [p for p in (str(unnamed) if unnamed else upstream_problem(u, remote, branch),
                             str(error) if error else None, tree_problem(t, ref.path)) if p]
     return Health(t, u, o, tuple(problems), error)
 
