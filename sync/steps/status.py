@@ -11,7 +11,6 @@ from sync.infra.errors import EnvironmentUnresolved, MalformedRecord, SyncError
 from sync.port import Port
 from sync.records import carryover, cycle, oraclefile, pins, reportdoc, spans
 from sync.records.prefs import Preferences
-from sync.steps import target
 from sync.steps.advance import blockers
 from sync.steps.verify import oracle
 from sync.upstream import gitio, health
@@ -75,6 +74,8 @@ def _moved(port: Port, doc: dict[str, Any]) -> None:
         return
     ref = port.reference()
     if not gitio.is_ancestor(ref, c["target"], b["tip"]):
+        from sync.steps import target  # only here: it imports the report step, which status,
+        # a hot command, otherwise never loads
         c["moved"] = target.moved_note(ref, b["ref"], b["tip"], c["target"],
                                        doc["pin"]["vllm_commit"])
 
