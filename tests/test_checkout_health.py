@@ -269,7 +269,8 @@ def test_a_checkout_whose_remote_is_not_origin_is_told_to_name_it(
     git(other, "reset", "-q", "--hard", fx.pin)
     monkeypatch.setenv("VLLM_SOURCE", str(other))
     said = f"the reference checkout {other} has no remote 'origin' (its remotes: upstream)"
-    for argv in (["status"], ["sync"], ["check"], ["audit"], ["fetch"]):
+    for argv in (["status"], ["sync"], ["check"], ["audit"], ["fetch"],
+                 ["bump-headers", "--to", fx.pin]):
         r = run(fx.port, *argv)
         assert r.rc == (0 if argv == ["status"] else 3), (argv, r.rc, r.out, r.err)
         assert said in r.out + r.err, (argv, r.out, r.err)

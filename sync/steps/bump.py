@@ -121,8 +121,8 @@ def resolve_target(ref: gitio.Reference, rev: str, upstream_ref: str,
     if sha == chosen:
         return sha
     if gitio.resolve(ref, upstream_ref) is None:
-        raise EnvironmentUnresolved(f"{upstream_ref} does not resolve in {ref.path}",
-                                    "run 'upstream-sync fetch' first")
+        raise gitio.no_remote(ref, upstream_ref) or EnvironmentUnresolved(
+            f"{upstream_ref} does not resolve in {ref.path}", "run 'upstream-sync fetch' first")
     if not gitio.is_ancestor(ref, sha, upstream_ref) and not gitio.refs_containing(
             ref, sha, "refs/remotes", "refs/tags"):
         raise UsageError(f"{rev} ({short(sha)}) is not an upstream commit (on no remote branch "
