@@ -268,6 +268,24 @@ def test_a_report_cut_short_is_refused_before_anything_is_decided(fx: Fixture) -
     assert run(fx.port, "sync").rc == 0
 
 
+def test_a_crlf_report_is_whole_and_its_hand_edit_is_read_back(fx: Fixture) -> None:
+    """A checkout with core.autocrlf (or an editor on Windows) gives the report CRLF line
+    endings: its `## Notes\\r` line read as missing, and sync and status refused the report
+    as cut short."""
+    synced(fx)
+    sha = fx.marks["change_a"]
+    old = line_of(fx.report().read_text(encoding="utf-8"), sha)
+    edit_report(fx, old, old.split(" — ")[0] + " — IGNORE: covered already")
+    md = fx.report()
+    md.write_bytes(md.read_bytes().replace(b"\n", b"\r\n"))
+    st = run(fx.port, "status", "--json")
+    assert st.rc == 0 and json.loads(st.out)["records"] == [], st.out
+    r = run(fx.port, "sync")
+    assert r.rc == 0 and "read back 1 hand-edited entry into decisions.toml" in r.err, r.err
+    d = decided(fx)[sha]
+    assert (d.disposition, d.reason) == ("IGNORE", "covered already")
+
+
 def test_a_report_with_merge_conflict_markers_is_refused(fx: Fixture) -> None:
     """walk-s11 U2: the markers were kept as unparsed lines, and sync exited 0."""
     synced(fx)

@@ -25,7 +25,7 @@ NOTES = "Notes"  # the title of a report's last section
 def refuse_cut_short(text: str, rel: str) -> None:
     """Refuses a report's text that ends before its last section (a truncated file: its last
     entry line, cut, would read back as a hand edit). Every report ends with `## Notes`."""
-    if text.strip() and not re.search(rf"^## {NOTES}[ \t]*$", text, re.MULTILINE):
+    if text.strip() and not re.search(rf"^## {NOTES}[ \t]*\r?$", text, re.MULTILINE):
         raise MalformedRecord(
             f"the report ends before its last section ('## {NOTES}'): cut short?",
             "restore it from git, or delete it (and its .json) and run 'upstream-sync sync' "
