@@ -101,6 +101,24 @@ def test_git_edits_detects_a_modified_committed_event(fx: Fixture) -> None:
     assert f"{rel}:1: state event changed by commit {sha}" in r.out
 
 
+def test_a_crlf_checkout_of_the_events_keeps_the_chain(fx: Fixture) -> None:
+    """`* text=auto eol=crlf` (or core.autocrlf on Windows) checks the committed events out
+    with CRLF: each digest was taken over those bytes, so every link after the first read as
+    'an earlier event was edited', check failed and no advance could append."""
+    p, evs = chain(fx)
+    (fx.port / ".gitattributes").write_text("* text=auto eol=crlf\n", encoding="utf-8")
+    port_git(fx.port, "add", "-A")
+    port_git(fx.port, "commit", "-q", "--no-verify", "-m", "Sync: state events")
+    for e in evs:
+        e.path.unlink()
+    port_git(fx.port, "checkout", "--", ".agents/sync/events")
+    assert all(b"\r\n" in e.path.read_bytes() for e in evs)
+    assert events.verify(p) == [] and events.git_edits(p) == []
+    fourth = events.append(p, "stall", pin_before=B, pin_after=B, report="")
+    assert fourth.previous_hash == evs[2].digest
+    assert run(fx.port, "check", "--no-audit").rc == 0
+
+
 def test_git_edits_of_a_port_in_a_subfolder_of_its_repository(tmp_path: Path) -> None:
     """events were guarded by git only where the port root holds `.git`: in a monorepo's
     subfolder an edited event, in the work tree or by a commit, passed `check`."""

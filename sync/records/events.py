@@ -84,11 +84,17 @@ def _validate(doc: dict[str, Any], rel: str) -> None:
                               "report's port-relative path", _RESTORE, path=rel)
 
 
+def _digest(data: bytes) -> str:
+    """An event's hash, over its text with LF line endings: a checkout that gives it CRLF
+    (core.autocrlf, `eol=crlf`) holds the same event. The tool writes LF, so the digests
+    of every chain written so far are what they were."""
+    return hashlib.sha256(data.replace(b"\r\n", b"\n")).hexdigest()
+
+
 def _from_bytes(data: bytes, path: Path, rel: str) -> Event:
     doc = _toml(data, rel)
     _validate(doc, rel)
-    return Event(**schema.values(doc, Event), path=path,
-                 digest=hashlib.sha256(data).hexdigest())
+    return Event(**schema.values(doc, Event), path=path, digest=_digest(data))
 
 
 def _parse(path: Path, rel: str) -> Event:
