@@ -282,6 +282,13 @@ def test_schema_mismatch(schema: str) -> None:
     assert "has schema" in fails(f"schema = {schema}\n")
 
 
+def test_a_config_saved_with_a_bom_names_the_bom() -> None:
+    """Notepad's BOM read as 'Invalid statement (at line 1, column 1) — fix the syntax'."""
+    assert fails("\ufeffschema = 1\n") == (
+        ".agents/upstream-sync.toml is not valid TOML: it starts with a UTF-8 byte-order mark "
+        "(BOM), which TOML does not allow — save it as UTF-8 without a BOM")
+
+
 def test_invalid_toml() -> None:
     message = fails("[paths\nprotocol = 1\n")
     assert message.startswith(".agents/upstream-sync.toml is not valid TOML:")

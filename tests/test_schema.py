@@ -84,6 +84,17 @@ def test_any_parsed_document_is_typed_or_a_problem(doc: dict[str, Any]) -> None:
         assert problem.key in doc and "\n" not in problem.text
 
 
+@given(st.lists(st.sampled_from(["schema = 1", "[t]", "d = 1", "", "# note", "f = 'ok'",
+                                 "a = ["]), max_size=6), st.sampled_from(["\n", "\r\n"]))
+def test_a_toml_record_saved_with_a_bom_is_refused_as_that(lines: list[str], nl: str) -> None:
+    """An editor's BOM read as 'Invalid statement (column 1)' with 'fix the syntax', at a
+    character the editor does not show; whatever follows it, the BOM is what is named."""
+    with pytest.raises(MalformedRecord) as exc:
+        schema.parse_toml("\ufeff" + nl.join(lines) + nl, "r.toml", "fix it")
+    assert str(exc.value) == ("r.toml:1: not valid TOML: it starts with a UTF-8 byte-order mark "
+                              "(BOM), which TOML does not allow — save it as UTF-8 without a BOM")
+
+
 @given(st.lists(st.sampled_from(["schema = 1", "[decisions", "[t]", "a = [", "b = = 2", "c = '",
                                  "d = 1", "", "# note", "e = {x = 1", "]", "f = 'ok'"]),
                 max_size=8))

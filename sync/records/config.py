@@ -27,6 +27,7 @@ from sync.infra.errors import MalformedRecord, UsageError
 from sync.infra.paths import confined
 from sync.records.decisions import RULED, Disposition
 from sync.records.modes import MODES, BuildMode
+from sync.records.schema import TOML_BOM
 
 CONFIG_PATH = ".agents/upstream-sync.toml"
 SCHEMA = 1
@@ -541,6 +542,8 @@ def _table(doc: dict[str, Any], key: str) -> dict[str, Any]:
 
 
 def _toml(text: str) -> dict[str, Any]:
+    if text.startswith("\ufeff"):
+        raise UsageError(f"{CONFIG_PATH} is {TOML_BOM[0]}", TOML_BOM[1])
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

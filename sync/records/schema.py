@@ -212,11 +212,17 @@ def refuse_conflict(text: str, path: str) -> None:
 
 
 _TOML_AT = re.compile(r"\s*\(at line (\d+), column (\d+)\)\Z")
+# What tomllib says of a file an editor saved with a BOM: "Invalid statement (at line 1,
+# column 1)", at a character no editor shows. Said as what it is, with its own fix.
+TOML_BOM = ("not valid TOML: it starts with a UTF-8 byte-order mark (BOM), which TOML does "
+            "not allow", "save it as UTF-8 without a BOM")
 
 
 def parse_toml(text: str, path: str, fix: str) -> dict[str, Any]:
     """A TOML record's document; MalformedRecord at the line tomllib stopped on, so the
     refusal points where an editor jumps (`decisions.toml:7: not valid TOML: ...`)."""
+    if text.startswith("\ufeff"):
+        raise MalformedRecord(*TOML_BOM, path=path, line=1)
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
