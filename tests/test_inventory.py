@@ -436,6 +436,22 @@ def test_parse_random_text(text: str) -> None:
     inventory.parse(text, path="inv.md")
 
 
+@settings(max_examples=200, deadline=None)
+@given(st.lists(_LINES, max_size=25), st.sampled_from(["\n", "\r\n"]))
+def test_a_bom_changes_nothing_that_is_read(lines: list[str], nl: str) -> None:
+    """A BOM glued to line 1 hid a tier heading there (`## T0`): its rows read with no tier,
+    silently, and were no inventory rows. Read with it, every item, heading and deviation is
+    what it is without it, each offset one further into the file."""
+    text = nl.join(lines)
+    plain, bom = inventory.parse(text, path="inv.md"), inventory.parse("\ufeff" + text,
+                                                                        path="inv.md")
+    assert [(i.tier, i.text, i.line, i.start + 1) for i in plain.items] == [
+        (i.tier, i.text, i.line, i.start) for i in bom.items]
+    assert [(h.text, h.tier, h.line) for h in plain.headings] == [
+        (h.text, h.tier, h.line) for h in bom.headings]
+    assert [d.title for d in plain.deviations] == [d.title for d in bom.deviations]
+
+
 
 NAMED = "[paths]\ninventory = \".agents/porting-inventory.md\"\n"
 MISSING = (".agents/porting-inventory.md: the porting inventory does not exist, though "

@@ -260,6 +260,29 @@ def test_append_on_any_text_refuses_or_keeps_bytes(pieces: list[str], nl: str,
 
 
 @settings(max_examples=200, deadline=None)
+@given(st.lists(_PIECES, max_size=12), st.sampled_from(["\n", "\r\n"]))
+def test_a_bom_before_the_table_header_is_no_part_of_it(pieces: list[str], nl: str) -> None:
+    """A ledger whose table header is its first line, saved with a BOM, was refused as 'no
+    ledger table' (the header read as '\ufeff| Date / commit ...'); it reads as without the
+    BOM, and an append keeps the BOM."""
+    text = nl.join(pieces)
+    try:
+        plain = ledger.find_table(text, path="l.md")
+    except MalformedRecord as exc:
+        with pytest.raises(MalformedRecord) as again:
+            ledger.find_table("\ufeff" + text, path="l.md")
+        assert str(again.value) == str(exc)
+        return
+    bom = ledger.find_table("\ufeff" + text, path="l.md")
+    assert [(r.cells, r.line, r.problem) for r in bom.rows] == [
+        (r.cells, r.line, r.problem) for r in plain.rows]
+    assert bom.insert_at == plain.insert_at + 1
+    cells = ("2026-01-02 / `def5678`", "y", "vllm#2", "ok")
+    assert ledger.appended("\ufeff" + text, cells, rel="l.md")[0] == (
+        "\ufeff" + ledger.appended(text, cells, rel="l.md")[0])
+
+
+@settings(max_examples=200, deadline=None)
 @given(st.text(max_size=300))
 def test_find_table_on_random_text(text: str) -> None:
     try:

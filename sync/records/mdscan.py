@@ -46,9 +46,11 @@ class Heading:
 
 def split_lines(text: str) -> list[Line]:
     """Lines as markdown and editors count them: split at LF only, a CR before it kept as
-    part of the terminator (str.splitlines would also split at form feeds and U+2028)."""
+    part of the terminator (str.splitlines would also split at form feeds and U+2028). A
+    BOM is not part of the first line (a heading or table header there is one); offsets
+    stay the file's."""
     out: list[Line] = []
-    pos = 0
+    pos = 1 if text.startswith("\ufeff") else 0
     while pos < len(text):
         end = text.find("\n", pos)
         stop = len(text) if end < 0 else end + 1
