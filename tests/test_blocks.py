@@ -162,6 +162,29 @@ def test_find_gives_only_sync_errors(lines: list[str], nl: str) -> None:
 
 
 @settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["```k", "```", "a = 1", "b = x y", "# c", "", "prose"]),
+                max_size=10), st.sampled_from(["\n", "\r\n"]))
+def test_a_bom_before_a_fence_on_line_1_is_no_part_of_it(lines: list[str], nl: str) -> None:
+    """An oracle or protocol file that opens with its block, saved with a BOM: the fence
+    read as '\ufeff```k', and the block as missing. It reads as without the BOM, and a
+    rewrite keeps the BOM."""
+    text = nl.join(lines)
+    try:
+        plain = blocks.find(text, "k", path="p.md")
+    except SyncError as exc:
+        with pytest.raises(SyncError) as again:
+            blocks.find("\ufeff" + text, "k", path="p.md")
+        assert str(again.value) == str(exc)
+        return
+    bom = blocks.find("\ufeff" + text, "k", path="p.md")
+    assert [(b.entries, b.open_line, b.start + 1, b.end + 1) for b in plain] == [
+        (b.entries, b.open_line, b.start, b.end) for b in bom]
+    for p, b in zip(plain, bom, strict=True):
+        assert blocks.replace_body("\ufeff" + text, b, [("z", "1")]) == (
+            "\ufeff" + blocks.replace_body(text, p, [("z", "1")]))
+
+
+@settings(max_examples=200, deadline=None)
 @given(_prose, st.lists(st.tuples(_key, _value), max_size=6), _prose,
        st.sampled_from(["\n", "\r\n"]), st.lists(st.tuples(_key, _value), max_size=6))
 def test_render_round_trip(before: str, entries: list[tuple[str, str]], after: str, nl: str,

@@ -51,10 +51,11 @@ class Block:
 
 
 def _lines(text: str) -> list[tuple[int, str, str]]:
-    """(offset, line without terminator, terminator) for each line."""
+    """(offset, line without terminator, terminator) for each line; a BOM is not part of
+    the first (a fence there opens a block), and offsets stay the file's."""
     out = []
-    pos = 0
-    for raw in text.splitlines(keepends=True):
+    pos = 1 if text.startswith("\ufeff") else 0
+    for raw in text[pos:].splitlines(keepends=True):
         body = raw.rstrip("\r\n")
         out.append((pos, body, raw[len(body):]))
         pos += len(raw)
