@@ -1451,3 +1451,34 @@ def test_a_pin_copy_in_a_file_that_is_not_utf8_is_rewritten_keeping_its_other_by
     writes = advance.span_writes(port, {}, new)
     assert writes[page] == (b"Caf\xe9: the oracle at <!--pin:commit-->"
                             + prepared.target[:10].encode() + b"<!--/pin--> \xff.\n")
+
+
+# -- a work tree with CRLF line endings -------------------------------------------------------
+
+
+def test_an_advance_commit_in_a_crlf_work_tree_changes_only_the_pin_lines(
+        prepared: Prepared, copy: Callable[[str], Copy]) -> None:
+    """core.autocrlf (git on Windows): every record in the work tree has CRLF line endings.
+    The advance edits them in place and commits: git must see the pin lines changed, not
+    whole files, and the records it edits stay CRLF."""
+    c = copy("ready")
+    git(c.port, "config", "core.autocrlf", "true")
+    tracked = [c.port / rel for rel in git(c.port, "ls-files", "-z").split("\0") if rel]
+    text = [p for p in tracked if p.suffix in (".md", ".toml", ".cpp", ".h", ".py")]
+    for p in text:
+        p.write_bytes(p.read_bytes().replace(b"\r\n", b"\n").replace(b"\n", b"\r\n"))
+    ok("advance", "--commit")
+    # (git status names every converted file, stat-dirty; git diff reads their content.)
+    assert git(c.port, "diff", "HEAD", "--numstat") == ""
+    numstat = git(c.port, "show", "--numstat", "--format=", "HEAD").splitlines()
+    edited = {row.split("\t")[2]: int(row.split("\t")[0]) for row in numstat}
+    # Written whole: the report, its JSON, the cycle, the events, and the goldens' run.
+    whole = (".agents/sync/", "goldens/")
+    big = {rel: n for rel, n in edited.items() if n > 6 and not rel.startswith(whole)}
+    assert edited and not big, big
+    for p in text:
+        data = p.read_bytes()
+        rel = p.relative_to(c.port).as_posix()
+        if not rel.startswith(whole):
+            assert b"\n" not in data.replace(b"\r\n", b""), rel
+    assert cmd("check", "--no-audit")[0] == 0
