@@ -834,3 +834,15 @@ def test_the_carry_over_line_says_a_stalls_other_unmet_apart(counts: dict[str, i
     assert status._carry_line({"carry_over_counts": counts, "report": "r.md"}) == [
         f"  carry-over: {folded} — each item in r.md (## Carry-over); the PORT-NOW diffs in "
         "'upstream-sync queue'"]
+
+
+def test_check_says_a_record_two_checks_read_is_not_utf8_once(tmp_path: Path) -> None:
+    """The protocol file holds the pin block and the PARITY PIN paragraph: a Latin-1 byte in
+    it failed both readers the same way, and check printed the same line twice."""
+    fx = build(tmp_path)
+    protocol = fx.port / ".agents/upstream-sync.md"
+    protocol.write_bytes(protocol.read_bytes() + b"caf\xe7\n")
+    r = run(fx.port, "check")
+    assert r.rc == 7, (r.out, r.err)
+    said = [line for line in (r.out + r.err).splitlines() if "is not UTF-8" in line]
+    assert len(said) == 1 and said[0].startswith(".agents/upstream-sync.md:"), said

@@ -88,7 +88,9 @@ def findings(port: Port, *, with_audit: bool = True) -> tuple[list[Finding], lis
     out += [Finding(text, "warning") for text in audit.not_utf8_texts(surf)]
     if with_audit and pin is not None:
         out += _audit(port, pin, surf, notes)
-    return [Finding(_relative(port, f.text), f.severity) for f in out], notes
+    # One record that two checks read (the protocol file holds the pin block and the
+    # PARITY PIN paragraph) can fail both the same way: it is one violation, said once.
+    return list(dict.fromkeys(Finding(_relative(port, f.text), f.severity) for f in out)), notes
 
 
 def _pin(port: Port) -> tuple[pins.Pin | None, list[Finding]]:
