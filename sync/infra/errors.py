@@ -47,7 +47,8 @@ class EnvironmentUnresolved(SyncError):
 
 
 class MalformedRecord(SyncError):
-    """A record in the port does not parse or validate, reported as `path:line:`."""
+    """A record in the port does not parse or validate, reported as `path:line:`; a header
+    `bump-headers` cannot rewrite (no SHA, a SHA split across lines, no header) is one."""
 
     exit_code = 4
 
@@ -71,8 +72,9 @@ class IdentityMismatch(SyncError):
 
 class BlockedCycle(SyncError):
     """The cycle cannot proceed: advance preconditions unmet, a PENDING gate under
-    `--strict`, files `bump-headers` cannot bump safely (`--check` too, as a dry run),
-    another run holds the lock."""
+    `--strict`, files `bump-headers` cannot bump safely (a changed upstream file, a SHA
+    off the upstream line or ahead of the target, a path the target lacks; `--check` too,
+    as a dry run), another run holds the lock."""
 
     exit_code = 6
 
