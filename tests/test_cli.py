@@ -230,3 +230,26 @@ def test_every_command_registers_the_name_it_is_listed_under() -> None:
         registered = chosen.get_default("func") is not None or any(
             isinstance(a, argparse._SubParsersAction) for a in chosen._actions)
         assert registered, module
+
+
+def _parsers(parser: argparse.ArgumentParser, name: str
+             ) -> list[tuple[str, argparse.ArgumentParser]]:
+    found = [(name, parser)]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for word, child in action.choices.items():
+                found += _parsers(child, f"{name} {word}")
+    return found
+
+
+def test_every_argument_of_every_command_is_explained() -> None:
+    # A newcomer reads --help: each command says what it does, and each option and
+    # positional says what it takes (a bare `{PORT-NOW,...}` or `--tier {T0,...}` does not).
+    bare = []
+    for name, parser in _parsers(cli.build_parser(), "upstream-sync"):
+        if not parser.description:
+            bare.append(f"{name}: no description")
+        bare += [f"{name}: {a.option_strings or a.dest} has no help" for a in parser._actions
+                 if a.help is None
+                 and not isinstance(a, (argparse._HelpAction, argparse._SubParsersAction))]
+    assert bare == []

@@ -26,7 +26,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        "prefix or #N, the PR number) in decisions.toml; it outranks every rule "
                        "and survives re-runs and cycles.")
     p.add_argument("commit", help="SHA (prefix) or #N (PR number within the cycle's range)")
-    p.add_argument("disposition", type=str.upper, choices=decisions.ALL)
+    p.add_argument("disposition", type=str.upper, choices=decisions.ALL,
+                   help="what the commit is, in any case; a PORT-NOW whose reason starts "
+                   "'carry-over:' is carried to the next cycle by the advance")
     p.add_argument("reason", nargs="+", help="one-line reason")
     p.add_argument("--by", help="who decided (default: your login name)")
     p.add_argument("--force", action="store_true",

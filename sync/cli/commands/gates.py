@@ -20,7 +20,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         "files from sharded gate runners' artifacts) into this port's record "
                         "for the same target: a run beats PENDING, then the later run.")
     gsub = gm.add_subparsers(dest="gates_command", metavar="ACTION", required=True)
-    merge = gsub.add_parser("merge", help="merge gate record files into the port's record")
+    merge = gsub.add_parser("merge", help="merge gate record files into the port's record",
+                           description="Fold FILES (gate records from gate runners' "
+                           "artifacts) into this checkout's record for its gate target: a "
+                           "run beats PENDING, then the later run; a file for another "
+                           "target, or dated in the future, is refused.")
     merge.add_argument("files", nargs="+", type=Path, help="gate record JSON files")
     # It asserts, never selects: gates are only merged into this checkout's gate target.
     merge.add_argument("--target", help="the target the files were gated at, as a handoff "

@@ -32,7 +32,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                        ".agents/developer-preferences.md.example; every file written or "
                        "edited is named.")
     p.add_argument("dir", nargs="?", help="the port's root")
-    p.add_argument("--force", action="store_true", help="overwrite an existing configuration")
+    p.add_argument("--force", action="store_true",
+                   help="rewrite an existing configuration; one that set a key or value "
+                   "discovery drops or changes is kept as upstream-sync.toml.bak")
     add_json(p)
     p.set_defaults(func=run)
 

@@ -30,7 +30,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
                         "least two, distinctive words with the commit's subject), or else as "
                         "a bullet in this cycle's INVENTORY section (inserted before §9).")
     a.add_argument("--pr", type=int, required=True, metavar="N", help="upstream PR number")
-    a.add_argument("--tier", required=True, type=str.upper, choices=inventory.TIERS)
+    a.add_argument("--tier", required=True, type=str.upper, choices=inventory.TIERS,
+                   help="the tier the item belongs to (T0 first): its rows are the ones "
+                   "matched by subject, and a row already recording the PR under another "
+                   "tier is refused")
     a.add_argument("--path", action="append", default=[], metavar="P",
                    help="upstream path (repeatable; default: the report entry's paths)")
     a.add_argument("--note", help="a short note kept with the reference")
