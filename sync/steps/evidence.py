@@ -432,8 +432,10 @@ class _Reader:
                      note="" if ranges else "symbol anchors are not read outside Python")
 
     def _find(self, where: symbols.Outline, sym: str) -> tuple[str, ...]:
-        """The definitions a cited name means where it is read, else in the parent."""
-        return where.find(sym) or (self.parent.find(sym) if self.parent else ())
+        """The definitions a cited name means where it is read, else in the parent, else
+        (`Class.helper`, no method or field of the class) the module's own `helper`."""
+        return (where.find(sym) or (self.parent.find(sym) if self.parent else ())
+                or _top_level(where, sym))
 
     def _stale_name(self, cite: Cite, where: symbols.Outline) -> bool:
         """Some name the citation gives is no definition where it is read."""
@@ -492,6 +494,10 @@ class _Reader:
             found = self._find(where, sym)
             (names.extend(found) if found else missing.append(sym))
         note = f"anchor {', '.join(missing)} names no definition at {at}" if missing else ""
+        bare = [f"{s} is read as the top-level {top[0]}" for s in cite.symbols
+                if not where.find(s) and not (self.parent and self.parent.find(s))
+                and (top := _top_level(where, s))]
+        note = "; ".join(n for n in (note, *bare) if n)
         if not names:
             return Cited(cite, "whole-file", at=at, note=note + ": read as a whole-file citation")
         drift = _disagreement(cite, where, names)
@@ -561,6 +567,16 @@ def _outer(owners: dict[str, symbols.Unit]) -> dict[str, symbols.Unit]:
     """`owners` without the definitions nested in another of them: a range over statements
     of a huge function that holds a nested helper is a range in that function."""
     return {n: u for n, u in owners.items() if not any(n.startswith(o + ".") for o in owners)}
+
+
+def _top_level(where: symbols.Outline, sym: str) -> tuple[str, ...]:
+    """`(Class.m, helper)` reads `helper` as `Class.helper` (`anchors._qualified`, as real
+    headers mostly mean); a class with no such method or field, in a module that defines
+    `helper` at its top, meant that one: dropping it missed every change to it."""
+    owner, _, tail = sym.replace("::", ".").strip(".").rpartition(".")
+    if not owner or not where.named(tail) or symbols.class_field(where, sym) is not None:
+        return ()
+    return (tail,)
 
 
 def _source_note(cite: Cite) -> str:
