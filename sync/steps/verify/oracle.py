@@ -112,20 +112,34 @@ def _check_usable(home: Path, prefs: Preferences) -> None:
     `oracle build` on a file said 'internal error: NotADirectoryError', status and probe
     looked past it, and EACCES crashed them all). A home that does not exist yet is fine:
     `oracle build` makes it, and nothing is found in it before."""
+    problem = _folder_problem(home)
+    if problem is not None:
+        why, denied = problem
+        if why == _NOT_A_DIRECTORY:
+            why = "exists but is not a directory"
+        raise _unusable(home, prefs, why, denied=denied)
+
+
+_NOT_A_DIRECTORY = "is not a directory"
+_FILE_IN_PATH = "cannot be a directory: a file stands in its path"
+
+
+def _folder_problem(path: Path) -> tuple[str, bool] | None:
+    """Why what stands at `path` is no folder this user can look into, and whether access is
+    what is denied; None when it is one, or when nothing is there (a dangling link too)."""
     try:
-        st = os.stat(home)
+        st = os.stat(path)
     except FileNotFoundError:
-        return
+        return None
     except NotADirectoryError:
-        raise _unusable(home, prefs, "cannot be a directory: a file stands in its path",
-                        denied=False) from None
-    except OSError as exc:  # EACCES: a folder above it is closed to this user
-        raise _unusable(home, prefs, f"cannot be looked up ({exc.strerror})",
-                        denied=isinstance(exc, PermissionError)) from None
+        return _FILE_IN_PATH, False
+    except OSError as exc:  # EACCES: a folder above it is closed to this user; ELOOP
+        return f"cannot be looked up ({exc.strerror})", isinstance(exc, PermissionError)
     if not stat.S_ISDIR(st.st_mode):
-        raise _unusable(home, prefs, "exists but is not a directory", denied=False)
-    if not os.access(home, os.R_OK | os.X_OK):
-        raise _unusable(home, prefs, "cannot be listed (Permission denied)", denied=True)
+        return _NOT_A_DIRECTORY, False
+    if not os.access(path, os.R_OK | os.X_OK):
+        return "cannot be listed (Permission denied)", True
+    return None
 
 
 def _unusable(home: Path, prefs: Preferences, why: str, *, denied: bool
@@ -156,18 +170,14 @@ def usable_env(env: Path) -> Path:
     gc, verify and adopt otherwise failed inside it with 'internal error: PermissionError',
     or took a file for an environment with no build record. Nothing there (a dangling link
     too) is no environment, which each caller says in its own words."""
-    try:
-        st = os.stat(env)
-    except FileNotFoundError:
+    problem = _folder_problem(env)
+    if problem is None:
         return env
-    except OSError as exc:  # EACCES on a link's target, ELOOP
-        raise _closed_env(env, f"cannot be looked up ({exc.strerror})") from None
-    if not stat.S_ISDIR(st.st_mode):
-        raise EnvironmentUnresolved(f"oracle environment {env} is not a directory",
+    why, _denied = problem
+    if why in (_NOT_A_DIRECTORY, _FILE_IN_PATH):
+        raise EnvironmentUnresolved(f"oracle environment {env} {why}",
                                     "move it away, then build the oracle again")
-    if not os.access(env, os.R_OK | os.X_OK):
-        raise _closed_env(env, "cannot be listed (Permission denied)")
-    return env
+    raise _closed_env(env, why)
 
 
 # Not "remove it": an adopted environment is the port's own virtualenv, not ours.
