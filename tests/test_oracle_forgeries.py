@@ -520,6 +520,34 @@ def test_adopt_a_genuine_env_behind_a_symlink(env: World, tmp_path: Path,
     assert f"  environment at the pin: {home / env.env.name} -> {real} (adopted " in out
 
 
+def test_adopt_of_an_env_the_tool_built_keeps_its_build_record(env: World, tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch
+                                                               ) -> None:
+    """Adopting, into a second oracle home, an environment `oracle build` made (the real case:
+    one home per port copy) rewrote its build record as a measurement of its own: origin
+    'adopted', no build log, no constraints digest, no installer settings, a new time; the
+    build's provenance was lost for every home. It is linked, and its record kept."""
+    marker = env.env / oracle.MARKER
+    before = marker.read_bytes()
+    freeze = (env.env / oracle.FREEZE).read_bytes()
+    assert json.loads(before)["origin"] == "built"
+    home = tmp_path / "venvs"
+    monkeypatch.setenv("SYNC_ORACLE_HOME", str(home))
+    try:
+        rc, out, err = adopt(env, env.env)
+        assert rc == 0, err
+        assert out.startswith(f"adopted {env.env} as oracle vllm at {env.up.pin[:10]}: "
+                              f"{home / env.env.name}; runtime {env.runtime}")
+        assert marker.read_bytes() == before
+        assert "kept its build record (built " in err
+        assert (home / env.env.name).resolve() == env.env.resolve()
+        assert (env.env / oracle.FREEZE).read_bytes() == freeze
+        assert run_cli(["--port", str(env.port), "oracle", "verify"])[0] == 0
+    finally:
+        marker.write_bytes(before)
+        (env.env / oracle.FREEZE).write_bytes(freeze)
+
+
 def test_adopt_of_an_env_without_vllm_leads_with_the_import_failure(env: World,
                                                                    tmp_path: Path) -> None:
     """walk-s13 U7: before an adoption there is no build record, so "no build record" is no

@@ -6,9 +6,10 @@ often behind a symlink). Adopting measures that environment exactly as `verify` 
 source checkout, the build mode, the records at the pin or the cycle's target), with
 a build record made from the measurement itself; only when nothing is wrong is the
 record written into the environment (with its dependency set) and
-`<oracle_home>/<id>-<commit10>` linked to it. A refusal writes nothing and names, in
-one line, the forgery the environment shows. Nothing of the environment is rebuilt or
-moved; `oracle gc` drops only the link.
+`<oracle_home>/<id>-<commit10>` linked to it; an environment `oracle build` made keeps the
+record it has (its log, constraints, installer settings) when that record verifies. A refusal
+writes nothing and names, in one line, the forgery the environment shows. Nothing of the
+environment is rebuilt or moved; `oracle gc` drops only the link.
 """
 
 from __future__ import annotations
@@ -110,6 +111,14 @@ def adopt(port: Port, prefs: Preferences, oracle_id: str, path: Path,
     real = _target(path, port, prefs)
     env = env_path(home, oracle_id, commit)
     p = probe_env(port, prefs, oracle_id, commit, real, home)
+    if p.build is not None and p.build.origin == "built" \
+            and not oracle_verify.check(port, prefs, p, role):
+        # `oracle build` made it and its record holds: the record is the build's provenance
+        # (log, constraints, installer settings, binaries), which a measurement cannot make.
+        _link(env, real)
+        note(f"kept its build record (built {p.build.built_at}): linked {real} as {env}")
+        again = oracle_verify.verify(port, prefs, oracle_id, commit)
+        return Adopted(env, real, again, p.build if again.ok else None)
     record = _measured(port, prefs, p, real)
     found = oracle_verify.check(port, prefs, replace(p, build=record), role)
     if record is None:
@@ -120,18 +129,29 @@ def adopt(port: Port, prefs: Preferences, oracle_id: str, path: Path,
     v = oracle_verify.Verification(p, tuple(found), oracle_verify.identity(p), role)
     if found or record is None:
         return Adopted(env, real, v, None)
-    if (env.exists() or env.is_symlink()) and env.resolve() != real:
-        raise UsageError(f"{env} already exists (it is {env.resolve()})",
-                         "drop it ('upstream-sync oracle gc', or remove it), then adopt again")
+    _free(env, real)
     uv = build.find_uv()
     record = replace(record, freeze_sha256=build.freeze(real, uv, _runner(real)))
     write_marker(real, record)
-    if env.resolve() != real:
-        home.mkdir(parents=True, exist_ok=True)
-        env.symlink_to(real, target_is_directory=True)
+    _link(env, real)
     note(f"recorded {real} as {env} ({record.build_mode} build)")
     again = oracle_verify.verify(port, prefs, oracle_id, commit)
     return Adopted(env, real, again, record if again.ok else None)
+
+
+def _free(env: Path, real: Path) -> None:
+    """`<oracle_home>/<id>-<commit10>` is free for `real`, or already is it."""
+    if (env.exists() or env.is_symlink()) and env.resolve() != real:
+        raise UsageError(f"{env} already exists (it is {env.resolve()})",
+                         "drop it ('upstream-sync oracle gc', or remove it), then adopt again")
+
+
+def _link(env: Path, real: Path) -> None:
+    """`env` (in the oracle home) is `real`, or a link to it."""
+    _free(env, real)
+    if env.resolve() != real:
+        env.parent.mkdir(parents=True, exist_ok=True)
+        env.symlink_to(real, target_is_directory=True)
 
 
 def _runner(real: Path) -> build.Runner:
