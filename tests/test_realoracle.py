@@ -82,6 +82,26 @@ def test_prepare_refuses_a_folder_that_is_no_case(tmp_path: Path) -> None:
     assert realoracle.paths(tmp_path, tmp_path / "w")["port"] == tmp_path / "w" / "port"
 
 
+def test_pin_at_a_ref_that_is_no_commit_copies_nothing(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """pin-at with a mistyped ref copied the whole port to `port-at-<ref>` and only then
+    found the ref was no commit: the copy was left behind (and a --work never prepared
+    crashed in the copy). The ref is resolved first."""
+    case = tmp_path / "case"
+    make_case(case)
+    where = realoracle.prepare(case, tmp_path / "unused")
+    monkeypatch.setenv("VLLM_SOURCE", str(where["source"]))
+    monkeypatch.setenv("SYNC_ORACLE_HOME", str(where["home"]))
+    with pytest.raises(SystemExit, match=r"v9\.9\.9 is not a commit of "):
+        realoracle.main(["pin-at", "v9.9.9", "--work", str(case)])
+    assert not (case / "port-at-v9.9.9").exists()
+    # A --work that was never prepared: one line (no FileNotFoundError from the copy).
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    assert realoracle.main(["pin-at", "v9.9.9", "--work", str(bare)]) == 3
+    assert list(bare.iterdir()) == []
+
+
 def test_run_is_the_whole_session(tmp_path: Path,
                                   capsys: pytest.CaptureFixture[str]) -> None:
     """`nox -s real-oracle -- CASE --at TAG`: build and verify at the pin, status, then the

@@ -120,14 +120,14 @@ def prepare(case: Path, work: Path) -> dict[str, Path]:
 
 def pin_at(where: dict[str, Path], ref: str) -> Path:
     """A copy of the port pinned to the oracle measured at `ref` (built there if missing)."""
+    commit = gitio.resolve(gitio.open_repo(where["source"]), ref)
+    if commit is None:  # before the copy: a mistyped ref leaves no copy behind
+        raise SystemExit(f"{ref} is not a commit of {where['source']}")
     copy = where["port"].parent / f"port-at-{re.sub(r'[^A-Za-z0-9._-]', '_', ref)}"
     if not copy.exists():
         shutil.copytree(where["port"], copy, symlinks=True)
     port = Port(copy, config.load(copy))
     prefs = port.preferences()
-    commit = gitio.resolve(gitio.open_repo(where["source"]), ref)
-    if commit is None:
-        raise SystemExit(f"{ref} is not a commit of {where['source']}")
     if build.existing(port, prefs, "vllm", commit) is None:
         build.build(port, prefs, "vllm", commit, note=lambda m: print(m, file=sys.stderr))
     measured = probe.probe(port, prefs, "vllm", commit)
