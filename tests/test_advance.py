@@ -824,6 +824,16 @@ def _core_oracle_file_missing(c: Copy, p: Prepared, mp: pytest.MonkeyPatch) -> N
     (c.port / CORE_FILE).unlink()
 
 
+def _core_oracle_file_disagrees(c: Copy, p: Prepared, mp: pytest.MonkeyPatch) -> None:
+    """The core oracle file's pin is not the pin the advance moves from (a hand edit, a
+    merge): the advance overwrote it, so the drift was never said and a rollback restored
+    it. Refused until it agrees, as the PARITY PIN paragraph is."""
+    path = c.port / CORE_FILE
+    text = path.read_text()
+    assert f"pin = {p.pin}\n" in text
+    path.write_text(text.replace(f"pin = {p.pin}\n", f"pin = {'e24d1b24' * 5}\n"))
+
+
 Breaker = Callable[[Copy, Prepared, pytest.MonkeyPatch], None]
 CASES: dict[str, tuple[Breaker, str]] = {
     "no report": (_no_report, r"no sync report for the target [0-9a-f]{10} — run "),
@@ -860,6 +870,9 @@ CASES: dict[str, tuple[Breaker, str]] = {
     "golden without its goldens": (
         _goldens_missing, r"gate golden PASSed, but no golden under goldens was written by it"),
     "no core oracle file": (_core_oracle_file_missing, r"no core oracle file \(vllm\.md\)"),
+    "core oracle file disagrees": (
+        _core_oracle_file_disagrees, r"\.agents/oracles/vllm\.md:\d+: pin = (e24d1b24){5} but "
+        r"the pin block's vllm_commit is [0-9a-f]{40} — write [0-9a-f]{40} there by hand"),
     "reference dirty": (_reference_dirty, r"the reference checkout .+ has uncommitted changes "
                         r"— commit or stash them"),
     "reference diverged": (_reference_diverged, r"the reference checkout's HEAD [0-9a-f]{10} "

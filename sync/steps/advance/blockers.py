@@ -5,6 +5,7 @@ rest; `status` lists them (walk-s13 U1), so it imports this module and not the a
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from sync.infra.errors import SyncError
@@ -65,15 +66,25 @@ def paragraph_stale(port: Port) -> list[str]:
 
 def core_file_unmet(port: Port) -> list[str]:
     """The core oracle file the advance rewrites exists (known from the start: said with the
-    other unmet lines, not found last)."""
-    # By its name, as `check` requires (`id` is the file stem): what it holds is read once,
-    # when the advance rewrites it.
-    if any(p.stem == CORE for p in port.oracle_files()):
+    other unmet lines, not found last) and copies the pin it moves from, as `check` requires:
+    the advance rewrites it from there, so a copy that drifted would be overwritten unsaid
+    (and a rollback would restore the drift)."""
+    # By its name, as `check` requires (`id` is the file stem).
+    if not any(p.stem == CORE for p in port.oracle_files()):
+        return [f"no core oracle file ({CORE}.md) among {port.config.oracles} — add "
+                f"{Path(port.config.oracles).parent.as_posix()}/{CORE}.md holding one "
+                "`oracle-pin` block (id, role, upstream, scope, pin, pin_label, pinned_on, "
+                "gateable, evidence): the advance rewrites its pin"]
+    try:
+        core = oraclefile.core(oraclefile.load_all(port.oracle_files(), port.root), CORE)
+    except SyncError:
+        return []  # malformed: the advance refuses it, typed, where it reads it to rewrite
+    if core is None:
         return []
-    return [f"no core oracle file ({CORE}.md) among {port.config.oracles} — add "
-            f"{Path(port.config.oracles).parent.as_posix()}/{CORE}.md holding one "
-            "`oracle-pin` block (id, role, upstream, scope, pin, pin_label, pinned_on, gateable, "
-            "evidence): the advance rewrites its pin"]
+    pin = port.pin_record().pin
+    return [f"{line} — write {pin.commit} there by hand (an advance rewrites this line "
+            "itself, but not while it disagrees with the block)"
+            for line in oraclefile.agreement(replace(core, path=Path(port.rel(core.path))), pin)]
 
 
 def unverifiable(exc: SyncError | str) -> str:
