@@ -34,7 +34,7 @@ from nodac import need_setpriv, run_closed
 from sync.dev.fastimport import git
 from sync.infra.errors import EnvironmentUnresolved
 from sync.port import Port
-from sync.records import config, events
+from sync.records import config, cycle, events
 from sync.steps.verify import build as oracle_build
 from sync.steps.verify import oracle
 
@@ -638,6 +638,11 @@ def test_gc_drops_environments_older_than_the_previous_pin(env: World, port_copy
     assert sorted(x.name for x in home.iterdir()) == sorted(
         ["logs", f"vllm-{env.up.middle[:10]}", f"vllm-{env.up.pin[:10]}"])
     assert list((home / "logs").iterdir()) == []
+    # The advance's cycle record stays, its target now the pin: that environment is kept as
+    # the pin (it was named "the cycle's target", the cycle that moved the pin there).
+    cycle.save(p, env.up.middle, env.up.pin, "origin/main")
+    rc, out, _ = run_cli(["--port", str(port_copy), "oracle", "gc", "--dry-run"])
+    assert f"kept vllm-{env.up.pin[:10]}: the pin" in out.splitlines(), out
     assert (adopted / "bin" / "python").exists()  # the port's own venv stays
 
 

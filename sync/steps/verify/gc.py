@@ -87,8 +87,9 @@ def plan(port: Port, prefs: Preferences, oracle_id: str) -> list[Entry]:
     pin = recorded_commit(port, oracle_id)
     previous = previous_pin(port, oracle_id, pin)
     c = port.cycle() if is_core(oracle_id) else None
-    keep = {pin: "the pin", **({previous: "the previous pin"} if previous else {}),
-            **({c.target: "the cycle's target"} if c is not None else {})}
+    # Later keys win: an advanced cycle's record still names its target, which is the pin now.
+    keep = {**({c.target: "the cycle's target"} if c is not None else {}),
+            **({previous: "the previous pin"} if previous else {}), pin: "the pin"}
     src = source_path(prefs, port.config.oracle(oracle_id))
     ref = gitio.open_repo(src, variable=port.config.oracle(oracle_id).source_variable) \
         if src is not None else None
