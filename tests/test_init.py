@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -518,3 +519,15 @@ def test_a_record_at_its_default_path_that_does_not_read_is_not_called_missing(
     assert ("  ledger: .agents/parity-ledger.md holds no table with the header Date / commit | "
             "What it does | Upstream equivalent | Parity status, and check fails until it does "
             "— fix its header row, or set [paths] ledger to your ledger") in out.splitlines()
+
+
+def test_init_says_an_advance_needs_the_core_oracle_file(tmp: Path) -> None:
+    """A port with no oracle registry was told to create one 'when the port records its
+    oracles', as if it were optional: the advance refuses without the core oracle file."""
+    root = make_port(tmp)
+    shutil.rmtree(root / "docs/oracles")
+    code, out, _ = init(str(root))
+    assert code == 0
+    assert ("  oracles: no oracle registry found — create .agents/oracles/vllm.md (one "
+            "```oracle-pin block): an advance refuses without it, as it rewrites that file's "
+            "pin") in out.splitlines(), out

@@ -203,7 +203,8 @@ def _records_lines(found: _Found) -> list[str]:
                          f"{_some(others)}; the default path is the one)")
     if "oracles" not in paths:
         lines.append("  oracles: no oracle registry found — create .agents/oracles/vllm.md "
-                     "(one ```oracle-pin block) when the port records its oracles")
+                     "(one ```oracle-pin block): an advance refuses without it, as it "
+                     "rewrites that file's pin")
     lines.append(f"  port_roots = {found.records['port_roots']}")
     if found.records["port_roots"]:
         lines.append(f"  [check] feature_globs = {feature_globs(found.records['port_roots'])} "
