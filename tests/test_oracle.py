@@ -44,7 +44,7 @@ from sync.infra.errors import (
 from sync.port import Port
 from sync.records import config
 from sync.steps.verify import build as oracle_build
-from sync.steps.verify import golden, isolation, oracle
+from sync.steps.verify import golden, installed, isolation, oracle
 from sync.steps.verify import identity as oracle_verify
 from sync.steps.verify import probe as oracle_probe
 
@@ -627,6 +627,34 @@ def test_build_record_fuzz(tmp_path_factory: pytest.TempPathFactory, data: bytes
     (env / oracle.MARKER).write_bytes(data)
     with contextlib.suppress(SyncError):
         oracle.read_marker(env)
+
+
+_RECORD_ROW = st.lists(st.sampled_from(["vllm/a.py", "../../../bin/vllm", "sha256=x", "", "\0",
+                                        "a" * 140_000, "\"", "\r"]), max_size=3)
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.lists(_RECORD_ROW.map("".join), max_size=3),
+       st.sampled_from([b"__version__ = '1'", b"x = " + b"-" * 200_000 + b"1",
+                        b"x" + b".a" * 100_000]))
+def test_a_damaged_record_or_version_file_is_read_or_refused_typed(
+        tmp_path_factory: pytest.TempPathFactory, rows: list[str], version: bytes) -> None:
+    """A RECORD field over csv's limit raised _csv.Error, a script named with a NUL a
+    ValueError, a `_version.py` nested too deep for the parser MemoryError or RecursionError:
+    each is refused typed, or read (a script with a NUL is no file: it is counted gone)."""
+    site = tmp_path_factory.getbasetemp() / "record-fuzz"
+    (site / "vllm-1.0.dist-info").mkdir(parents=True, exist_ok=True)
+    (site / "vllm").mkdir(exist_ok=True)
+    (site / "vllm-1.0.dist-info" / "RECORD").write_text(
+        "".join(f"{row},sha256=x,1\n" for row in rows))
+    (site / "vllm" / "_version.py").write_bytes(version)
+    try:
+        inst = installed.read(site / "vllm-1.0.dist-info", "vllm")
+    except SyncError as exc:
+        assert isinstance(exc, EnvironmentUnresolved) and "RECORD" in str(exc)
+        return
+    if not any(set(r) & set('"\r') for r in rows):  # a quote or CR re-splits the rows
+        assert all(r in inst.changed for r in rows if "\0" in r)
 
 
 # -- omni ------------------------------------------------------------------------------------

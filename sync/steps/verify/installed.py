@@ -22,6 +22,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from sync.infra.errors import EnvironmentUnresolved
 from sync.upstream import gitio
 
 VERSION_FILE = "_version.py"
@@ -59,9 +60,16 @@ def _blob_id(data: bytes, algorithm: str = "sha1") -> str:
     return hashlib.new(algorithm, b"blob %d\0" % len(data) + data).hexdigest()
 
 
-def _rows(record: bytes) -> list[list[str]]:
+def _rows(record: bytes, dist_info: Path) -> list[list[str]]:
+    """The RECORD's rows; one csv cannot read (a field over its 128 KiB limit) refuses the
+    environment: the rows after it would go unchecked (it crashed with `_csv.Error`)."""
     text = record.decode("utf-8", "replace")
-    return [row for row in csv.reader(text.splitlines()) if row and row[0]]
+    try:
+        return [row for row in csv.reader(text.splitlines()) if row and row[0]]
+    except csv.Error as exc:
+        raise EnvironmentUnresolved(
+            f"{dist_info / 'RECORD'} is not a RECORD an installer writes ({exc})",
+            "rebuild the oracle") from None
 
 
 def _module_path(rel: str, module: str) -> bool:
@@ -98,7 +106,7 @@ def read(dist_info: Path, module: str) -> Installed:
     """The installed distribution whose metadata is `dist_info` (a `*.dist-info` folder)."""
     record = (dist_info / "RECORD").read_bytes()
     site = dist_info.parent
-    rows = _rows(record)
+    rows = _rows(record, dist_info)
     # Scripts outside site-packages (`../../../bin/vllm`) carry the env's own path in their
     # shebang, which a relocation rewrites: their hash is not checked (`foreign_scripts`
     # reads the shebang), but one that is gone is an installed file that differs.
@@ -110,8 +118,9 @@ def read(dist_info: Path, module: str) -> Installed:
         path = site / row[0]
         if _module_path(row[0], module) and path.is_file():
             blobs[PurePosixPath(row[0]).as_posix()] = _blob_id(path.read_bytes())
+    # A name with a NUL is no file (it is counted gone above); resolve() raised ValueError.
     scripts = tuple((site / r[0]).resolve() for r in rows
-                    if r[0].startswith("..") and "/bin/" in r[0])
+                    if r[0].startswith("..") and "/bin/" in r[0] and "\0" not in r[0])
     version = site / module / VERSION_FILE
     return Installed(dist_info, hashlib.sha256(record).hexdigest(), len(hashed), changed,
                      blobs, scripts, read_version_file(version) if version.is_file() else None)
@@ -122,7 +131,8 @@ def read_version_file(path: Path) -> VersionFile:
     found: dict[str, object] = {}
     try:
         tree = ast.parse(path.read_bytes())
-    except (SyntaxError, ValueError, OSError):
+    except (SyntaxError, ValueError, OSError, MemoryError, RecursionError):
+        # A file nested too deep for the parser reads as one it cannot parse.
         return VersionFile(None, None, has_commit_id=False)
     for node in tree.body:
         if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant):
