@@ -504,3 +504,13 @@ def test_ledger_add_warns_of_a_commit_a_monorepo_lacks(tmp_path: Path) -> None:
     head = port_git(mono, "rev-parse", "HEAD").strip()
     real = run(at, *argv, "--commit", head[:10])
     assert real.rc == 0 and "is not a commit of the port repository" not in real.err
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(1, 6000), st.sampled_from(["vllm#", "github.com/vllm-project/vllm/pull/"]))
+def test_a_pr_number_of_any_length_is_read_or_is_no_pr(digits: int, prefix: str) -> None:
+    """`vllm#` and 5000 digits in a row raised ValueError (int() over 4300 digits): check,
+    audit, queue, sync and advance said 'internal error'. A PR is at most 12 digits."""
+    number = "9" * digits
+    refs = ledger.pr_refs(f"ports {prefix}{number} and vllm#7")
+    assert refs == ({7, int(number)} if digits <= 12 else {7})

@@ -35,7 +35,9 @@ _CODE_SPAN = re.compile(r"(`+)(?:(?!\1).)+?\1")
 _DATE_CELL = re.compile(r"\d{4}-\d{2}-\d{2}\b")
 # A row's date opens its first cell (`2026-07-24 (...)`, `2026-07-02 `462d673``).
 _ROW_DATE = re.compile(r"[\s|]*(\d{4}-\d{2}-\d{2})\b")
-PR_REF = re.compile(r"vllm#(\d+)\b|github\.com/vllm-project/vllm/pull/(\d+)\b")
+# ASCII digits, at most 12 (as `mdscan.PR_REF`): a 5000-digit "PR" is none, and int() of it
+# raised ValueError (over 4300 digits) in check, audit, queue, sync and advance.
+PR_REF = re.compile(r"vllm#([0-9]{1,12})\b|github\.com/vllm-project/vllm/pull/([0-9]{1,12})\b")
 # A whole word of 7-40 lowercase hex characters, one of them a digit (the lookahead stays
 # inside the word: it crosses only hex characters).
 _HEX = re.compile(r"(?<![0-9A-Za-z_])(?=[a-f]*[0-9])[0-9a-f]{7,40}(?![0-9A-Za-z_])")
