@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from sync.infra.errors import MalformedRecord
 from sync.records import carryover
+from sync.steps import carry
 
 _SHA = st.text(alphabet="0123456789abcdef", min_size=40, max_size=40)
 _TEXT = st.text(max_size=60)
@@ -39,3 +40,13 @@ def test_render_then_parse_is_the_identity(record: dict[str, carryover.Carried])
 def test_any_text_parses_or_is_refused_typed(text: str) -> None:
     with contextlib.suppress(MalformedRecord):
         carryover.parse(text, rel="c.toml")
+
+
+@settings(max_examples=50, deadline=None)
+@given(st.integers(1, 6000))
+def test_an_inventory_pr_of_any_length_is_read_or_is_no_pr(digits: int) -> None:
+    """The inventory's `vllm#N` with N of 5000 digits raised ValueError (int() over 4300
+    digits): sync, queue and advance said 'internal error'. A PR is at most 12 digits."""
+    number = "9" * digits
+    refs = carry.pr_refs(f"- vllm#{number} and vllm#7 (vllm#70x)")
+    assert refs == ({7, int(number)} if digits <= 12 else {7})

@@ -15,13 +15,12 @@ item still missing from the inventory; a stall carries every item it leaves open
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from typing import Any
 
 from sync.port import Port
-from sync.records import carryover, cycle, gates, ledger
+from sync.records import carryover, cycle, gates, ledger, mdscan
 from sync.records.carryover import Carried
 from sync.records.decisions import Decision
 from sync.records.mdtext import code, escape, short_subject
@@ -35,7 +34,9 @@ CARRY_OVER = "carry-over"  # a PORT-NOW decision whose reason starts so is carri
 
 def pr_refs(text: str) -> set[int]:
     """Every whole `vllm#N` in `text`: a row for vllm#1010 does not name vllm#101."""
-    return {int(n) for n in re.findall(r"vllm#(\d+)\b", text)}
+    # mdscan's PR_REF, 1-12 ASCII digits: `vllm#` and 5000 digits in the inventory raised
+    # ValueError from int() (over 4300 digits) in sync, queue and advance.
+    return {int(n) for n in mdscan.PR_REF.findall(text)}
 
 
 @dataclass(frozen=True)
