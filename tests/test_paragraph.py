@@ -292,3 +292,15 @@ def test_no_golden_gate_says_so_and_a_drift_claim_is_then_unchecked() -> None:
     r = rewrite(TEXT.replace(REAL, REAL + " Goldens are bit-identical."), drift=None)
     assert "No golden gate ran for this advance." in r.paragraph
     assert any("'bit-identical' (no golden gate measured drift)" in u for u in r.unchecked)
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.integers(1, 6000), st.sampled_from(["vllm#{n}", "{n}-commit", "{n} `PORT-NOW`"]))
+def test_a_number_of_any_length_in_the_kept_prose_is_checked(digits: int, shape: str) -> None:
+    """`vllm#`, a commit count or a tally of over 4300 digits in the PARITY PIN paragraph made
+    the advance say 'internal error: ValueError' (int()); one that long is no PR or count of
+    this cycle, so it is named as unchecked."""
+    claim = shape.format(n="9" * digits)
+    r = rewrite(TEXT.replace(REAL, CLEAN + f" See {claim} here."),
+                tallies=(("commits", 113), ("PORT-NOW", 5)))
+    assert any(claim in u for u in r.unchecked)

@@ -49,6 +49,18 @@ def _is_sha(token: str) -> bool:
     return any(c.isdigit() for c in token) and any(c.isalpha() for c in token)
 
 
+def _number(digits: str) -> int | None:
+    """A count or PR number as written (`1,234`); None for one of more than 18 digits, which
+    no cycle has (int() of one over 4300 digits raised ValueError): nothing vouches for it."""
+    plain = digits.replace(",", "")
+    return int(plain) if len(plain) <= 18 else None
+
+
+def _differs(digits: str, want: int | None) -> bool:
+    n = _number(digits)
+    return n is None or n != want
+
+
 def unchecked(sentence: str, known: Known) -> list[str]:
     """The values `sentence` names that `known` cannot vouch for, each with why."""
     out = [f"{t!r} (a commit that is neither the new nor the prior pin)"
@@ -57,7 +69,7 @@ def unchecked(sentence: str, known: Known) -> list[str]:
     out += [f"{m.group(0)!r} (a version the advance did not measure)"
             for m in _VERSION.finditer(sentence) if m.group(1) not in known.versions]
     out += [f"{m.group(0)!r} (a PR outside the cycle's range)" for m in _PR.finditer(sentence)
-            if int(m.group(1)) not in known.prs]
+            if _number(m.group(1)) not in known.prs]
     out += [f"{d!r} ({_drift_why(known.drift)})" for d in _DRIFT.findall(sentence)
             if known.drift is None or not known.drift.startswith(ZERO)]
     out += [f"{d!r} (a date other than the advance's)" for d in _DATE.findall(sentence)
@@ -71,10 +83,10 @@ def _counts(sentence: str, tallies: dict[str, int]) -> list[str]:
     them of the pin this advance writes."""
     out = [f"{m.group(0)!r} (this cycle's range has {tallies.get('commits', '?')} commits)"
            for m in _COUNT.finditer(sentence)
-           if int(m.group(1).replace(",", "")) != tallies.get("commits")]
+           if _differs(m.group(1), tallies.get("commits"))]
     out += [f"{m.group(0)!r} (this cycle has {tallies.get(m.group(2), 0)} {m.group(2)})"
             for m in _TALLY.finditer(sentence)
-            if int(m.group(1).replace(",", "")) != tallies.get(m.group(2), -1)]
+            if _differs(m.group(1), tallies.get(m.group(2), -1))]
     return out + [f"{m.group(0)!r} (the advance moves the pin)"
                   for m in _STILL.finditer(sentence)]
 
