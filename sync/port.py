@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from sync.headers import citations as citations_mod
     from sync.headers import oracles as oracles_mod
     from sync.records import ledger as ledger_mod
+    from sync.records import oraclefile as oraclefile_mod
     from sync.records.cycle import Cycle
     from sync.records.gates import GateResult
     from sync.records.inventory import Inventory
@@ -147,6 +148,30 @@ class Port:
             p for p in self.root.glob(self.config.oracles)
             if p.is_file() and p.name.lower() != "readme.md"))
 
+    def oracle_records(self) -> list[oraclefile_mod.OracleFile]:
+        """The oracle files, each parsed (the first that does not parse refuses them all),
+        each read once per command whichever steps ask."""
+        from sync.records import oraclefile
+
+        got = [self._oracle_file(p) for p in self.oracle_files()]
+        for g in got:
+            if isinstance(g, SyncError):
+                raise g
+        return oraclefile.unique(cast("list[oraclefile_mod.OracleFile]", got))
+
+    def _oracle_file(self, path: Path) -> oraclefile_mod.OracleFile | SyncError:
+        """One oracle file parsed, or why it does not parse."""
+        from sync.records import oraclefile
+
+        cache: dict[Path, oraclefile_mod.OracleFile | SyncError] = self._cache.setdefault(
+            "oracle_file", {})
+        if path not in cache:
+            try:
+                cache[path] = oraclefile.load(path, self.root)
+            except SyncError as exc:
+                cache[path] = exc
+        return cache[path]
+
     def upstreams(self) -> oracles_mod.Upstreams:
         """The oracles citations are attributed to: the oracle files (a file that does not
         parse still names its id: `check` says what is wrong with it) and the configured
@@ -155,13 +180,11 @@ class Port:
 
     def _upstreams(self) -> oracles_mod.Upstreams:
         from sync.headers import oracles as oracles_mod
-        from sync.records import oraclefile
 
         found: dict[str, oracles_mod.Oracle] = {}
         for path in self.oracle_files():
-            try:
-                of = oraclefile.load(path, self.root)
-            except SyncError:
+            of = self._oracle_file(path)
+            if isinstance(of, SyncError):
                 found[path.stem] = oracles_mod.Oracle(path.stem, oracles_mod.names_of(path.stem))
                 continue
             pin = of.pin if len(of.pin) == 40 else None

@@ -195,17 +195,19 @@ def load(path: Path, port_root: Path) -> OracleFile:
 
 
 def load_all(paths: list[Path], port_root: Path) -> list[OracleFile]:
-    out: list[OracleFile] = []
+    return unique([load(path, port_root) for path in paths])
+
+
+def unique(files: list[OracleFile]) -> list[OracleFile]:
+    """`files`, refused when two declare the same oracle id."""
     seen: dict[str, Path] = {}
-    for path in paths:
-        of = load(path, port_root)
+    for of in files:
         if of.id in seen:
             raise MalformedRecord(f"oracle id {of.id!r} is also declared in {seen[of.id]}",
-                                  "keep one file per oracle", path=str(path),
+                                  "keep one file per oracle", path=str(of.path),
                                   line=of.block.open_line)
-        seen[of.id] = path
-        out.append(of)
-    return out
+        seen[of.id] = of.path
+    return files
 
 
 def core(files: list[OracleFile], oracle_id: str = CORE_ID) -> OracleFile | None:

@@ -396,7 +396,7 @@ def _surfaces(port: Port, rw: paragraph.Rewrite, new: pins.Pin
     and what the paragraph and the oracle file said before (for a rollback)."""
     today = clock.now().strftime("%Y-%m-%d")
     para = paragraph.find(port.protocol.read_text(encoding="utf-8"), path=port.rel(port.protocol))
-    core = oraclefile.core(oraclefile.load_all(port.oracle_files(), port.root), CORE)
+    core = oraclefile.core(port.oracle_records(), CORE)
     if core is None:
         raise UsageError(f"no core oracle file ({CORE}.md) among {port.config.oracles}",
                          "add .agents/oracles/vllm.md")

@@ -76,7 +76,7 @@ def core_file_unmet(port: Port) -> list[str]:
                 "`oracle-pin` block (id, role, upstream, scope, pin, pin_label, pinned_on, "
                 "gateable, evidence): the advance rewrites its pin"]
     try:
-        core = oraclefile.core(oraclefile.load_all(port.oracle_files(), port.root), CORE)
+        core = oraclefile.core(port.oracle_records(), CORE)
     except SyncError:
         return []  # malformed: the advance refuses it, typed, where it reads it to rewrite
     if core is None:
