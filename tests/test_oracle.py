@@ -727,6 +727,25 @@ def test_omni_unpinned_refused(env: World, port_copy: Path) -> None:
     assert rc == 5 and "UNPINNED" in err
 
 
+def test_an_unpinned_omni_oracle_is_measured_at_a_commit_and_advanced(env: World,
+                                                                      port_copy: Path) -> None:
+    text = oracle_doc("vllm-omni", "omni", "UNPINNED", "none").replace("2026-01-01", "-")
+    (port_copy / ".agents/oracles/vllm-omni.md").write_text(text)
+    pin = env.omni_up.pin
+    rc, out, err = run_cli(["--port", str(port_copy), "oracle", "verify", "--oracle",
+                            "vllm-omni", "--commit", pin, "--shape-only"])
+    assert rc == 0, err
+    assert out.startswith(f"oracle vllm-omni at {pin[:10]} verified (shape only")
+    # Its pin is what stays refused: there is none.
+    rc, _, err = run_cli(["--port", str(port_copy), "oracle", "verify", "--oracle",
+                          "vllm-omni"])
+    assert rc == 5 and "UNPINNED" in err
+    rc, out, err = run_cli(["--port", str(port_copy), "advance-omni", pin])
+    assert rc == 0, err
+    assert out.startswith(f"advanced vllm-omni UNPINNED → {pin[:10]}")
+    assert f"pin = {pin}" in (port_copy / ".agents/oracles/vllm-omni.md").read_text()
+
+
 def test_omni_build_that_modifies_the_core_env_is_detected(env: World, tmp_path: Path,
                                                           port_copy: Path) -> None:
     home = other_home(env, tmp_path)

@@ -369,7 +369,10 @@ def verify_commit(port: Port, prefs: Preferences, oracle_id: str, spec: str | No
     commit is refused, or with `shape_only` checked for its shape alone (labelled so).
     """
     commit = resolve_commit(port, prefs, oracle_id, spec)
-    if commit == recorded_commit(port, oracle_id):
+    # An UNPINNED omni oracle has no pin to compare with: a commit given is not the pin
+    # (its advance-omni measures it as a candidate); only the pin itself is refused.
+    unpinned = not is_core(oracle_id) and oracle_file(port, oracle_id).unpinned
+    if not unpinned and commit == recorded_commit(port, oracle_id):
         return commit, "pin"
     c = port.cycle() if is_core(oracle_id) else None
     if c is not None and c.target == commit:
