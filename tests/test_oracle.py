@@ -746,6 +746,25 @@ def test_an_unpinned_omni_oracle_is_measured_at_a_commit_and_advanced(env: World
     assert f"pin = {pin}" in (port_copy / ".agents/oracles/vllm-omni.md").read_text()
 
 
+def _advised(err: str) -> list[list[str]]:
+    """The upstream-sync commands an error's advice quotes, as argv."""
+    return [c.split()[1:] for c in err.split("'")[1::2] if c.startswith("upstream-sync ")]
+
+
+def test_advance_omni_advice_is_commands_that_run(env: World, tmp_path: Path,
+                                                  port_copy: Path) -> None:
+    os.environ["SYNC_ORACLE_HOME"] = str(other_home(env, tmp_path))
+    commit = env.omni_up.middle  # not the omni pin: what an advance moves to
+    rc, _, err = run_cli(["--port", str(port_copy), "advance-omni", commit])
+    assert rc == 6 and "is not proven" in err
+    for argv in _advised(err):  # build, then verify
+        rc, out, err2 = run_cli(["--port", str(port_copy), *argv])
+        assert rc == 0, err2
+    rc, out, err = run_cli(["--port", str(port_copy), "advance-omni", commit])
+    assert rc == 0, err
+    assert "isolation proven (build, verify)" in out
+
+
 def test_omni_build_that_modifies_the_core_env_is_detected(env: World, tmp_path: Path,
                                                           port_copy: Path) -> None:
     home = other_home(env, tmp_path)

@@ -429,10 +429,12 @@ def require(port: Port, oracle_id: str, commit: str) -> Proof:
     """The proof an omni advance needs: build and verify checks recorded, none failed."""
     proof = load(port, oracle_id, commit)
     cmd = f"upstream-sync oracle build --oracle {oracle_id} --commit {commit}"
+    # A commit an omni advance moves to is not yet its pin: verify checks it for shape
+    # only (at the pin, --shape-only changes nothing).
+    verify = f"upstream-sync oracle verify --oracle {oracle_id} --commit {commit} --shape-only"
     if proof is None:
         raise BlockedCycle(f"isolation of oracle {oracle_id} at {short(commit)} is not proven",
-                           f"run '{cmd}' and 'upstream-sync oracle verify --oracle "
-                           f"{oracle_id} --commit {commit}'")
+                           f"run '{cmd}' and '{verify}'")
     if proof.failures:
         first = proof.failures[0]
         raise BlockedCycle(
@@ -444,5 +446,7 @@ def require(port: Port, oracle_id: str, commit: str) -> Proof:
     missing = [op for op in ("build", "verify") if op not in {c.op for c in proof.checks}]
     if missing:
         raise BlockedCycle(f"isolation of oracle {oracle_id} at {short(commit)} has no "
-                           f"{missing[0]} check", f"run '{cmd}' and then verify it")
+                           f"{missing[0]} check",
+                           f"run '{verify}'" if missing == ["verify"] else
+                           f"run '{cmd} --rebuild' and '{verify}'")
     return proof
