@@ -949,6 +949,59 @@ def test_advance_omni_refused_as_core_cycle_when_isolation_failed(
     assert (port_copy / ".agents/oracles/vllm-omni.md").read_bytes() == before
 
 
+def _failed_omni_build(env: World, tmp_path: Path, port_copy: Path) -> Path:
+    """An omni build at the omni commit before the pin that wrote into the core environment,
+    verified since; returns its isolation record."""
+    home = other_home(env, tmp_path)
+    record = next(site_packages(home / env.env.name).glob("vllm-*.dist-info")) / "RECORD"
+    (port_copy / ".agents/upstream-sync.toml").write_text(
+        CONFIG + f'\n[oracles.vllm-omni]\nbuild_env = {{ FAKE_UPSTREAM_TOUCH = "{record}" }}\n')
+    os.environ["SYNC_ORACLE_HOME"] = str(home)
+    commit = env.omni_up.middle
+    for argv in (["oracle", "build"], ["oracle", "verify", "--shape-only"]):
+        run_cli(["--port", str(port_copy), *argv, "--oracle", "vllm-omni", "--commit", commit])
+    return port_copy / f".agents/sync/isolation/vllm-omni-{commit[:10]}.json"
+
+
+def _forge_status(doc: dict[str, Any]) -> None:
+    doc["checks"]["build"]["status"] = "PASS"
+
+
+def _forge_all(doc: dict[str, Any]) -> None:
+    build = doc["checks"]["build"]
+    build.update(status="PASS", problems=[], core_after=build["core_before"])
+
+
+def _stale(doc: dict[str, Any]) -> None:  # the pin's clean record, copied over this one
+    pin = Path(str(doc["__port"])) / f".agents/sync/isolation/vllm-omni-{doc['__pin'][:10]}.json"
+    doc.clear()
+    doc.update(json.loads(pin.read_text()))
+    doc["checks"].setdefault("verify", doc["checks"]["build"])  # as a verify there leaves it
+
+
+@pytest.mark.parametrize(("edit", "code", "said"), [
+    (_forge_status, 4, "it was not written by the check"),
+    (_forge_all, 6, "is not what its build check left"),
+    (_stale, 4, "a record copied from another commit proves nothing"),
+])
+def test_advance_omni_refuses_a_forged_or_stale_isolation_record(
+        env: World, tmp_path: Path, port_copy: Path, edit: Any, code: int, said: str) -> None:
+    rec = _failed_omni_build(env, tmp_path, port_copy)
+    doc = json.loads(rec.read_text())
+    assert doc["checks"]["build"]["status"] == "FAIL"
+    doc.update(__port=str(env.port), __pin=env.omni_up.pin)
+    edit(doc)
+    doc.pop("__port", None)
+    doc.pop("__pin", None)
+    rec.write_text(json.dumps(doc))
+    before = (port_copy / ".agents/oracles/vllm-omni.md").read_bytes()
+    rc, out, err = run_cli(["--port", str(port_copy), "advance-omni", env.omni_up.middle])
+    assert (rc, out) == (code, ""), err + out
+    assert said in err and err.count("\n") == 1 and "Traceback" not in err
+    assert (port_copy / ".agents/oracles/vllm-omni.md").read_bytes() == before
+    assert not list((port_copy / ".agents/sync").glob("events/*omni-advance*"))
+
+
 def test_advance_omni_without_proof_is_refused(env: World, port_copy: Path) -> None:
     rc, _, err = run_cli(["--port", str(port_copy), "advance-omni", "0" * 40])
     assert rc == 6 and "is not proven" in err

@@ -351,15 +351,33 @@ def _parse_check(rel: str, op: str, c: object) -> Check:
     if not all(isinstance(c[k], str) for k in _CHECK_STRINGS) or not (
             isinstance(problems, list) and all(isinstance(p, str) for p in problems)):
         raise _bad(rel, f"check {op!r}: values have the wrong types")
+    # `watch` writes PASS only for an unchanged, present core environment and no problem:
+    # a PASS that says otherwise was not written by it (a FAIL edited by hand).
+    if c["status"] == "PASS" and (problems or c["core_before"] != c["core_after"]
+                                  or c["core_before"] == ABSENT):
+        raise _bad(rel, f"check {op!r} says PASS but records "
+                   + ("problems" if problems else "a core environment that changed or was "
+                      "absent") + ": it was not written by the check")
     return Check(op=op, status=c["status"], problems=tuple(problems),
                  **{k: c[k] for k in _CHECK_STRINGS})
 
 
-def load(port: Port, oracle_id: str, commit: str) -> Proof | None:
+def _read(port: Port, oracle_id: str, commit: str) -> Proof | None:
     p = path(port, oracle_id, commit)
     if not p.exists():
         return None
     return parse(read_record(p, rel=port.rel(p)), rel=port.rel(p))
+
+
+def load(port: Port, oracle_id: str, commit: str) -> Proof | None:
+    """The record of `oracle_id` at `commit`; one filed there for another is refused."""
+    proof = _read(port, oracle_id, commit)
+    if proof is not None and (proof.oracle, proof.commit) != (oracle_id, commit):
+        rel = port.rel(path(port, oracle_id, commit))
+        raise _bad(rel, f"it proves oracle {proof.oracle[:40]!r} at {proof.commit[:40]!r}, not "
+                   f"{oracle_id} at {commit}: a record copied from another commit proves "
+                   "nothing about this one")
+    return proof
 
 
 def _render(proof: Proof) -> str:
@@ -376,7 +394,9 @@ def _plain(value: object) -> object:
 def record(port: Port, oracle_id: str, commit: str, core_env: Path, check: Check) -> Proof:
     """Store `check`; a FAIL already recorded for this omni commit is never overwritten."""
     with gates.locked(port):
-        old = load(port, oracle_id, commit)
+        old = _read(port, oracle_id, commit)
+        if old is not None and (old.oracle, old.commit) != (oracle_id, commit):
+            old = None  # filed here for another commit: none of its checks are this one's
         checks = {c.op: c for c in (old.checks if old else ())}
         prev = checks.get(check.op)
         if not (prev is not None and prev.status == "FAIL" and check.status == "PASS"):
@@ -443,6 +463,14 @@ def require(port: Port, oracle_id: str, commit: str) -> Proof:
             "moved what the core pin measures itself from",
             "treat it as a core sync cycle: rebuild the core oracle, regenerate the goldens "
             "and re-verify before advancing")
+    now = fingerprint(Path(proof.core_env)).digest
+    moved = [c for c in proof.checks if c.core_after != now]
+    if moved:
+        raise BlockedCycle(
+            f"isolation of oracle {oracle_id} at {short(commit)}: the core environment "
+            f"{proof.core_env} is not what its {moved[0].op} check left "
+            f"({moved[0].core_after[:19]}…, now {now[:19]}…): the record does not prove it "
+            "untouched", f"verify the core oracle, then run '{cmd} --rebuild' and '{verify}'")
     missing = [op for op in ("build", "verify") if op not in {c.op for c in proof.checks}]
     if missing:
         raise BlockedCycle(f"isolation of oracle {oracle_id} at {short(commit)} has no "
