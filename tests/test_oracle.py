@@ -924,9 +924,14 @@ def test_advance_omni_with_isolation_proof(env: World, port_copy: Path) -> None:
     doc = json.loads(out)  # the machine contract: one document, even for a dry run
     assert doc["dry_run"] is True and doc["pin_after"] == env.omni_up.pin
     assert (port_copy / ".agents/oracles/vllm-omni.md").read_bytes() == omni
+    rc, out, err = run_cli(["--port", str(port_copy), "advance-omni", env.omni_up.pin,
+                            "--dry-run"])
+    assert rc == 0 and out.endswith("; ran against vLLM absent\n"), err + out
     rc, out, err = run_cli(["--port", str(port_copy), "advance-omni", env.omni_up.pin])
     assert rc == 0, err + out
     assert "isolation proven (build, verify)" in out
+    # No vLLM in the omni environment: said as verify says it, not as Python's None.
+    assert out.endswith(" and vLLM absent\n"), out
     text = (port_copy / ".agents/oracles/vllm-omni.md").read_text()
     assert f"pin = {env.omni_up.pin}" in text
     # The core pin block is untouched; the event names both commits.

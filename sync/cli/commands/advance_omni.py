@@ -48,12 +48,14 @@ def _advance(args: argparse.Namespace, ctx: Context, port: Port) -> int:
                                "rebuild it, then run advance-omni again")
     a = omni.plan(port, m)
     before, commit = a.before, a.commit
+    vllm = a.labels["vllm_commit"]
+    ran_against = short(vllm) if vllm else "absent"  # no vLLM in the omni env: as verify says
     if args.dry_run:
         ctx.emit_json({"advanced": False, "dry_run": True, "oracle": args.oracle,
                        "pin_before": before.pin, "pin_after": commit, "pin_label": a.label,
                        **a.labels, "file": port.rel(before.path)})
         ctx.say(f"dry run: would move {port.rel(before.path)} {short(before.pin)} → "
-              f"{short(commit)} ({a.label}); ran against vLLM {a.labels['vllm_commit']}")
+              f"{short(commit)} ({a.label}); ran against vLLM {ran_against}")
         return 0
     ev_path, writes = a.staged(port)
     with port.lock():
@@ -66,5 +68,5 @@ def _advance(args: argparse.Namespace, ctx: Context, port: Port) -> int:
     else:
         ctx.say(f"advanced {args.oracle} {short(before.pin)} → {short(commit)} ({a.label}); "
               f"isolation proven ({', '.join(a.checks)}); labelled with omni "
-              f"{short(commit)} and vLLM {short(str(a.labels['vllm_commit']))}")
+              f"{short(commit)} and vLLM {ran_against}")
     return 0
