@@ -2,14 +2,25 @@ from __future__ import annotations
 
 import contextlib
 import json
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from stepfixture import World, make_world, run, with_port_cmd, write
+from stepfixture import (
+    INVENTORY,
+    LEDGER,
+    World,
+    make_world,
+    protocol_text,
+    run,
+    with_port_cmd,
+    write,
+)
 
-from sync.dev.fastimport import git
+from sync.dev.fastimport import History, git
 from sync.infra.errors import MalformedRecord
 from sync.steps import queue as workqueue
 from sync.upstream import gitio
@@ -367,3 +378,86 @@ def git_rc(repo: Path, *args: str) -> int:
 
     return subprocess.run(["git", "-C", str(repo), *args], capture_output=True,
                           env=hermetic_env(), check=False).returncode
+
+
+S_PY = "def f():\n    return 1\n\n\ndef g():\n    return 1\n"
+T_PY = "def h():\n    return 1\n"
+OLD_PY = "".join(f"def k{i}():\n    return {i}\n\n\n" for i in range(12))
+
+
+@dataclass(frozen=True)
+class Small:
+    root: Path
+    repo: Path
+    pin: str
+    change_f: str
+    change_h: str
+    moved: str
+
+
+def small_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                files: dict[str, str]) -> Small:
+    """An upstream with nested paths (vllm/w/...) and a port whose files `files` gives,
+    `{pin}` standing for the pin's first ten hex digits; synced to the last commit."""
+    h = History()
+    h.modify("vllm/w/s.py", S_PY).modify("vllm/w/t.py", T_PY).modify("vllm/w/m.py", "m = 1\n")
+    h.modify("vllm/w/old.py", OLD_PY)
+    h.commit("Initial (#1)")
+    h.modify("README.md", "fake vllm\n")
+    pin = h.commit("[Doc] Readme (#2)")
+    h.modify("vllm/w/s.py", S_PY.replace("return 1", "return 2", 1))
+    change_f = h.commit("[Core] Change f (#20)")
+    h.modify("vllm/w/t.py", T_PY.replace("1", "2")).modify("vllm/w/m.py", "m = 2\n")
+    change_h = h.commit("[Core] Change h and m (#21)")
+    h.rename("vllm/w/old.py", "vllm/w/new.py")
+    h.modify("vllm/w/new.py", OLD_PY.replace("return 0", "return 100"))
+    moved = h.commit("[Core] Move old to new (#22)")
+    repo = tmp_path / "vllm"
+    marks = h.write(repo)
+    git(repo, "update-ref", "refs/remotes/origin/main", marks[moved])
+    root = tmp_path / "port"
+    write(root, ".agents/upstream-sync.md", protocol_text(marks[pin]))
+    write(root, ".agents/parity-ledger.md", LEDGER)
+    write(root, ".agents/porting-inventory.md", INVENTORY)
+    for rel, text in files.items():
+        write(root, rel, text.replace("{pin}", marks[pin][:10]))
+    monkeypatch.setenv("VLLM_SOURCE", str(repo))
+    w = Small(root, repo, marks[pin], marks[change_f], marks[change_h], marks[moved])
+    r = run(root, "sync", "--target", w.moved)
+    assert r.rc == 0, r.err
+    return w
+
+
+def _item(doc: dict[str, Any], sha: str) -> dict[str, Any]:
+    (it,) = [i for i in doc["items"] if i["sha"] == sha]
+    assert isinstance(it, dict)
+    return it
+
+
+def test_a_port_file_citing_in_its_body_or_by_a_relative_path_is_listed(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Real case (vllm#48892, vllm#50334, vllm#50000): the item's port files and pins were read
+    from the headers by exact path only, so a port file whose hit is a citation in its body
+    (`Mirrors vllm/w/s.py::f`) or a header citing `w/s.py` (no `vllm/`, as `vLLM
+    model_executor/warmup/kernel_warmup.py` is written) was missing from the item, though it
+    is what made the commit PORT-NOW ("cited by" named it); both are listed with their pin."""
+    w = small_world(tmp_path, monkeypatch, {
+        "src/body.cpp": "// Ported from: vllm/w/t.py @ {pin}\n\nint b;\n\n"
+                        "// The fast path mirrors vllm/w/s.py::f exactly.\nint fast;\n",
+        "src/rel.cpp": "// Ported from: w/s.py::f @ {pin}\n\nint r;\n",
+    })
+    r = run(w.root, "queue", "--json")
+    assert r.rc == 0, r.err
+    item = _item(json.loads(r.out), w.change_f)
+    assert item["pins"] == [
+        {"port_file": "src/body.cpp", "upstream_path": "vllm/w/s.py", "sha": None,
+         "status": "no pin; cited in the body at line 5"},
+        {"port_file": "src/rel.cpp", "upstream_path": "vllm/w/s.py", "sha": w.pin[:10],
+         "status": "at-pin"}]
+    assert item["commit_diffs"][0]["definitions"][0]["cited_by"] == [
+        "src/body.cpp", "src/rel.cpp"]
+    text = run(w.root, "queue", "--drift").out.splitlines()
+    assert "   src/body.cpp: vllm/w/s.py (no pin; cited in the body at line 5)" in text
+    assert f"   src/rel.cpp: vllm/w/s.py @ {w.pin[:10]} (at-pin)" in text
+    assert (f"   drift: git diff {w.pin[:12]}..{w.moved[:12]} -- vllm/w/s.py   (+1 -1; from "
+            f"the file pin {w.pin[:10]})") in text

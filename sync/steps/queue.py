@@ -50,7 +50,8 @@ class FilePin:
     upstream_path: str
     sha: str | None  # as cited in the header; None when the file has no pin for this path
     status: str  # at-pin / behind / ahead / not-upstream (against the parity pin), or
-    # "missing file" / "no pin"
+    # "missing file" / "no pin" / "no pin; cited in the body at line N" (no header citation:
+    # the symbol pass judged one in the file's body) / "no pin; implied by a mapping rule"
 
 
 @dataclass(frozen=True)
@@ -261,7 +262,7 @@ def build(port: Port, ref: gitio.Reference, upstream_ref: str, *,
         raise missing
     notes: list[str] = []
     cited = _cited(port, ref, work, upstream_ref)
-    plans = [_plan(e, cited, notes) for e in work]
+    plans = [_plan(e, cited, notes, found.get(e.sha, {})) for e in work]
     own = _own_diffs(ref, work, found)
     by_base = _by_base(plans) if drift else {}
     stats = {b: numstat(ref, b, c.target, ps) for b, ps in by_base.items()}
@@ -470,19 +471,43 @@ class _Plan:
     bases: tuple[tuple[str, str, str], ...]  # (upstream path, base SHA, base_from)
 
 
-def _plan(e: Entry, cited: _Cited, notes: list[str]) -> _Plan:
+def _plan(e: Entry, cited: _Cited, notes: list[str], found: dict[str, Any]) -> _Plan:
     """Per upstream path: the port files' pins for it, and the bases to diff it from."""
     pins: list[FilePin] = []
     bases: list[tuple[str, str, str]] = []
     for up in e.upstream_paths:
-        up_pins, up_bases = _plan_path(up, e.port_files, cited, notes)
+        up_pins, up_bases = _plan_path(up, e.port_files, cited, notes, _judged(found, up))
         pins += up_pins
         bases += up_bases
     return _Plan(e, tuple(pins), tuple(bases))
 
 
-def _plan_path(up: str, files: tuple[str, ...], cited: _Cited,
-               notes: list[str]) -> tuple[list[FilePin], list[tuple[str, str, str]]]:
+def _judged(found: dict[str, Any], path: str) -> dict[str, tuple[str, int]]:
+    """Port file -> (source, line) of its citation of `path` the symbol pass judged (a
+    mention is no citation; of several, the first hit, else the first): the body's and a
+    mapping rule's too, and a header's written without the path's root (`w/s.py` for
+    vllm/w/s.py), which the classification reads."""
+    out: dict[str, tuple[str, int]] = {}
+    mine = [c for c in found.get("citations", []) if isinstance(c, dict)
+            and c.get("path") == path and c.get("outcome") != "mention"]
+    for c in sorted(mine, key=lambda c: c.get("outcome") not in _HITS):
+        if isinstance(c.get("port_file"), str):
+            line = c.get("line")
+            out.setdefault(c["port_file"], (str(c.get("source", "header")),
+                                            line if isinstance(line, int) else 0))
+    return out
+
+
+def _cites(ct: headers.Citation, up: str) -> bool:
+    """Whether header citation `ct` names upstream path `up`: as written, or without its
+    root (`w/s.py` names vllm/w/s.py, as the classification files it)."""
+    cited = ct.upstream_path
+    return cited == up or ("/" in cited and up.endswith("/" + cited))
+
+
+def _plan_path(up: str, files: tuple[str, ...], cited: _Cited, notes: list[str],
+               judged: dict[str, tuple[str, int]]
+               ) -> tuple[list[FilePin], list[tuple[str, str, str]]]:
     pins: list[FilePin] = []
     bases: list[tuple[str, str, str]] = []
     seen: set[str] = set()
@@ -491,15 +516,20 @@ def _plan_path(up: str, files: tuple[str, ...], cited: _Cited,
         if h is None:
             pins.append(FilePin(f, up, None, "missing file"))
             continue
-        for ct in h.citations:
-            if ct.upstream_path != up or ct.oracle != headers.CORE:
-                continue
+        mine = [ct for ct in h.citations if ct.oracle == headers.CORE and (
+            ct.upstream_path == up or (f in judged and _cites(ct, up)))]
+        for ct in mine:
             pins.append(FilePin(f, up, ct.sha, cited.status.get(ct.sha, "not-upstream")
                                 if ct.sha else "no pin"))
             key, label = _base(f, ct, cited, notes)
             if key not in seen:
                 seen.add(key)
                 bases.append((up, key, label))
+        if not mine and f in judged and judged[f][0] != "header":
+            source, line = judged[f]
+            where = (f"cited in the body at line {line}" if source == "inline"
+                     else "implied by a mapping rule")
+            pins.append(FilePin(f, up, None, f"no pin; {where}"))
     if not seen:
         bases.append((up, cited.pin, "parity pin"))
     return pins, bases
