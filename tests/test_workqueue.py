@@ -461,3 +461,21 @@ def test_a_port_file_citing_in_its_body_or_by_a_relative_path_is_listed(
     assert f"   src/rel.cpp: vllm/w/s.py @ {w.pin[:10]} (at-pin)" in text
     assert (f"   drift: git diff {w.pin[:12]}..{w.moved[:12]} -- vllm/w/s.py   (+1 -1; from "
             f"the file pin {w.pin[:10]})") in text
+
+
+def test_a_renamed_paths_show_command_names_both_sides(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Real case (vllm#48947 moves tests/tool_parsers/test_mistral_tool_parser.py): the item
+    said `git show <sha> -M -- OLD   (+1150 -116) (renamed → NEW)`, but with only OLD in the
+    pathspec git cannot pair the rename and shows OLD deleted whole (-1621); the command
+    names both sides, so it shows the diff the item counts."""
+    w = small_world(tmp_path, monkeypatch, {
+        "src/old.cpp": "// Ported from: vllm/w/old.py @ {pin}\n\nint o;\n"})
+    doc = json.loads(run(w.root, "queue", "--json").out)
+    (own,) = _item(doc, w.moved)["commit_diffs"]
+    assert (own["upstream_path"], own["new_path"]) == ("vllm/w/old.py", "vllm/w/new.py")
+    cmd = f"git show {w.moved[:12]} -M -- vllm/w/old.py vllm/w/new.py"
+    assert own["command"] == cmd
+    shown = git(w.repo, "show", "--format=", "--numstat", *cmd.split()[2:]).split()
+    assert (int(shown[0]), int(shown[1])) == (own["insertions"], own["deletions"]) == (1, 1)
+    assert f"   {cmd}   (+1 -1) (renamed → vllm/w/new.py)" in run(w.root, "queue").out.splitlines()

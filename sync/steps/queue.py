@@ -362,8 +362,11 @@ def _own(e: Entry, cp: patch.CommitPatch | None, found: dict[str, Any]) -> list[
         ins = sum(len(h.added) for h in fp.hunks) if fp else 0
         dels = sum(len(h.deleted) for h in fp.hunks) if fp else 0
         moved = fp.new_path if fp and fp.new_path != path else None
+        # Both sides of a rename: with OLD alone in the pathspec git cannot pair it, and
+        # shows OLD deleted whole instead of the diff counted here.
+        spec = f"{path} {moved}" if moved else path
         out.append(CommitDiff(path, moved, ins, dels, bool(fp and fp.binary),
-                              f"git show {e.sha[:SHOW_LEN]} -M -- {path}", marked, hunks, text))
+                              f"git show {e.sha[:SHOW_LEN]} -M -- {spec}", marked, hunks, text))
     return out
 
 
