@@ -479,3 +479,29 @@ def test_a_renamed_paths_show_command_names_both_sides(
     shown = git(w.repo, "show", "--format=", "--numstat", *cmd.split()[2:]).split()
     assert (int(shown[0]), int(shown[1])) == (own["insertions"], own["deletions"]) == (1, 1)
     assert f"   {cmd}   (+1 -1) (renamed → vllm/w/new.py)" in run(w.root, "queue").out.splitlines()
+
+
+def test_a_path_the_port_only_mentions_is_no_hunk_of_the_item(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Real case (vllm#47189 shows vllm/config/model.py, vllm#50000 vllm/engine/arg_utils.py):
+    a path the commit changes that port files only mention (`See vllm/w/m.py`) was shown as a
+    diff of the item, with its definitions, and written into its --patch and --drift, though
+    no port file the item lists ports it; it is named on one line, its hunks left out."""
+    w = small_world(tmp_path, monkeypatch, {
+        "src/t.cpp": "// Ported from: vllm/w/t.py @ {pin}\n\nint t;\n\n"
+                     "// See vllm/w/m.py for where m is set.\nint m;\n"})
+    doc = json.loads(run(w.root, "queue", "--json", "--drift").out)
+    item = _item(doc, w.change_h)
+    assert item["upstream_paths"] == ["vllm/w/m.py", "vllm/w/t.py"]  # as the report has them
+    assert [d["upstream_path"] for d in item["commit_diffs"]] == ["vllm/w/t.py"]
+    assert [d["upstream_path"] for d in item["diffs"]] == ["vllm/w/t.py"]
+    assert item["mentioned_paths"] == ["vllm/w/m.py"]
+    text = run(w.root, "queue").out.splitlines()
+    assert (f"   mentioned only (no port file ports it; not shown): vllm/w/m.py — git show "
+            f"{w.change_h[:12]} -- vllm/w/m.py") in text
+    patches = tmp_path / "patches"
+    assert run(w.root, "queue", "--drift", "--patch", str(patches)).rc == 0
+    for written in patches.glob("*.patch"):
+        assert b"vllm/w/m.py" not in written.read_bytes() or b"mentioned only" in \
+            written.read_bytes().split(b"\ndiff --git", 1)[0]
+        assert b"diff --git a/vllm/w/m.py" not in written.read_bytes()

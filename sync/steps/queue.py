@@ -104,6 +104,7 @@ class Item:
     patch: str | None  # the patch file written for it, if any
     own: tuple[CommitDiff, ...] = ()  # the commit's own diff of each cited path
     carried_since: str | None = None  # the report that first carried it over, if one did
+    mentioned: tuple[str, ...] = ()  # changed paths port files only mention: not shown
 
 
 @dataclass(frozen=True)
@@ -263,7 +264,7 @@ def build(port: Port, ref: gitio.Reference, upstream_ref: str, *,
     notes: list[str] = []
     cited = _cited(port, ref, work, upstream_ref)
     plans = [_plan(e, cited, notes, found.get(e.sha, {})) for e in work]
-    own = _own_diffs(ref, work, found)
+    own = _own_diffs(ref, work, found, {p.entry.sha: p.mentioned for p in plans})
     by_base = _by_base(plans) if drift else {}
     stats = {b: numstat(ref, b, c.target, ps) for b, ps in by_base.items()}
     sections = ({b: patches(ref, b, c.target, ps) for b, ps in by_base.items()}
@@ -279,9 +280,9 @@ def build(port: Port, ref: gitio.Reference, upstream_ref: str, *,
         written = None
         if patch_dir is not None:
             written = _write_patch(patch_dir, _Patch(index, p.entry, mine, diffs, sections,
-                                                     c.target))
+                                                     c.target, p.mentioned))
         items.append(Item(index, p.entry, p.pins, tuple(diffs), carry.ported(p.entry, led),
-                          written, mine, listed.since.get(p.entry.sha)))
+                          written, mine, listed.since.get(p.entry.sha), p.mentioned))
     if patch_dir is not None:
         notes += _prune_patches(patch_dir, {Path(it.patch).name for it in items if it.patch},
                                 drift)
@@ -312,12 +313,14 @@ def _paths_of(e: Entry, found: dict[str, Any]) -> list[str]:
     return paths
 
 
-def _own_diffs(ref: gitio.Reference, work: list[Entry],
-               found: dict[str, dict[str, Any]]) -> dict[str, tuple[CommitDiff, ...]]:
-    """sha -> its own diff of its cited paths: one patch listing for every item."""
+def _own_diffs(ref: gitio.Reference, work: list[Entry], found: dict[str, dict[str, Any]],
+               mentioned: dict[str, tuple[str, ...]]) -> dict[str, tuple[CommitDiff, ...]]:
+    """sha -> its own diff of its cited paths (not those only mentioned): one patch listing
+    for every item."""
     spec = {p for e in work for p in _paths_of(e, found.get(e.sha, {}))}
     listed = history.commit_patches(ref, [e.sha for e in work], spec)
-    return {e.sha: tuple(_own(e, listed.get(e.sha), found.get(e.sha, {}))) for e in work}
+    return {e.sha: tuple(_own(e, listed.get(e.sha), found.get(e.sha, {}),
+                              mentioned.get(e.sha, ()))) for e in work}
 
 
 def _marks(found: dict[str, Any], path: str) -> list[tuple[str, str, list[str], list[str]]]:
@@ -350,9 +353,12 @@ def _marked(found: dict[str, Any], path: str, name: str, change: str) -> Marked:
                   _cited_by(found, path, name, whole=True))
 
 
-def _own(e: Entry, cp: patch.CommitPatch | None, found: dict[str, Any]) -> list[CommitDiff]:
+def _own(e: Entry, cp: patch.CommitPatch | None, found: dict[str, Any],
+         mentioned: tuple[str, ...] = ()) -> list[CommitDiff]:
     out = []
     for path in e.upstream_paths:
+        if path in mentioned:
+            continue
         fp = cp.for_path(path) if cp is not None else None
         if fp is not None and fp.new_path == path and fp.old_path in e.upstream_paths and (
                 fp.old_path != path):
@@ -472,17 +478,27 @@ class _Plan:
     entry: Entry
     pins: tuple[FilePin, ...]
     bases: tuple[tuple[str, str, str], ...]  # (upstream path, base SHA, base_from)
+    mentioned: tuple[str, ...] = ()  # paths no port file ports, only mentions: no diff shown
 
 
 def _plan(e: Entry, cited: _Cited, notes: list[str], found: dict[str, Any]) -> _Plan:
     """Per upstream path: the port files' pins for it, and the bases to diff it from."""
-    pins: list[FilePin] = []
-    bases: list[tuple[str, str, str]] = []
-    for up in e.upstream_paths:
-        up_pins, up_bases = _plan_path(up, e.port_files, cited, notes, _judged(found, up))
-        pins += up_pins
-        bases += up_bases
-    return _Plan(e, tuple(pins), tuple(bases))
+    planned = [(up, *_plan_path(up, e.port_files, cited, notes, _judged(found, up)))
+               for up in e.upstream_paths]
+    pins = tuple(p for _up, ps, _bs in planned for p in ps)
+    # With no port file to port (a decision made it PORT-NOW), every path is shown.
+    mentioned = tuple(up for up, ps, _bs in planned
+                      if pins and not ps and _mentioned_only(found, up))
+    bases = tuple(b for up, _ps, bs in planned if up not in mentioned for b in bs)
+    return _Plan(e, pins, bases, mentioned)
+
+
+def _mentioned_only(found: dict[str, Any], path: str) -> bool:
+    """Whether the symbol pass saw port files cite `path` and every one only mentions it
+    (`See vllm/x.py`): a reference, never what the item ports."""
+    outcomes = [c.get("outcome") for c in found.get("citations", [])
+                if isinstance(c, dict) and c.get("path") == path]
+    return bool(outcomes) and all(o == "mention" for o in outcomes)
 
 
 def _judged(found: dict[str, Any], path: str) -> dict[str, tuple[str, int]]:
@@ -581,6 +597,7 @@ class _Patch:
     drift: list[Diff]
     sections: dict[str, dict[str, bytes]]
     target: str
+    mentioned: tuple[str, ...] = ()
 
 
 # A name `patch_name` gives (NNN-<sha>[-vllm<PR>][-drift].patch): the files this tool wrote.
@@ -627,6 +644,8 @@ def _write_patch_files(directory: Path, p: _Patch) -> str:
     head = [title, *(f"# {d.command}" for d in p.own)]
     head += [f"#   {d.upstream_path}: {m.label}"
              for d in p.own for m in d.definitions]
+    head += [f"# mentioned only (no port file ports it; not in this patch): {m}"
+             for m in p.mentioned]
     body = [d.text for d in p.own]
     path = directory / patch_name(p.index, e)
     # Header lines quote upstream (subjects, paths): one line each, or a path holding a line
@@ -668,6 +687,7 @@ def to_json(q: Queue) -> dict[str, Any]:
                        "deletions": d.deletions, "binary": d.binary, "command": d.command}
                       for d in it.diffs],
             "patch": it.patch, "carried_since": it.carried_since,
+            "mentioned_paths": list(it.mentioned),
         } for it in q.items],
         "notes": list(q.notes),
     }
@@ -701,6 +721,9 @@ def render(q: Queue) -> list[str]:
             lines.append("   no port file cites these paths in its header yet")
         for own in it.own:
             lines += _own_lines(own)
+        for path in it.mentioned:
+            lines.append(f"   mentioned only (no port file ports it; not shown): {path} — "
+                         f"git show {e.sha[:SHOW_LEN]} -- {path}")
         for d in it.diffs:
             stat = "binary" if d.binary else f"+{d.insertions} -{d.deletions}"
             lines.append(f"   drift: {d.command}   ({stat}; from the {d.base_from})")
