@@ -62,9 +62,9 @@ def _head_problems(port: Port, doc: dict[str, Any]) -> list[str]:
 
 
 def _moved(port: Port, doc: dict[str, Any]) -> None:
-    """How the remote moved off the open cycle's frozen target when that was no plain move
-    past it (a force-push back, or off its line), in fetch's and sync's words
-    (`target.moved_note`): None otherwise."""
+    """The open cycle's `moved`: how the remote moved off its frozen target when that was
+    no plain move past it (a force-push back, or off its line), in fetch's and sync's words
+    (`target.moved_note`); None otherwise."""
     c, b = doc["cycle"], doc["behind"]
     if not c:
         return
