@@ -153,13 +153,13 @@ class Port:
         each read once per command whichever steps ask."""
         from sync.records import oraclefile
 
-        got = [self._oracle_file(p) for p in self.oracle_files()]
+        got = [self.oracle_record(p) for p in self.oracle_files()]
         for g in got:
             if isinstance(g, SyncError):
                 raise g
         return oraclefile.unique(cast("list[oraclefile_mod.OracleFile]", got))
 
-    def _oracle_file(self, path: Path) -> oraclefile_mod.OracleFile | SyncError:
+    def oracle_record(self, path: Path) -> oraclefile_mod.OracleFile | SyncError:
         """One oracle file parsed, or why it does not parse."""
         from sync.records import oraclefile
 
@@ -183,7 +183,7 @@ class Port:
 
         found: dict[str, oracles_mod.Oracle] = {}
         for path in self.oracle_files():
-            of = self._oracle_file(path)
+            of = self.oracle_record(path)
             if isinstance(of, SyncError):
                 found[path.stem] = oracles_mod.Oracle(path.stem, oracles_mod.names_of(path.stem))
                 continue

@@ -150,10 +150,9 @@ def _unresolved(prefs: Preferences, exc: EnvironmentUnresolved) -> dict[str, Any
 def _oracles(port: Port, pin: pins.Pin) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for path in port.oracle_files():
-        try:
-            of = oraclefile.load(path, port.root)
-        except SyncError as exc:
-            out.append({"id": path.stem, "pin": None, "agrees": False, "problems": [str(exc)]})
+        of = port.oracle_record(path)
+        if isinstance(of, SyncError):
+            out.append({"id": path.stem, "pin": None, "agrees": False, "problems": [str(of)]})
             continue
         problems = oraclefile.agreement(of, pin) if of.id == "vllm" else []
         out.append({"id": of.id, "pin": of.pin, "pin_label": of.pin_label,
