@@ -505,3 +505,32 @@ def test_a_path_the_port_only_mentions_is_no_hunk_of_the_item(
         assert b"vllm/w/m.py" not in written.read_bytes() or b"mentioned only" in \
             written.read_bytes().split(b"\ndiff --git", 1)[0]
         assert b"diff --git a/vllm/w/m.py" not in written.read_bytes()
+
+
+def test_the_drift_of_a_renamed_path_is_one_diff_of_both_names_from_its_file_pin(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Real case (vllm#48947 moves tests/tool_parsers/test_mistral_tool_parser.py): `queue
+    --drift` showed OLD deleted whole from its file pin (-1621) and NEW added whole from the
+    parity pin (+2655), and wrote both into the -drift.patch; the drift of a path renamed up
+    to the target is one rename-aware diff of both names from the port file's pin."""
+    w = small_world(tmp_path, monkeypatch, {
+        "src/old.cpp": "// Ported from: vllm/w/old.py @ {pin}\n\nint o;\n"})
+    doc = json.loads(run(w.root, "queue", "--json", "--drift").out)
+    cmd = f"git diff -M {w.pin[:12]}..{w.moved[:12]} -- vllm/w/old.py vllm/w/new.py"
+    assert _item(doc, w.moved)["diffs"] == [{
+        "upstream_path": "vllm/w/old.py", "base": w.pin, "base_from": f"file pin {w.pin[:10]}",
+        "insertions": 1, "deletions": 1, "binary": False, "command": cmd}]
+    shown = git(w.repo, "diff", "--numstat", *cmd.split()[2:]).split()
+    assert (int(shown[0]), int(shown[1])) == (1, 1)
+    text = run(w.root, "queue", "--drift").out.splitlines()
+    assert f"   drift: {cmd}   (+1 -1; from the file pin {w.pin[:10]})" in text
+    assert not [line for line in text if line.startswith("   drift:") and "new.py" in line
+                and line != f"   drift: {cmd}   (+1 -1; from the file pin {w.pin[:10]})"]
+    patches = tmp_path / "patches"
+    assert run(w.root, "queue", "--drift", "--patch", str(patches)).rc == 0
+    (drift,) = patches.glob(f"*-{w.moved[:10]}-*drift.patch")
+    body = drift.read_bytes().split(b"\ndiff --git", 1)[1]
+    assert body.startswith(b" a/vllm/w/old.py b/vllm/w/new.py\n")
+    assert b"rename from vllm/w/old.py\nrename to vllm/w/new.py\n" in body
+    assert b"deleted file mode" not in body and b"new file mode" not in body
+    assert body.count(b"\ndiff --git") == 0

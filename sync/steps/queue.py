@@ -14,7 +14,9 @@ names, and by which port file). All items' diffs come from one `git diff-tree
 `--drift` adds the second view: the cumulative diff since each file's pin (`git
 diff <file-pin>..TARGET -- <path>`) with its diffstat, grouped by base commit, so
 the number of git processes depends on how many distinct per-file pins are cited,
-never on the number of items.
+never on the number of items. A cited path renamed up to the target (the report's moves)
+is diffed with both names and renames found (`git diff -M <file-pin>..TARGET -- OLD NEW`),
+in one more git process per base that has one.
 """
 
 from __future__ import annotations
@@ -211,6 +213,56 @@ def numstat(ref: gitio.Reference, base: str, target: str,
     return stats
 
 
+def renamed_numstat(ref: gitio.Reference, base: str, target: str,
+                    moves: dict[str, str]) -> dict[str, tuple[int, int, bool]]:
+    """old path -> (insertions, deletions, binary) for `git diff -M base target -- OLD NEW`,
+    for each rename OLD -> NEW in `moves` (one git process): a rename git pairs is one
+    record, one it does not (too little alike) is OLD's deletion plus NEW's addition."""
+    gitio.check_rev(base)
+    gitio.check_rev(target)
+    out = ref.git("diff", "--numstat", "-z", "-M", "--no-ext-diff", "--no-textconv",
+                  "--no-relative", "--end-of-options", base, target, "--", *_names(moves))
+    owner = _owners(moves)
+    stats: dict[str, tuple[int, int, bool]] = {}
+    for added, deleted, names in _numstat_z(out):
+        old = next((owner[n] for n in names if n in owner), None)
+        if old is None:
+            continue
+        ins, dels, binary = stats.get(old, (0, 0, False))
+        if added == "-" and deleted == "-":
+            stats[old] = (ins, dels, True)
+        elif added.isdigit() and deleted.isdigit():
+            stats[old] = (ins + int(added), dels + int(deleted), binary)
+    return stats
+
+
+def _names(moves: dict[str, str]) -> list[str]:
+    return list(dict.fromkeys(n for old, new in moves.items() for n in (old, new)))
+
+
+def _owners(moves: dict[str, str]) -> dict[str, str]:
+    """Each name of a rename -> its old name (the cited path its drift is filed under)."""
+    return {**{new: old for old, new in moves.items()}, **{old: old for old in moves}}
+
+
+def _numstat_z(out: bytes) -> list[tuple[str, str, tuple[str, ...]]]:
+    """(added, deleted, paths) of each `--numstat -z` record; a rename's paths are two."""
+    fields = out.decode("utf-8", "replace").split("\0")
+    records: list[tuple[str, str, tuple[str, ...]]] = []
+    i = 0
+    while i < len(fields):
+        stat = fields[i].split("\t", 2)
+        i += 1
+        if len(stat) != 3:
+            continue
+        if stat[2]:
+            records.append((stat[0], stat[1], (stat[2],)))
+        else:  # renamed: the old and the new path follow as fields of their own
+            records.append((stat[0], stat[1], tuple(fields[i:i + 2])))
+            i += 2
+    return records
+
+
 def _header_path(line: bytes) -> str | None:
     """The path of a `diff --git a/P b/P` line (renames are off, so both sides are P)."""
     rest = line[len(b"diff --git "):].rstrip(b"\n")
@@ -232,17 +284,39 @@ def patches(ref: gitio.Reference, base: str, target: str, paths: list[str]) -> d
     out = ref.git("-c", "core.quotePath=false", "diff", "--no-renames", "--no-color",
                   "--no-ext-diff", "--no-textconv", "--no-relative", "--binary",
                   "--end-of-options", base, target, "--", *paths)
-    sections: dict[str, bytes] = {}
+    return dict(_sections(out, _header_path))
+
+
+def renamed_patches(ref: gitio.Reference, base: str, target: str,
+                    moves: dict[str, str]) -> dict[str, bytes]:
+    """old path -> `git diff -M base target -- OLD NEW`, for each rename in `moves` (one git
+    process): the rename's section, or OLD's deletion and NEW's addition git did not pair."""
+    gitio.check_rev(base)
+    gitio.check_rev(target)
+    out = ref.git("-c", "core.quotePath=false", "diff", "-M", "--no-color", "--no-ext-diff",
+                  "--no-textconv", "--no-relative", "--binary", "--end-of-options", base,
+                  target, "--", *_names(moves))
+    heads = {f"diff --git a/{a} b/{b}\n".encode("utf-8", "surrogateescape"): old
+             for old, new in moves.items() for a, b in ((old, new), (old, old), (new, new))}
+    joined: dict[str, bytes] = {}
+    for old, text in _sections(out, heads.get):
+        joined[old] = joined.get(old, b"") + text
+    return joined
+
+
+def _sections(out: bytes, key: Callable[[bytes], str | None]) -> list[tuple[str, bytes]]:
+    """The sections of a diff, each with the `key` of its `diff --git` line (None: left out)."""
+    sections: list[tuple[str, bytes]] = []
     current: str | None = None
     chunk: list[bytes] = []
     for line in patch.split_lines(out):
         if line.startswith(b"diff --git "):
             if current is not None:
-                sections[current] = b"".join(chunk)
-            current, chunk = _header_path(line), []
+                sections.append((current, b"".join(chunk)))
+            current, chunk = key(line), []
         chunk.append(line)
     if current is not None:
-        sections[current] = b"".join(chunk)
+        sections.append((current, b"".join(chunk)))
     return sections
 
 
@@ -263,19 +337,20 @@ def build(port: Port, ref: gitio.Reference, upstream_ref: str, *,
         raise missing
     notes: list[str] = []
     cited = _cited(port, ref, work, upstream_ref)
-    plans = [_plan(e, cited, notes, found.get(e.sha, {})) for e in work]
+    plans = [_plan(e, cited, notes, found.get(e.sha, {}), listed.moves) for e in work]
     own = _own_diffs(ref, work, found, {p.entry.sha: p.mentioned for p in plans})
     by_base = _by_base(plans) if drift else {}
-    stats = {b: numstat(ref, b, c.target, ps) for b, ps in by_base.items()}
-    sections = ({b: patches(ref, b, c.target, ps) for b, ps in by_base.items()}
-                if patch_dir is not None else {})
+    stats = {b: _drift(numstat, renamed_numstat, ref, (b, c.target), ps, listed.moves)
+             for b, ps in by_base.items()}
+    sections = ({b: _drift(patches, renamed_patches, ref, (b, c.target), ps, listed.moves)
+                 for b, ps in by_base.items()} if patch_dir is not None else {})
     led = carry.ledger_refs(port)
     unread = led.unreadable("every item shows as open because no row can be checked")
     if unread is not None:
         notes.insert(0, unread)
     items: list[Item] = []
     for index, p in enumerate(plans, start=1):
-        diffs = _diffs(p.bases, stats, c.target) if drift else []
+        diffs = _diffs(p.bases, stats, c.target, listed.moves) if drift else []
         mine = own.get(p.entry.sha, ())
         written = None
         if patch_dir is not None:
@@ -414,6 +489,7 @@ class _Listed:
     found: dict[str, dict[str, Any]]  # each entry's symbol-pass evidence, by SHA
     carried: list[Entry]  # the carry-over record's open items
     since: dict[str, str]  # SHA -> the report that first carried it
+    moves: dict[str, str]  # cited path -> its name at the target, for one renamed in the range
 
 
 def _report_entries(port: Port, jpath: Path, pin: str, target: str) -> _Listed:
@@ -434,7 +510,25 @@ def _report_entries(port: Port, jpath: Path, pin: str, target: str) -> _Listed:
     carried = entries_from_json(text, path=rel, key="carried")[2]
     since = {c["sha"]: str(c.get("since", "")).rsplit("/", 1)[-1]
              for c in doc.get("carried") or [] if isinstance(c, dict) and "sha" in c}
-    return _Listed(entries, found, carried, since)
+    return _Listed(entries, found, carried, since, _renamed(doc.get("moves")))
+
+
+def _renamed(raw: object) -> dict[str, str]:
+    """Cited path -> its name at the target, from the report's moves (renames of cited paths
+    the range does not bring back; a rename of a renamed path followed). Rows of another
+    shape are left out, as an older report without moves lists none."""
+    step = {m["path"]: m["new_path"] for m in raw if isinstance(m, dict)
+            and m.get("kind") == "renamed" and isinstance(m.get("path"), str)
+            and isinstance(m.get("new_path"), str)} if isinstance(raw, list) else {}
+    out = {}
+    for old, new in step.items():
+        seen = {old}
+        while new in step and new not in seen:
+            seen.add(new)
+            new = step[new]
+        if new != old:
+            out[old] = new
+    return out
 
 
 @dataclass(frozen=True)
@@ -481,7 +575,8 @@ class _Plan:
     mentioned: tuple[str, ...] = ()  # paths no port file ports, only mentions: no diff shown
 
 
-def _plan(e: Entry, cited: _Cited, notes: list[str], found: dict[str, Any]) -> _Plan:
+def _plan(e: Entry, cited: _Cited, notes: list[str], found: dict[str, Any],
+          moves: dict[str, str]) -> _Plan:
     """Per upstream path: the port files' pins for it, and the bases to diff it from."""
     planned = [(up, *_plan_path(up, e.port_files, cited, notes, _judged(found, up)))
                for up in e.upstream_paths]
@@ -489,8 +584,17 @@ def _plan(e: Entry, cited: _Cited, notes: list[str], found: dict[str, Any]) -> _
     # With no port file to port (a decision made it PORT-NOW), every path is shown.
     mentioned = tuple(up for up, ps, _bs in planned
                       if pins and not ps and _mentioned_only(found, up))
-    bases = tuple(b for up, _ps, bs in planned if up not in mentioned for b in bs)
-    return _Plan(e, pins, bases, mentioned)
+    return _Plan(e, pins, _drifted(planned, mentioned, moves), mentioned)
+
+
+def _drifted(planned: list[tuple[str, list[FilePin], list[tuple[str, str, str]]]],
+             mentioned: tuple[str, ...], moves: dict[str, str]
+             ) -> tuple[tuple[str, str, str], ...]:
+    """The bases of the paths whose drift is shown: not those only mentioned, nor the new
+    name of a cited path renamed (in the old name's drift) unless a port file cites it."""
+    into = {moves[up] for up, _ps, _bs in planned if up in moves and up not in mentioned}
+    return tuple(b for up, ps, bs in planned if up not in mentioned
+                 and (ps or up not in into) for b in bs)
 
 
 def _mentioned_only(found: dict[str, Any], path: str) -> bool:
@@ -574,12 +678,28 @@ def _by_base(plans: list[_Plan]) -> dict[str, list[str]]:
     return by_base
 
 
+def _drift(plain: Callable[[gitio.Reference, str, str, list[str]], dict[str, Any]],
+           renamed: Callable[[gitio.Reference, str, str, dict[str, str]], dict[str, Any]],
+           ref: gitio.Reference, span: tuple[str, str], paths: list[str],
+           moves: dict[str, str]) -> dict[str, Any]:
+    """path -> `plain`'s listing of base..target for `paths`, the renamed ones by `renamed`
+    (both names, renames found): a git process for each kind present."""
+    base, target = span
+    kept = [p for p in paths if p not in moves]
+    out = plain(ref, base, target, kept) if kept else {}
+    pairs = {p: moves[p] for p in paths if p in moves}
+    return {**out, **renamed(ref, base, target, pairs)} if pairs else out
+
+
 def _diffs(bases: tuple[tuple[str, str, str], ...],
-           stats: dict[str, dict[str, tuple[int, int, bool]]], target: str) -> list[Diff]:
+           stats: dict[str, dict[str, tuple[int, int, bool]]], target: str,
+           moves: dict[str, str]) -> list[Diff]:
     out = []
     for up, base, label in bases:
         ins, dels, binary = stats[base].get(up, (0, 0, False))
-        cmd = f"git diff {base[:SHOW_LEN]}..{target[:SHOW_LEN]} -- {up}"
+        span = f"{base[:SHOW_LEN]}..{target[:SHOW_LEN]}"
+        cmd = (f"git diff -M {span} -- {up} {moves[up]}" if up in moves
+               else f"git diff {span} -- {up}")
         out.append(Diff(up, base, label, ins, dels, binary, cmd))
     return out
 
