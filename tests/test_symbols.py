@@ -263,6 +263,23 @@ def test_explain_by_pr_and_json(world: World) -> None:
     assert rc == 2 and "PR #9999 is not in the cycle's range — pick an entry from" in err
 
 
+def test_explain_names_a_path_port_files_only_mention_as_mentioned_only(world: World) -> None:
+    """Real case (explain bed5454eca, vllm/engine/arg_utils.py): a changed path port files only
+    mention (`See vllm/engine/arg_utils.py`) was listed as `[cited]`, and in `cited_paths`,
+    though queue names it "mentioned only"; explain says it the same way, text and --json."""
+    arg_utils = "vllm/engine/arg_utils.py"
+    rc, out, err = run(world.port, "explain", world.sha("mention_only")[:10])
+    assert rc == 0, err
+    assert f"  {arg_utils}  [mentioned only]" in out.splitlines()
+    assert f"  {arg_utils}  [cited]" not in out.splitlines()
+    rc, out, err = run(world.port, "explain", world.sha("mention_only")[:10], "--json")
+    assert rc == 0, err
+    doc = json.loads(out)
+    assert (doc["cited_paths"], doc["mentioned_paths"]) == ([], [arg_utils])
+    doc = json.loads(run(world.port, "explain", world.sha("in_method")[:8], "--json")[1])
+    assert (doc["cited_paths"], doc["mentioned_paths"]) == ([SCHED], [])
+
+
 def test_git_processes_per_sync_do_not_depend_on_the_range(
         world: World, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("SYNC_CACHE_DIR", "off")  # a cached commit needs no git at all

@@ -1,8 +1,8 @@
 """`explain`: how one commit of the open cycle (or carried into it) was classified.
 
 The derivation is recomputed, not read from the report: the decision (if any), each
-rule in order with why it does not match, the paths the commit changes (cited or
-not), and per cited path the hunks with their line ranges, the definitions they
+rule in order with why it does not match, the paths the commit changes (cited, only
+mentioned, or not), and per cited path the hunks with their line ranges, the definitions they
 change, and each citation (port file:line) they were compared with and its verdict.
 Git: one `git log -z` for the cycle's range (and one for the commits carried into it),
 one patch listing and one blob read for the commit.
@@ -40,6 +40,7 @@ class Derivation:
     entry: Entry
     git_processes: int
     carried_since: str | None = None  # outside the range: the report that carried it in
+    mentioned: tuple[str, ...] = ()  # of `cited`, those port files only mention (`See x.py`)
 
 
 def derive(port: Port, which: str, notes: Notes | None = None) -> Derivation:
@@ -65,10 +66,20 @@ def derive(port: Port, which: str, notes: Notes | None = None) -> Derivation:
         decided = {**decided, commit.sha: Decision(commit.sha, record.disposition,
                                                    record.reason, by="the carry-over record")}
     entry = classify.classify_one(commit, classify.Inputs(surf, rules, decided, found))
+    cited = surf.ported(commit.paths)
     return Derivation(commit, i + 1, len(commits), pin, c.target, decided.get(commit.sha),
-                      tuple(_rule(r, commit) for r in rules),
-                      surf.ported(commit.paths), entry, gitio.PROCESS_COUNT - before,
-                      record.since if record is not None else None)
+                      tuple(_rule(r, commit) for r in rules), cited, entry,
+                      gitio.PROCESS_COUNT - before,
+                      record.since if record is not None else None, _mentioned(entry, cited))
+
+
+def _mentioned(entry: Entry, cited: tuple[str, ...]) -> tuple[str, ...]:
+    """The cited paths every citation of which the symbol pass judged a mention (`See
+    vllm/x.py`): a reference, never what a port file ports (queue's "mentioned only")."""
+    outcomes: dict[str, set[str]] = {}
+    for v in entry.evidence.verdicts if entry.evidence is not None else ():
+        outcomes.setdefault(v.path, set()).add(v.outcome)
+    return tuple(p for p in cited if outcomes.get(p) == {"mention"})
 
 
 def _earlier(port: Port, which: str, c: cycle.Cycle) -> UsageError | None:
@@ -209,7 +220,7 @@ def render(d: Derivation) -> list[str]:
     lines += _rule_lines(d.rules)
     cited = set(d.cited)
     lines.append(f"paths changed ({len(c.paths)}):")
-    lines += [f"  {p}{'  [cited]' if p in cited else ''}" for p in c.paths]
+    lines += [f"  {p}{_mark(p, cited, d.mentioned)}" for p in c.paths]
     found = e.evidence
     if found is not None:
         lines.append("symbol pass:")
@@ -225,6 +236,12 @@ def render(d: Derivation) -> list[str]:
     return lines
 
 
+def _mark(path: str, cited: set[str], mentioned: tuple[str, ...]) -> str:
+    if path in mentioned:
+        return "  [mentioned only]"
+    return "  [cited]" if path in cited else ""
+
+
 def to_json(d: Derivation) -> dict[str, Any]:
     c = d.commit
     return {
@@ -236,6 +253,8 @@ def to_json(d: Derivation) -> dict[str, Any]:
         "rules": [{"id": rid, "matches": why is None, "why_not": why, "why": hit or None}
                   for rid, why, hit in d.rules],
         "carried_since": d.carried_since,
-        "paths": list(c.paths), "cited_paths": list(d.cited),
+        "paths": list(c.paths),
+        "cited_paths": [p for p in d.cited if p not in d.mentioned],
+        "mentioned_paths": list(d.mentioned),
         "entry": report.entry_doc(d.entry), "git_processes": d.git_processes,
     }
