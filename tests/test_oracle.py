@@ -42,7 +42,7 @@ from sync.infra.errors import (
     UsageError,
 )
 from sync.port import Port
-from sync.records import config
+from sync.records import config, cycle
 from sync.steps.verify import build as oracle_build
 from sync.steps.verify import golden, installed, isolation, oracle
 from sync.steps.verify import identity as oracle_verify
@@ -672,8 +672,9 @@ def test_omni_oracle_verifies_and_proves_isolation(env: World) -> None:
     p = port_of(env)
     proof = isolation.require(p, "vllm-omni", env.omni_up.pin)
     assert {c.op: c.status for c in proof.checks} == {"build": "PASS", "verify": "PASS"}
-    assert proof.core_env == str(env.env)
-    assert all(c.core_before == c.core_after != isolation.ABSENT for c in proof.checks)
+    assert proof.core_envs == (str(env.env),)
+    assert all(c.core_before == c.core_after == {str(env.env): c.core_after[str(env.env)]}
+               and isolation.ABSENT not in c.core_after.values() for c in proof.checks)
     # The omni verification records no core gate.
     gates_file = env.port / f".agents/sync/gates/{env.up.pin[:7]}.json"
     assert not gates_file.exists() or "vllm-omni" not in gates_file.read_text()
@@ -788,6 +789,73 @@ def test_omni_build_that_modifies_the_core_env_is_detected(env: World, tmp_path:
     oracle_verify.verify(p, p.preferences(), "vllm-omni")
     with pytest.raises(BlockedCycle):
         isolation.require(p, "vllm-omni", env.omni_up.pin)
+
+
+def _open_cycle(env: World, tmp_path: Path, port_copy: Path) -> tuple[Path, Path]:
+    """A home holding the core oracle at the pin and at an open cycle's target (the one the
+    advance pins next); returns the home and the target's environment."""
+    home = other_home(env, tmp_path)
+    target_env = copy_env(env.env, home / f"vllm-{env.up.middle[:10]}")
+    cycle.save(Port(port_copy, config.load(port_copy)), env.up.pin, env.up.middle, "main")
+    os.environ["SYNC_ORACLE_HOME"] = str(home)
+    return home, target_env
+
+
+def _touching(port_copy: Path, target: Path) -> None:
+    (port_copy / ".agents/upstream-sync.toml").write_text(
+        CONFIG + f'\n[oracles.vllm-omni]\nbuild_env = {{ FAKE_UPSTREAM_TOUCH = "{target}" }}\n')
+
+
+def test_an_omni_build_that_modifies_the_cycle_targets_core_env_is_detected(
+        env: World, tmp_path: Path, port_copy: Path) -> None:
+    """The core oracle at the cycle's target is the one the advance pins next: an omni build
+    that writes into it fails isolation, naming it, as one writing into the pin's does."""
+    home, target_env = _open_cycle(env, tmp_path, port_copy)
+    record = next(site_packages(target_env).glob("vllm-*.dist-info")) / "RECORD"
+    _touching(port_copy, record)
+    rc, out, err = run_cli(["--port", str(port_copy), "oracle", "build", "--oracle",
+                            "vllm-omni"])
+    assert rc == 5, err + out
+    assert out.splitlines()[1:] == [
+        f"isolation: core environment {target_env}: lib/python3.11/site-packages/"
+        f"{record.parent.name} RECORD changed"]
+    p = Port(port_copy, config.load(port_copy))
+    proof = isolation.load(p, "vllm-omni", env.omni_up.pin)
+    assert proof is not None and [c.op for c in proof.failures] == ["build"]
+    assert list(proof.failures[0].core_after) == [str(home / env.env.name), str(target_env)]
+    with pytest.raises(BlockedCycle, match=f"core environment {target_env}: "):
+        isolation.require(p, "vllm-omni", env.omni_up.pin)
+    oracle_verify.verify(p, p.preferences(), "vllm-omni")  # sticky
+    with pytest.raises(BlockedCycle, match="treat it as a core sync cycle"):
+        isolation.require(p, "vllm-omni", env.omni_up.pin)
+
+
+def test_the_cycle_targets_core_env_changed_since_the_checks_is_named(
+        env: World, tmp_path: Path, port_copy: Path) -> None:
+    home, target_env = _open_cycle(env, tmp_path, port_copy)
+    for argv in (["oracle", "build"], ["oracle", "verify"]):
+        rc, out, err = run_cli(["--port", str(port_copy), *argv, "--oracle", "vllm-omni"])
+        assert rc == 0, err + out
+    p = Port(port_copy, config.load(port_copy))
+    proof = isolation.require(p, "vllm-omni", env.omni_up.pin)
+    assert proof.core_envs == (str(home / env.env.name), str(target_env))
+    add_distribution(site_packages(target_env), "intruder", "1.0")
+    with pytest.raises(BlockedCycle, match=f"the core environment {target_env} is not what "
+                       "its build check left"):
+        isolation.require(p, "vllm-omni", env.omni_up.pin)
+
+
+def test_a_proof_naming_one_core_environment_is_still_read(env: World, port_copy: Path
+                                                          ) -> None:
+    """Schema 1 named one core environment for the whole proof: it still proves."""
+    digest = isolation.fingerprint(env.env).digest
+    check = {**GOOD_CHECK, "core_before": digest, "core_after": digest}
+    doc = {**GOOD_PROOF, "core_env": str(env.env), "checks": {"build": check, "verify": check}}
+    p = Port(port_copy, config.load(port_copy))
+    isolation.path(p, "vllm-omni", "a" * 40).write_text(json.dumps(doc))
+    proof = isolation.require(p, "vllm-omni", "a" * 40)
+    assert proof.core_envs == (str(env.env),)
+    assert [c.core_after for c in proof.checks] == [{str(env.env): digest}] * 2
 
 
 def test_omni_env_pointing_into_the_core_env_is_detected(env: World, tmp_path: Path,

@@ -5,17 +5,19 @@ only while the omni oracle lives in its own virtualenv and touches neither
 `$VLLM_SOURCE` nor the environment the core pin measures itself from. We prove it
 instead of trusting it:
 
-- the core environment's fingerprint (every installed distribution, its version,
-  a hash of its RECORD, and the `.pth` files) and the reference checkout's state
-  (HEAD and `git status`) are taken before and after every omni operation
-  (build, verify, golden) and must be unchanged;
+- the fingerprint (every installed distribution, its version, a hash of its RECORD,
+  and the `.pth` files) of every core environment that matters -- the pin's and, with a
+  cycle open, its target's where it is built (the one the advance pins next) -- and
+  the reference checkout's state (HEAD and `git status`) are taken before and after
+  every omni operation (build, verify, golden) and must be unchanged;
 - no path in the omni environment (symlinks, `.pth` lines, `direct_url.json`,
   script shebangs, `pyvenv.cfg`, the probed `sys.path`) points into a core
   environment or the reference checkout.
 
-Each check is recorded in `<sync_dir>/isolation/<omni-id>-<commit10>.json`; a
-failure is sticky for that omni commit, and `require` refuses the omni advance
-as one that must be re-validated as a core sync cycle.
+Each check is recorded in `<sync_dir>/isolation/<omni-id>-<commit10>.json`, with
+the digest of each core environment it watched; a failure is sticky for that omni
+commit, and `require` refuses the omni advance as one that must be re-validated as a
+core sync cycle, naming the core environment that changed.
 """
 
 from __future__ import annotations
@@ -39,7 +41,13 @@ from sync.records import gates
 from sync.upstream import gitio
 from sync.upstream.gitio import short
 
-SCHEMA = 1
+SCHEMA = 2
+# Schema 1 (still read) named one core environment for the whole proof (`core_env`) and
+# gave each check its digest as a string; schema 2 gives each check a digest per core
+# environment it watched.
+_PROOF_KEYS: dict[int | None, tuple[str, ...]] = {
+    1: ("schema", "oracle", "commit", "core_env", "checks"),
+    2: ("schema", "oracle", "commit", "checks")}
 DIR = "isolation"
 Status = Literal["PASS", "FAIL"]
 ABSENT = "absent"
@@ -268,14 +276,15 @@ def _shebangs(env: Path) -> Found:
 @dataclass(frozen=True)
 class Check:
     """One operation's check; in the record, `op` is its key under `checks` and the other
-    fields, in this order, its keys."""
+    fields, in this order, its keys. `core_before`/`core_after` map each core environment
+    the check watched to its digest (schema 1: one digest, of the proof's `core_env`)."""
 
     op: str
     status: Status
     time: str
     host: str
-    core_before: str
-    core_after: str
+    core_before: dict[str, str]
+    core_after: dict[str, str]
     problems: tuple[str, ...]
 
 
@@ -285,12 +294,16 @@ class Proof:
 
     oracle: str
     commit: str
-    core_env: str
     checks: tuple[Check, ...]
 
     @property
     def failures(self) -> list[Check]:
         return [c for c in self.checks if c.status == "FAIL"]
+
+    @property
+    def core_envs(self) -> tuple[str, ...]:
+        """Every core environment a check watched, in the order the checks name them."""
+        return tuple(dict.fromkeys(e for c in self.checks for e in c.core_after))
 
 
 def _strings(cls: type) -> tuple[str, ...]:
@@ -304,7 +317,6 @@ def _listing(names: Sequence[str]) -> str:
 
 
 STATUSES: tuple[Status, ...] = get_args(Status)
-_PROOF_KEYS = ("schema", *(f.name for f in fields(Proof)))
 _PROOF_STRINGS = _strings(Proof)
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}-[0-9a-f]{4,10}\.json")
 _CHECK_KEYS = tuple(f.name for f in fields(Check) if f.name != "op")
@@ -329,37 +341,57 @@ def parse(text: str, *, rel: str) -> Proof:
         doc = json.loads(text)
     except (json.JSONDecodeError, RecursionError) as exc:
         raise _bad(rel, f"not valid JSON ({type(exc).__name__})") from None
-    if not isinstance(doc, dict) or set(doc) != set(_PROOF_KEYS):
-        raise _bad(rel, f"expected an object with {_listing(_PROOF_KEYS)}")
-    if doc["schema"] != SCHEMA:
-        raise _bad(rel, f"schema {doc['schema']!r}, expected {SCHEMA}")
-    if not all(isinstance(doc[k], str) for k in _PROOF_STRINGS):
-        raise _bad(rel, f"{_listing(_PROOF_STRINGS)} must be strings")
+    schema = _schema_of(doc)
+    keys = _PROOF_KEYS.get(schema, _PROOF_KEYS[SCHEMA])
+    if not isinstance(doc, dict) or set(doc) != set(keys):
+        raise _bad(rel, f"expected an object with {_listing(keys)}")
+    if schema not in _PROOF_KEYS:
+        raise _bad(rel, f"schema {doc['schema']!r}, expected {SCHEMA} (or 1, still read)")
+    strings = (*_PROOF_STRINGS, *(k for k in keys if k == "core_env"))  # schema 1's too
+    if not all(isinstance(doc[k], str) for k in strings):
+        raise _bad(rel, f"{_listing(strings)} must be strings")
     raw_checks = doc["checks"]
     if not isinstance(raw_checks, dict):
         raise _bad(rel, "checks must be an object keyed by operation")
-    checks = tuple(_parse_check(rel, op, c) for op, c in sorted(raw_checks.items()))
+    checks = tuple(_parse_check(rel, op, c, doc.get("core_env"))
+                   for op, c in sorted(raw_checks.items()))
     return Proof(**{k: doc[k] for k in _PROOF_STRINGS}, checks=checks)
 
 
-def _parse_check(rel: str, op: str, c: object) -> Check:
+def _schema_of(doc: object) -> int | None:
+    schema = doc.get("schema") if isinstance(doc, dict) else None
+    return schema if type(schema) is int else None
+
+
+def _parse_check(rel: str, op: str, c: object, core_env: str | None) -> Check:
     if not isinstance(c, dict) or set(c) != set(_CHECK_KEYS):
         raise _bad(rel, f"check {op!r} does not have the expected keys")
     if c["status"] not in STATUSES:
         raise _bad(rel, f"check {op!r}: status {c['status']!r} is not {' or '.join(STATUSES)}")
     problems = c["problems"]
+    before, after = (_digests(c[k], core_env) for k in ("core_before", "core_after"))
     if not all(isinstance(c[k], str) for k in _CHECK_STRINGS) or not (
-            isinstance(problems, list) and all(isinstance(p, str) for p in problems)):
+            isinstance(problems, list) and all(isinstance(p, str) for p in problems)) or (
+            before is None or after is None or set(before) != set(after)):
         raise _bad(rel, f"check {op!r}: values have the wrong types")
-    # `watch` writes PASS only for an unchanged, present core environment and no problem:
+    # `watch` writes PASS only for unchanged, present core environments and no problem:
     # a PASS that says otherwise was not written by it (a FAIL edited by hand).
-    if c["status"] == "PASS" and (problems or c["core_before"] != c["core_after"]
-                                  or c["core_before"] == ABSENT):
+    if c["status"] == "PASS" and (problems or before != after or ABSENT in before.values()):
         raise _bad(rel, f"check {op!r} says PASS but records "
                    + ("problems" if problems else "a core environment that changed or was "
                       "absent") + ": it was not written by the check")
-    return Check(op=op, status=c["status"], problems=tuple(problems),
-                 **{k: c[k] for k in _CHECK_STRINGS})
+    return Check(op=op, status=c["status"], problems=tuple(problems), core_before=before,
+                 core_after=after, **{k: c[k] for k in _CHECK_STRINGS})
+
+
+def _digests(value: object, core_env: str | None) -> dict[str, str] | None:
+    """A check's digests per core environment; schema 1's one digest is `core_env`'s."""
+    if core_env is not None:
+        return {core_env: value} if isinstance(value, str) else None
+    if not isinstance(value, dict) or not value or not all(
+            isinstance(k, str) and isinstance(v, str) for k, v in value.items()):
+        return None
+    return dict(value)
 
 
 def _read(port: Port, oracle_id: str, commit: str) -> Proof | None:
@@ -391,7 +423,7 @@ def _plain(value: object) -> object:
     return list(value) if isinstance(value, tuple) else value
 
 
-def record(port: Port, oracle_id: str, commit: str, core_env: Path, check: Check) -> Proof:
+def record(port: Port, oracle_id: str, commit: str, check: Check) -> Proof:
     """Store `check`; a FAIL already recorded for this omni commit is never overwritten."""
     with gates.locked(port):
         old = _read(port, oracle_id, commit)
@@ -401,8 +433,7 @@ def record(port: Port, oracle_id: str, commit: str, core_env: Path, check: Check
         prev = checks.get(check.op)
         if not (prev is not None and prev.status == "FAIL" and check.status == "PASS"):
             checks[check.op] = check
-        proof = Proof(oracle_id, commit, str(core_env),
-                      tuple(checks[op] for op in sorted(checks)))
+        proof = Proof(oracle_id, commit, tuple(checks[op] for op in sorted(checks)))
         write_text(path(port, oracle_id, commit), _render(proof))
     return proof
 
@@ -411,38 +442,44 @@ def record(port: Port, oracle_id: str, commit: str, core_env: Path, check: Check
 class Watch:
     """Before/after state around one omni operation; `problems` collects every violation."""
 
-    core_env: Path
+    core_envs: tuple[Path, ...]
     source: Path | None
-    before: Fingerprint
+    before: tuple[Fingerprint, ...]
     source_before: str | None
     problems: list[str] = field(default_factory=list)
-    after: Fingerprint | None = None
+    after: tuple[Fingerprint, ...] = ()
 
     def finish(self) -> None:
-        self.after = fingerprint(self.core_env)
-        self.problems[:0] = compare(self.before, self.after)
+        self.after = tuple(fingerprint(env) for env in self.core_envs)
+        self.problems[:0] = [line for b, a in zip(self.before, self.after, strict=True)
+                             for line in compare(b, a)]
         if source_state(self.source) != self.source_before:
             self.problems.insert(0, f"the reference checkout {self.source} changed "
                                     "(HEAD or work tree)")
 
 
+def _by_env(prints: Sequence[Fingerprint]) -> dict[str, str]:
+    return {f.env: f.digest for f in prints}
+
+
 @contextlib.contextmanager
-def watch(port: Port, oracle_id: str, commit: str, op: str, *, core_env: Path,
+def watch(port: Port, oracle_id: str, commit: str, op: str, *, core_envs: Sequence[Path],
           source: Path | None) -> Iterator[Watch]:
-    """Fingerprint the core side around an omni operation and record the check.
+    """Fingerprint the core side (each of `core_envs`) around an omni operation and record
+    the check.
 
     Recorded even when the operation raises: a failed build may still have
-    written into the core environment.
+    written into a core environment.
     """
-    w = Watch(core_env, source, fingerprint(core_env), source_state(source))
+    envs = tuple(core_envs)
+    w = Watch(envs, source, tuple(fingerprint(e) for e in envs), source_state(source))
     try:
         yield w
     finally:
         w.finish()
-        assert w.after is not None
-        record(port, oracle_id, commit, core_env, Check(
+        record(port, oracle_id, commit, Check(
             op, "FAIL" if w.problems else "PASS", gates.now(), gates.hostname(),
-            w.before.digest, w.after.digest, tuple(w.problems)))
+            _by_env(w.before), _by_env(w.after), tuple(w.problems)))
 
 
 def require(port: Port, oracle_id: str, commit: str) -> Proof:
@@ -459,18 +496,18 @@ def require(port: Port, oracle_id: str, commit: str) -> Proof:
         first = proof.failures[0]
         raise BlockedCycle(
             f"isolation of oracle {oracle_id} at {short(commit)} failed during {first.op} "
-            f"({first.problems[0] if first.problems else 'see the record'}): the omni advance "
-            "moved what the core pin measures itself from",
+            f"({first.problems[0] if first.problems else 'see the record'}): the omni oracle "
+            "touched what a core oracle measures itself from",
             "treat it as a core sync cycle: rebuild the core oracle, regenerate the goldens "
             "and re-verify before advancing")
-    now = fingerprint(Path(proof.core_env)).digest
-    moved = [c for c in proof.checks if c.core_after != now]
-    if moved:
+    moved = _moved(proof)
+    if moved is not None:
+        check, env, now = moved
         raise BlockedCycle(
             f"isolation of oracle {oracle_id} at {short(commit)}: the core environment "
-            f"{proof.core_env} is not what its {moved[0].op} check left "
-            f"({moved[0].core_after[:19]}…, now {now[:19]}…): the record does not prove it "
-            "untouched", f"verify the core oracle, then run '{cmd} --rebuild' and '{verify}'")
+            f"{env} is not what its {check.op} check left ({check.core_after[env][:19]}…, "
+            f"now {now[:19]}…): the record does not prove it untouched",
+            f"verify the core oracle, then run '{cmd} --rebuild' and '{verify}'")
     missing = [op for op in ("build", "verify") if op not in {c.op for c in proof.checks}]
     if missing:
         raise BlockedCycle(f"isolation of oracle {oracle_id} at {short(commit)} has no "
@@ -478,3 +515,16 @@ def require(port: Port, oracle_id: str, commit: str) -> Proof:
                            f"run '{verify}'" if missing == ["verify"] else
                            f"run '{cmd} --rebuild' and '{verify}'")
     return proof
+
+
+def _moved(proof: Proof) -> tuple[Check, str, str] | None:
+    """The first check, core environment and its digest now, where it is not what the
+    check left."""
+    now: dict[str, str] = {}
+    for c in proof.checks:
+        for env, digest in c.core_after.items():
+            if env not in now:
+                now[env] = fingerprint(Path(env)).digest
+            if now[env] != digest:
+                return c, env, now[env]
+    return None

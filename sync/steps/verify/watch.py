@@ -1,8 +1,8 @@
 """The isolation watch of omni oracles (every oracle but the core one).
 
 `sync.steps.verify.isolation` proves that an omni oracle's build, verification and goldens
-never touch the core environment or the core source checkout; the core oracle
-itself is not watched.
+never touch a core environment (the pin's, and an open cycle's target's) or the core
+source checkout; the core oracle itself is not watched.
 """
 
 from __future__ import annotations
@@ -21,6 +21,17 @@ from sync.steps.verify.oracle import CORE_ID, env_path, is_core, source_path, us
 def core_env(port: Port, home: Path) -> Path:
     """The environment the core pin measures itself from."""
     return env_path(home, CORE_ID, port.pin_record().pin.commit)
+
+
+def core_envs(port: Port, home: Path) -> list[Path]:
+    """The core environments an omni operation must leave alone: the pin's and, with a
+    cycle open, its target's where it is built (the one the advance pins next)."""
+    envs = [core_env(port, home)]
+    c = port.live_cycle()
+    target = env_path(home, CORE_ID, c.target) if c is not None else None
+    if target is not None and target not in envs and usable_env(target).is_dir():
+        envs.append(target)
+    return envs
 
 
 def forbidden_roots(port: Port, prefs: Preferences, home: Path) -> list[tuple[str, Path]]:
@@ -43,6 +54,6 @@ def omni_watch(port: Port, prefs: Preferences, home: Path, oracle_id: str, commi
             f"the core environment {core} does not exist: isolation of {oracle_id} cannot be "
             "proven against it",
             f"build the core oracle first ('upstream-sync oracle build --oracle {CORE_ID}')")
-    return isolation.watch(port, oracle_id, commit, op, core_env=core,
+    return isolation.watch(port, oracle_id, commit, op, core_envs=core_envs(port, home),
                            source=source_path(prefs, port.config.oracle(CORE_ID)))
 
