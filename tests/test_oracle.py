@@ -1008,6 +1008,33 @@ def test_advance_omni_with_isolation_proof(env: World, port_copy: Path) -> None:
     assert env.omni_up.pin in event.read_text() and "vllm_commit" in event.read_text()
 
 
+def test_advance_omni_dry_run_writes_nothing(env: World, port_copy: Path) -> None:
+    """A dry run measures the omni oracle (its verify is watched) but records no check: it
+    says what the advance would record."""
+    rc, _, err = run_cli(["--port", str(port_copy), "oracle", "verify", "--oracle",
+                          "vllm-omni"])
+    assert rc == 0, err
+    rec = port_copy / f".agents/sync/isolation/vllm-omni-{env.omni_up.pin[:10]}.json"
+    doc = json.loads(rec.read_text())
+    doc["checks"]["verify"]["time"] = "2000-01-01T00:00:00Z"  # what a rewrite would change
+    rec.write_text(json.dumps(doc))
+    status = git(port_copy, "status", "--porcelain", "--untracked-files=all")
+    before = rec.read_bytes()
+    rc, out, err = run_cli(["--port", str(port_copy), "advance-omni", env.omni_up.pin,
+                            "--dry-run", "--json"])
+    assert rc == 0, err
+    assert json.loads(out)["would_record"] == {
+        "isolation": {"op": "verify", "status": "PASS", "core_envs": [str(env.env)],
+                      "problems": []}}
+    rc, out, err = run_cli(["--port", str(port_copy), "advance-omni", env.omni_up.pin,
+                            "--dry-run"])
+    assert rc == 0, err
+    assert out.splitlines()[0] == (f"dry run: would record isolation check verify: PASS "
+                                   f"(core environment {env.env} unchanged)")
+    assert rec.read_bytes() == before
+    assert git(port_copy, "status", "--porcelain", "--untracked-files=all") == status
+
+
 def test_advance_omni_refused_as_core_cycle_when_isolation_failed(
         env: World, tmp_path: Path, port_copy: Path) -> None:
     home = other_home(env, tmp_path)

@@ -11,7 +11,7 @@ from sync.infra import txn
 from sync.infra.errors import IdentityMismatch, UsageError
 from sync.port import Port
 from sync.steps.advance import omni
-from sync.steps.verify import oracle
+from sync.steps.verify import isolation, oracle
 from sync.upstream.gitio import short
 
 
@@ -38,7 +38,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def _advance(args: argparse.Namespace, ctx: Context, port: Port) -> int:
-    m = omni.measure(port, args.oracle, args.commit)
+    m = omni.measure(port, args.oracle, args.commit, store=not args.dry_run)
     if not m.verification.ok:
         ctx.emit_json({"advanced": False, "oracle": args.oracle, "commit": m.commit,
                        "mismatches": [str(x) for x in m.verification.mismatches]})
@@ -51,9 +51,12 @@ def _advance(args: argparse.Namespace, ctx: Context, port: Port) -> int:
     vllm = a.labels["vllm_commit"]
     ran_against = short(vllm) if vllm else "absent"  # no vLLM in the omni env: as verify says
     if args.dry_run:
+        check = m.verification.isolation_check
         ctx.emit_json({"advanced": False, "dry_run": True, "oracle": args.oracle,
                        "pin_before": before.pin, "pin_after": commit, "pin_label": a.label,
-                       **a.labels, "file": port.rel(before.path)})
+                       **a.labels, "file": port.rel(before.path),
+                       "would_record": {"isolation": _check_doc(check)}})
+        ctx.say(f"dry run: would record isolation check {_check_line(check)}")
         ctx.say(f"dry run: would move {port.rel(before.path)} {short(before.pin)} → "
               f"{short(commit)} ({a.label}); ran against vLLM {ran_against}")
         return 0
@@ -70,3 +73,21 @@ def _advance(args: argparse.Namespace, ctx: Context, port: Port) -> int:
               f"isolation proven ({', '.join(a.checks)}); labelled with omni "
               f"{short(commit)} and vLLM {ran_against}")
     return 0
+
+
+def _check_doc(check: isolation.Check | None) -> dict[str, object] | None:
+    """The isolation check a dry run measured and did not record (JSON)."""
+    if check is None:
+        return None
+    return {"op": check.op, "status": check.status, "core_envs": list(check.core_after),
+            "problems": list(check.problems)}
+
+
+def _check_line(check: isolation.Check | None) -> str:
+    """The isolation check a dry run measured and did not record (text)."""
+    if check is None:
+        return "none (no omni watch)"
+    if check.problems:
+        return f"{check.op}: {check.status} ({check.problems[0]})"
+    noun = "environment" if len(check.core_after) == 1 else "environments"
+    return f"{check.op}: {check.status} (core {noun} {', '.join(check.core_after)} unchanged)"

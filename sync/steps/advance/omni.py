@@ -53,14 +53,16 @@ class OmniAdvance:
         return ev_path, {self.before.path: self.text.encode(), ev_path: ev_bytes}
 
 
-def measure(port: Port, oracle_id: str, commit_spec: str) -> Measured:
-    """Refuse without a proof of isolation; otherwise verify the omni oracle at the commit."""
+def measure(port: Port, oracle_id: str, commit_spec: str, *, store: bool = True) -> Measured:
+    """Refuse without a proof of isolation; otherwise verify the omni oracle at the commit
+    (its isolation check recorded unless not `store`: a dry run records nothing)."""
     of = oracle.oracle_file(port, oracle_id)  # no oracle file, no pin to move: said first
     prefs = port.preferences()
     commit = oracle.resolve_commit(port, prefs, oracle_id, commit_spec)
     proof = isolation.require(port, oracle_id, commit)
     return Measured(oracle_id, of, commit, proof,
-                    oracle_verify.verify(port, prefs, oracle_id, commit, candidate=True))
+                    oracle_verify.verify_candidate(port, prefs, oracle_id, commit,
+                                                   store=store))
 
 
 def plan(port: Port, m: Measured) -> OmniAdvance:

@@ -52,7 +52,7 @@ from sync.steps.verify.oracle import (
     verify_commit,
 )
 from sync.steps.verify.probe import Probe, probe_env
-from sync.steps.verify.watch import forbidden_roots, omni_watch
+from sync.steps.verify.watch import forbidden_roots, omni_measure, omni_watch
 from sync.upstream import gitio
 from sync.upstream.gitio import short
 
@@ -459,6 +459,7 @@ class Verification:
     mismatches: tuple[Mismatch, ...]
     identity: Identity
     role: Role = "pin"
+    isolation_check: isolation.Check | None = None  # omni: the check its verify measured
 
     @property
     def ok(self) -> bool:
@@ -470,28 +471,41 @@ class Verification:
 
 
 def verify(port: Port, prefs: Preferences, oracle_id: str, commit_spec: str | None = None, *,
-           shape_only: bool = False, candidate: bool = False) -> Verification:
-    """Probe and check; omni oracles also prove isolation (recorded either way).
-
-    `candidate`: the commit is the one an advance is about to pin (an omni advance has no
-    cycle target), so it is checked as a target.
-    """
+           shape_only: bool = False) -> Verification:
+    """Probe and check; omni oracles also prove isolation (recorded either way)."""
     # The oracle first: an id no oracle file declares is the mistake to name, before where
     # its environments would live.
     commit, role = verify_commit(port, prefs, check_id(oracle_id), commit_spec,
-                                 shape_only=shape_only or candidate)
+                                 shape_only=shape_only)
+    return _verify_at(port, prefs, oracle_id, commit, role)
+
+
+def verify_candidate(port: Port, prefs: Preferences, oracle_id: str, commit: str, *,
+                     store: bool = True) -> Verification:
+    """`verify` of the commit an advance is about to pin (an omni advance has no cycle
+    target), checked as a target; without `store` (a dry run) its isolation check is
+    measured and returned in `isolation_check`, never recorded."""
+    commit, role = verify_commit(port, prefs, check_id(oracle_id), commit, shape_only=True)
+    return _verify_at(port, prefs, oracle_id, commit,
+                      "target" if role == "shape only" else role, store=store)
+
+
+def _verify_at(port: Port, prefs: Preferences, oracle_id: str, commit: str, role: Role, *,
+               store: bool = True) -> Verification:
     home = oracle_home(port, prefs)
-    role = "target" if candidate and role == "shape only" else role
     env = env_path(home, oracle_id, commit)
-    with omni_watch(port, prefs, home, oracle_id, commit, "verify") as watch:
+    guard = (omni_watch(port, prefs, home, oracle_id, commit, "verify") if store
+             else omni_measure(port, prefs, home, oracle_id, "verify"))
+    with guard as watch:
         p = probe_env(port, prefs, oracle_id, commit, env, home)
         found = check(port, prefs, p, role)
         if watch is not None:
             watch.problems.extend(isolation.scan(env, forbidden_roots(port, prefs, home),
                                                  p.sys_path))
-    if watch is not None:
-        found += [Mismatch("isolation", x) for x in watch.problems]
-    return Verification(p, tuple(found), identity(p), role)
+    if watch is None:
+        return Verification(p, tuple(found), identity(p), role)
+    found += [Mismatch("isolation", x) for x in watch.problems]
+    return Verification(p, tuple(found), identity(p), role, watch.check)
 
 
 def verify_gate(port: Port, prefs: Preferences, oracle_id: str, commit_spec: str | None = None,

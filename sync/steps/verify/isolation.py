@@ -448,14 +448,24 @@ class Watch:
     source_before: str | None
     problems: list[str] = field(default_factory=list)
     after: tuple[Fingerprint, ...] = ()
+    check: Check | None = None  # set by `finish`: what a watch records
 
-    def finish(self) -> None:
+    @classmethod
+    def start(cls, core_envs: Sequence[Path], source: Path | None) -> Watch:
+        envs = tuple(core_envs)
+        return cls(envs, source, tuple(fingerprint(e) for e in envs), source_state(source))
+
+    def finish(self, op: str) -> Check:
         self.after = tuple(fingerprint(env) for env in self.core_envs)
         self.problems[:0] = [line for b, a in zip(self.before, self.after, strict=True)
                              for line in compare(b, a)]
         if source_state(self.source) != self.source_before:
             self.problems.insert(0, f"the reference checkout {self.source} changed "
                                     "(HEAD or work tree)")
+        self.check = Check(op, "FAIL" if self.problems else "PASS", gates.now(),
+                           gates.hostname(), _by_env(self.before), _by_env(self.after),
+                           tuple(self.problems))
+        return self.check
 
 
 def _by_env(prints: Sequence[Fingerprint]) -> dict[str, str]:
@@ -471,15 +481,21 @@ def watch(port: Port, oracle_id: str, commit: str, op: str, *, core_envs: Sequen
     Recorded even when the operation raises: a failed build may still have
     written into a core environment.
     """
-    envs = tuple(core_envs)
-    w = Watch(envs, source, tuple(fingerprint(e) for e in envs), source_state(source))
+    w = Watch.start(core_envs, source)
     try:
         yield w
     finally:
-        w.finish()
-        record(port, oracle_id, commit, Check(
-            op, "FAIL" if w.problems else "PASS", gates.now(), gates.hostname(),
-            _by_env(w.before), _by_env(w.after), tuple(w.problems)))
+        record(port, oracle_id, commit, w.finish(op))
+
+
+@contextlib.contextmanager
+def measure(op: str, *, core_envs: Sequence[Path], source: Path | None) -> Iterator[Watch]:
+    """`watch` for a dry run: the same check, left in `Watch.check` and never recorded."""
+    w = Watch.start(core_envs, source)
+    try:
+        yield w
+    finally:
+        w.finish(op)
 
 
 def require(port: Port, oracle_id: str, commit: str) -> Proof:

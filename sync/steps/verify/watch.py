@@ -48,12 +48,28 @@ def omni_watch(port: Port, prefs: Preferences, home: Path, oracle_id: str, commi
     """isolation.watch for omni oracles; a no-op context (yielding None) for the core one."""
     if is_core(oracle_id):
         return nullcontext(None)
+    envs, source = _core_side(port, prefs, home, oracle_id)
+    return isolation.watch(port, oracle_id, commit, op, core_envs=envs, source=source)
+
+
+def omni_measure(port: Port, prefs: Preferences, home: Path, oracle_id: str,
+                 op: str) -> AbstractContextManager[isolation.Watch | None]:
+    """`omni_watch` for a dry run: its check is measured (`Watch.check`), never recorded."""
+    if is_core(oracle_id):
+        return nullcontext(None)
+    envs, source = _core_side(port, prefs, home, oracle_id)
+    return isolation.measure(op, core_envs=envs, source=source)
+
+
+def _core_side(port: Port, prefs: Preferences, home: Path,
+               oracle_id: str) -> tuple[list[Path], Path | None]:
+    """The core environments and the core source checkout an omni operation must leave
+    alone; refused when there is no core environment to prove it against."""
     core = core_env(port, home)
     if not usable_env(core).is_dir():
         raise EnvironmentUnresolved(
             f"the core environment {core} does not exist: isolation of {oracle_id} cannot be "
             "proven against it",
             f"build the core oracle first ('upstream-sync oracle build --oracle {CORE_ID}')")
-    return isolation.watch(port, oracle_id, commit, op, core_envs=core_envs(port, home),
-                           source=source_path(prefs, port.config.oracle(CORE_ID)))
+    return core_envs(port, home), source_path(prefs, port.config.oracle(CORE_ID))
 
