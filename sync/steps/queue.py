@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -200,17 +200,7 @@ def numstat(ref: gitio.Reference, base: str, target: str,
     gitio.check_rev(target)
     out = ref.git("diff", "--numstat", "-z", "--no-renames", "--no-ext-diff", "--no-textconv",
                   "--no-relative", "--end-of-options", base, target, "--", *paths)
-    stats: dict[str, tuple[int, int, bool]] = {}
-    for rec in out.decode("utf-8", "replace").split("\0"):
-        fields = rec.split("\t", 2)
-        if len(fields) != 3:
-            continue
-        added, deleted, path = fields
-        if added == "-" and deleted == "-":
-            stats[path] = (0, 0, True)
-        elif added.isdigit() and deleted.isdigit():
-            stats[path] = (int(added), int(deleted), False)
-    return stats
+    return _summed((names[0], added, deleted) for added, deleted, names in _numstat_z(out))
 
 
 def renamed_numstat(ref: gitio.Reference, base: str, target: str,
@@ -223,16 +213,19 @@ def renamed_numstat(ref: gitio.Reference, base: str, target: str,
     out = ref.git("diff", "--numstat", "-z", "-M", "--no-ext-diff", "--no-textconv",
                   "--no-relative", "--end-of-options", base, target, "--", *_names(moves))
     owner = _owners(moves)
+    return _summed((old, added, deleted) for added, deleted, names in _numstat_z(out)
+                   if (old := next((owner[n] for n in names if n in owner), None)) is not None)
+
+
+def _summed(rows: Iterable[tuple[str, str, str]]) -> dict[str, tuple[int, int, bool]]:
+    """key -> (insertions, deletions, binary), summed over its `--numstat` rows."""
     stats: dict[str, tuple[int, int, bool]] = {}
-    for added, deleted, names in _numstat_z(out):
-        old = next((owner[n] for n in names if n in owner), None)
-        if old is None:
-            continue
-        ins, dels, binary = stats.get(old, (0, 0, False))
+    for key, added, deleted in rows:
+        ins, dels, binary = stats.get(key, (0, 0, False))
         if added == "-" and deleted == "-":
-            stats[old] = (ins, dels, True)
+            stats[key] = (ins, dels, True)
         elif added.isdigit() and deleted.isdigit():
-            stats[old] = (ins + int(added), dels + int(deleted), binary)
+            stats[key] = (ins + int(added), dels + int(deleted), binary)
     return stats
 
 
