@@ -519,6 +519,16 @@ def _few(names: Iterable[str]) -> str:
     return ", ".join(ns[:SHOWN]) + (f" +{len(ns) - SHOWN}" if len(ns) > SHOWN else "")
 
 
+def mentioned_only(outcomes: Iterable[tuple[object, object]]) -> frozenset[str]:
+    """Of (path, outcome) pairs, the paths every citation of which was judged a mention
+    (`See vllm/x.py`): a reference, never what a port file ports."""
+    seen: dict[str, set[object]] = {}
+    for path, outcome in outcomes:
+        if isinstance(path, str):
+            seen.setdefault(path, set()).add(outcome)
+    return frozenset(p for p, got in seen.items() if got == {"mention"})
+
+
 _LEAD: dict[Outcome, str] = {
     "deleted": "cited definitions deleted upstream (re-point the citation)",
     "deferred": "changes only under a feature the port file defers",

@@ -74,12 +74,10 @@ def derive(port: Port, which: str, notes: Notes | None = None) -> Derivation:
 
 
 def _mentioned(entry: Entry, cited: tuple[str, ...]) -> tuple[str, ...]:
-    """The cited paths every citation of which the symbol pass judged a mention (`See
-    vllm/x.py`): a reference, never what a port file ports (queue's "mentioned only")."""
-    outcomes: dict[str, set[str]] = {}
-    for v in entry.evidence.verdicts if entry.evidence is not None else ():
-        outcomes.setdefault(v.path, set()).add(v.outcome)
-    return tuple(p for p in cited if outcomes.get(p) == {"mention"})
+    """The cited paths port files only mention (queue's "mentioned only")."""
+    verdicts = entry.evidence.verdicts if entry.evidence is not None else ()
+    only = classify.mentioned_only((v.path, v.outcome) for v in verdicts)
+    return tuple(p for p in cited if p in only)
 
 
 def _earlier(port: Port, which: str, c: cycle.Cycle) -> UsageError | None:

@@ -37,7 +37,7 @@ from sync.records import cycle
 from sync.records.decisions import ALL
 from sync.records.mdtext import flat, one_line
 from sync.steps import carry, surface
-from sync.steps.classify import AUTO, Entry
+from sync.steps.classify import AUTO, Entry, mentioned_only
 from sync.steps.evidence import parse_ranges
 from sync.upstream import gitio, history, patch
 from sync.upstream.gitio import short
@@ -593,9 +593,8 @@ def _drifted(planned: list[tuple[str, list[FilePin], list[tuple[str, str, str]]]
 def _mentioned_only(found: dict[str, Any], path: str) -> bool:
     """Whether the symbol pass saw port files cite `path` and every one only mentions it
     (`See vllm/x.py`): a reference, never what the item ports."""
-    outcomes = [c.get("outcome") for c in found.get("citations", [])
-                if isinstance(c, dict) and c.get("path") == path]
-    return bool(outcomes) and all(o == "mention" for o in outcomes)
+    return path in mentioned_only((c.get("path"), c.get("outcome"))
+                                  for c in found.get("citations", []) if isinstance(c, dict))
 
 
 def _judged(found: dict[str, Any], path: str) -> dict[str, tuple[str, int]]:
