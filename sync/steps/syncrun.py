@@ -84,7 +84,7 @@ class _Frame:
 @dataclass(frozen=True)
 class _Range:
     commits: list[history.Commit]
-    stats: history.RangeStats
+    stats: gitio.Started  # the range's `git diff --shortstat`, read when the report is made
     surf: surface.Surface
     divergent: bool
     symbols: evidence.Pass
@@ -284,17 +284,18 @@ def _enumerate(port: Port, frame: _Frame, notes: Notes | None) -> _Range:
     if notes is not None:
         notes.progress(f"enumerating {short(base)}..{short(target)} in {ref.path}")
     # git enumerates while Python reads the port's headers: the two overlap on 2 cores.
-    # The checkout's status too, read only when the report is assembled.
+    # The range's stats and the checkout's status too, read only when the report is
+    # assembled: with rename detection over the whole range, the stats take longer than
+    # the log and the cached headers together.
     log_job = history.begin_log(ref, base, target)
     stats_job = history.begin_stats(ref, base, target)
     tree_job = health.begin_tree(ref)
     surf = surface.build(port)
     commits = history.finish_log(log_job)
-    stats = history.finish_stats(stats_job, len(commits))
     surf = surface.in_range(surf, commits)
     # The symbol pass: one patch listing and one blob read, whatever the range.
     found = evidence.gather(ref, commits, surf, base, notes)
-    return _Range(commits, stats, surf, divergent, found, tree_job)
+    return _Range(commits, stats_job, surf, divergent, found, tree_job)
 
 
 def _classify(port: Port, rng: _Range,
@@ -402,7 +403,7 @@ def _assemble(port: Port, frame: _Frame, rng: _Range, earlier: _Earlier, req: Cy
         reference_head=gitio.head_sha(frame.ref) or "",
         reference_dirty=not (state := _reference_state(port, frame, rng.tree)).startswith("clean"),
         reference_state=state,
-        stats=rng.stats, state=req.state or earlier.state,
+        stats=history.finish_stats(rng.stats, len(rng.commits)), state=req.state or earlier.state,
         entries=tuple(entries),
         reverts=tuple(sorted(history.find_reverts(rng.commits).items())),
         duplicates=tuple(history.find_duplicates(frame.ref, rng.commits)),
