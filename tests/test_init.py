@@ -150,6 +150,22 @@ def test_gitignore_is_appended_once_keeping_crlf(tmp: Path) -> None:
     assert (root / ".gitignore").read_bytes().count(b".lock") == 1
 
 
+@pytest.mark.parametrize(("old", "added"), [
+    (b"build/\r\n*.o\r", b"\n"),  # a lone CR at the end: made CRLF, not CR CR LF
+    (b"a\r\nb\r\nc\n", b""),  # ends in LF already: no empty line added
+])
+def test_gitignore_lines_follow_a_lone_cr_or_an_lf_without_an_empty_line(
+        tmp: Path, old: bytes, added: bytes) -> None:
+    """A CRLF .gitignore ending in a lone CR got CRLF after it (CR CR LF), one ending in a
+    plain LF got CRLF after that (an empty line): every old byte is kept, the lines go on
+    with the file's dominant ending."""
+    root = make_port(tmp)
+    (root / ".gitignore").write_bytes(old)
+    assert init(str(root))[0] == 0
+    assert (root / ".gitignore").read_bytes() == old + added + (
+        b"/.agents/developer-preferences.md\r\n/.agents/sync/.lock\r\n/.agents/sync/.txn-*\r\n")
+
+
 def test_existing_example_is_kept(tmp: Path) -> None:
     root = make_port(tmp)
     example = root / ".agents/developer-preferences.md.example"

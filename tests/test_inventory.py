@@ -290,6 +290,17 @@ def test_annotate_goes_to_the_cycle_section_before_section9() -> None:
     assert c.where == "already" and c.text == b.text and c.line == 16
 
 
+def test_a_bullet_after_a_lone_cr_doubles_no_cr() -> None:
+    """A CRLF inventory whose cycle section ends the file in a lone CR (an old-Mac line end)
+    got CRLF after that CR, CR CR LF: an empty line to an editor, the new bullet cut off
+    the list. Only the LF that makes it CRLF goes there; every old byte is kept."""
+    text = ("## T1 — x\r\n\r\n## Sync 2026-01-05-abcdef0: INVENTORY\r\n\r\n"
+            "- T1 (vllm#3) y\r")
+    a = annotate(text, pr=5, tier="T1", paths=["vllm/b.py"])
+    assert a.where == "section"
+    assert a.text == text + "\n- T1 (vllm#5) — `vllm/b.py`\r\n"
+
+
 def test_annotate_never_takes_a_cycle_bullet_for_another_pr() -> None:
     """walk-s10 U2: #50574 ("... encoder token embedding") went onto the bullet of #50293
     ("... encoder token classification"), an earlier cycle's item, by their shared words."""
@@ -428,6 +439,25 @@ def test_parse_and_annotate_never_crash(lines: list[str], nl: str, paths: list[s
         assert "vllm#5" in a.text and len(a.text) > len(text)
         again = inventory.parse(a.text, path="inv.md")
         assert any("vllm#5" in r.text for r in again.rows()) or a.where == "section"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_LINES, st.sampled_from(["\n", "\r\n", "\r", ""])), max_size=25),
+       st.sampled_from(["vllm/a.py", "vllm/z.py"]), st.sampled_from(inventory.TIERS))
+def test_annotate_on_mixed_line_endings_keeps_bytes_and_doubles_no_cr(
+        lines: list[tuple[str, str]], path: str, tier: str) -> None:
+    """Any mix of LF, CRLF and lone CR: an annotation inserts in one place, every old byte
+    kept, and adds no CR CR LF."""
+    text = "".join(line + end for line, end in lines)
+    try:
+        a = annotate(text, pr=5, tier=tier, paths=[path], subject="S (#5)")
+    except SyncError:
+        return
+    at = next((i for i, (x, y) in enumerate(zip(text, a.text, strict=False)) if x != y),
+              len(text))
+    assert a.text.startswith(text[:at]) and a.text.endswith(text[at:])
+    assert len(a.text) > len(text) or a.where == "already"
+    assert a.text.count("\r\r\n") == text.count("\r\r\n")
 
 
 @settings(max_examples=200, deadline=None)

@@ -62,6 +62,25 @@ def test_append_to_a_table_at_end_of_file_without_newline(tmp_path: Path) -> Non
     assert path.read_text() == text + "\n" + NEW_ROW + "\n"
 
 
+def test_append_after_a_row_ending_in_a_lone_cr_doubles_no_cr(tmp_path: Path) -> None:
+    """A CRLF ledger whose last row ends in a lone CR (an old-Mac line end) at the end of the
+    file got the file's CRLF after that CR, CR CR LF: an empty line to an editor, which cut
+    the new row off the table. Only the LF that makes it CRLF goes there; every old byte
+    is kept and the new row ends with the file's CRLF."""
+    text = f"# Ledger\r\n\r\n{HEAD}\r\n{SEP}\r\n{ROW}\r"
+    path = ledger_file(tmp_path, text.encode())
+    ledger.append(path, CELLS, rel="ledger.md")
+    assert path.read_bytes() == (text + "\n" + NEW_ROW + "\r\n").encode()
+
+
+def test_a_new_row_ends_with_the_dominant_line_ending(tmp_path: Path) -> None:
+    """The new row's ending is the file's (the most lines'), not the first line's."""
+    text = f"# Ledger\n\r\n{HEAD}\r\n{SEP}\r\n{ROW}"
+    path = ledger_file(tmp_path, text.encode())
+    ledger.append(path, CELLS, rel="ledger.md")
+    assert path.read_bytes() == (text + "\r\n" + NEW_ROW + "\r\n").encode()
+
+
 def test_append_to_an_empty_table(tmp_path: Path) -> None:
     text = f"{HEAD}\n{SEP}\n\nprose\n"
     path = ledger_file(tmp_path, text)
@@ -257,6 +276,36 @@ def test_append_on_any_text_refuses_or_keeps_bytes(pieces: list[str], nl: str,
     at = table.insert_at
     assert new.startswith(text[:at]) and new.endswith(text[at:])
     assert row in new and len(new) > len(text)
+
+
+def _dominant(text: str) -> str:
+    """The line ending most lines of `text` end with (LF-split, as the ledger reads it)."""
+    crlf = text.count("\r\n")
+    lf = text.count("\n") - crlf
+    if crlf != lf:
+        return "\r\n" if crlf > lf else "\n"
+    first = re.search(r"\r?\n", text)
+    return first.group() if first else "\n"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_PIECES, st.sampled_from(["\n", "\r\n", "\r", ""])), max_size=12))
+def test_append_on_mixed_line_endings_keeps_bytes_and_doubles_no_cr(
+        pieces: list[tuple[str, str]]) -> None:
+    """Any mix of LF, CRLF and lone CR: an append inserts in one place, every old byte kept,
+    adds no CR CR LF, and ends the new row with the file's dominant line ending."""
+    text = "".join(p + end for p, end in pieces)
+    cells = ("2026-01-02 / `def5678`", "y", "vllm#2", "ok")
+    try:
+        table = ledger.find_table(text, path="l.md")
+        new, row = ledger.appended(text, cells, rel="l.md")
+    except SyncError:
+        return
+    at = table.insert_at
+    added = new[at: len(new) - (len(text) - at)]
+    assert new == text[:at] + added + text[at:]
+    assert added.endswith(row + _dominant(text))
+    assert new.count("\r\r\n") == text.count("\r\r\n")
 
 
 @settings(max_examples=200, deadline=None)

@@ -254,8 +254,8 @@ def find_table(text: str, *, path: str) -> Table:
         rows += got
         if ours:
             last = block[-1]
-    newline = last.nl or mdscan.newline(lines)
-    return Table(tuple(rows), last.start + len(last.body) + len(last.nl), newline, not last.nl)
+    return Table(tuple(rows), last.start + len(last.body) + len(last.nl), mdscan.newline(lines),
+                 not last.nl)
 
 
 def escape_cell(text: str) -> str:
@@ -369,8 +369,8 @@ def appended(text: str, cells: tuple[str, str, str, str], *, rel: str) -> tuple[
     """
     table = find_table(text, path=rel)
     row = render_row(cells)
-    lead = table.newline if table.needs_newline else ""
-    new = text[: table.insert_at] + lead + row + table.newline + text[table.insert_at:]
+    at = table.insert_at
+    new = text[:at] + mdscan.line_break(text[:at], table.newline) + row + table.newline + text[at:]
     again = find_table(new, path=rel)
     want = tuple(escape_cell(c) for c in cells)
     if (again.rows[:-1] != table.rows or len(again.rows) != len(table.rows) + 1

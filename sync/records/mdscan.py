@@ -63,10 +63,23 @@ def split_lines(text: str) -> list[Line]:
 
 
 def newline(lines: Sequence[Line]) -> str:
-    for ln in lines:
-        if ln.nl:
-            return ln.nl
-    return "\n"
+    """The file's dominant line ending, what a line the tool adds ends with: CRLF or LF,
+    whichever ends more lines (the first one's on a tie), LF when no line has one."""
+    crlf = sum(ln.nl == "\r\n" for ln in lines)
+    lf = sum(ln.nl == "\n" for ln in lines)
+    if crlf != lf:
+        return "\r\n" if crlf > lf else "\n"
+    return next((ln.nl for ln in lines if ln.nl), "\n")
+
+
+def line_break(before: str, nl: str) -> str:
+    """What goes between `before` and a line the tool adds after it: nothing after a line
+    break; after a lone CR (an old-Mac line end, which `split_lines` keeps in the line's
+    body) only the LF that makes it CRLF, since `nl` there would leave CR CR LF, an empty
+    line to an editor (it splits a table there); else `nl`."""
+    if not before or before.endswith("\n"):
+        return ""
+    return "\n" if before.endswith("\r") else nl
 
 
 def _heading_tier(text: str) -> str | None:

@@ -19,7 +19,7 @@ import tomli_w
 from sync.cli.context import Context, add_json
 from sync.infra.atomic import read_text, write_text
 from sync.infra.errors import UsageError
-from sync.records import config, ledger, mdtext, prefs, starter
+from sync.records import config, ledger, mdscan, mdtext, prefs, starter
 from sync.steps import discover
 
 
@@ -152,9 +152,10 @@ def _ignore(root: Path) -> list[str]:
     text = read_text(ignore) if ignore.exists() else ""
     missing = [w for w in wants if w not in text.splitlines()]
     if missing:
-        nl = "\r\n" if "\r\n" in text else "\n"
-        write_text(ignore, text + ("" if not text or text.endswith(nl) else nl)
-                   + "".join(w + nl for w in missing))
+        # As the records' editors add a line: the file's dominant ending, and after a lone
+        # CR only the LF that makes it CRLF (never CR CR LF, an empty line).
+        nl = mdscan.newline(mdscan.split_lines(text))
+        write_text(ignore, text + mdscan.line_break(text, nl) + "".join(w + nl for w in missing))
     return missing
 
 
