@@ -175,3 +175,26 @@ def test_a_record_that_is_not_utf8_is_refused_at_its_line_and_column(data: bytes
     assert exc.value.line == line and "\n" not in str(exc.value)
     assert str(exc.value).startswith(f"r.md:{line}: is not UTF-8 (byte 0x{data[first]:02x} at "
                                      f"column {column}, offset {first})")
+
+
+@given(st.binary(max_size=200) | st.lists(st.sampled_from(
+    [b"\n", b"a", b"\xe9", b"\xe2\x82", b"\xe2\x82\xac", b"\xf0\x9f", b"\xed\xa0\x80", b"\xff"]),
+    max_size=40).map(b"".join))
+def test_a_port_files_text_as_read_and_as_rewritten_line_up(data: bytes) -> None:
+    """sync and check read a port file that is not UTF-8 with replacement characters, and
+    bump-headers rewrote it at the offsets of that text: one U+FFFD stood for a cut sequence
+    of several bytes (b'\\xe2\\x82'), so a header after it was refused or misplaced. The text
+    read has one character for each bad byte, as the kept text that is written back does,
+    which gives every byte back; the first bad byte on any lines is the one decoding finds."""
+    kept = atomic.decode_kept(data)
+    read, _bad = atomic.decode_lenient(data)
+    assert atomic.encode_kept(kept) == data
+    assert read == atomic.shown(kept) and len(read) == len(kept)
+    assert all(r == k or (r == "\ufffd" and "\udc80" <= k <= "\udcff")
+               for r, k in zip(read, kept, strict=True))
+    lines = data.count(b"\n") + 1
+    assert atomic.not_utf8_on(data, 1, lines) == _bad
+    for no, line in enumerate(data.split(b"\n"), start=1):
+        got = atomic.not_utf8_on(data, no, no)
+        assert (got is None) == (atomic.decode_kept(line) == line.decode("utf-8", "replace"))
+        assert got is None or got[0] == no

@@ -76,6 +76,44 @@ def test_bump_is_byte_exact_except_sha_tokens(world: World) -> None:
     assert total.startswith(f"{len(cases)} file(s): 0 bumped")
 
 
+def test_a_byte_that_is_not_utf8_outside_the_header_is_kept_as_the_header_is_bumped(
+        world: World) -> None:
+    """A port file with one Latin-1 byte far from its header (and a cut UTF-8 sequence in
+    the licence comment above it) was refused whole ('is not UTF-8 ... re-save it as
+    UTF-8'), though sync and check read its header. The header is bumped, every other byte
+    written back as it was, and check says so."""
+    world.freeze()
+    older, target = world.up.older, world.up.target
+    data = (b"/* (c) \xe2\x82 2026 */\n\n// Ported from: vllm/a.py @ " + older[:10].encode()
+            + b"\n\nint x;\n" + b"\n" * 20 + b"// na\xefve caf\xe9\nint y;\n")
+    (world.root / "src/latin1.cpp").write_bytes(data)
+    warned = ("warning: src/latin1.cpp:1: is not UTF-8 (byte 0xe2 at column 8, offset 7), "
+              "outside its header: read as a replacement character (bump-headers writes the "
+              "byte back as it was) — re-save it as UTF-8 unless it is meant")
+    assert warned in run(world.root, "check").out.splitlines()
+    r = run(world.root, "bump-headers", "src/latin1.cpp")
+    assert r.rc == 0, r.out + r.err
+    assert (world.root / "src/latin1.cpp").read_bytes() == data.replace(
+        older[:10].encode(), target[:10].encode())
+
+
+def test_a_byte_that_is_not_utf8_on_the_headers_lines_is_refused_where_it_is(
+        world: World) -> None:
+    """Such a byte inside the header (not the file's first) is refused at its own line, as
+    check warns of it: the header read there is not what the file says."""
+    world.freeze()
+    older = world.up.older
+    data = (b"/* (c) J\xe9r\xf4me */\n\n// Ported from: vllm/a.py @ " + older[:10].encode()
+            + b"\n//   (caf\xe9)\nint x;\n")
+    (world.root / "src/latin1.cpp").write_bytes(data)
+    where = "src/latin1.cpp:4: is not UTF-8 (byte 0xe9 at column 10, offset 66)"
+    assert (f"warning: {where}, so bump-headers will refuse to rewrite its header — re-save "
+            "it as UTF-8") in run(world.root, "check").out.splitlines()
+    r = run(world.root, "bump-headers", "src/latin1.cpp")
+    assert r.rc == 4 and f"refused: {where} — re-save it as UTF-8" in r.out, r.out + r.err
+    assert (world.root / "src/latin1.cpp").read_bytes() == data
+
+
 def test_check_lists_and_writes_nothing(world: World) -> None:
     before = (world.root / "src/a.cpp").read_bytes()
     r = run(world.root, "bump-headers", "src/a.cpp", "src/c.cpp", "--to", world.up.target,

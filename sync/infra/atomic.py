@@ -157,7 +157,7 @@ def read_text(path: Path) -> str:
 MAX_RECORD_BYTES = 64 * 1024 * 1024
 _BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"),
          (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16"))
-_RESAVE = "re-save it as UTF-8"
+RESAVE = "re-save it as UTF-8"
 
 
 def read_record_bytes(path: Path, *, rel: str) -> bytes:
@@ -180,17 +180,23 @@ def read_record_bytes(path: Path, *, rel: str) -> bytes:
                          "make it a readable file", path=rel) from None
 
 
-def decode_record(data: bytes, *, rel: str) -> str:
-    """UTF-8 text exactly as stored; a UTF-16/32 file or undecodable bytes are refused."""
+def refuse_wide(data: bytes, *, rel: str) -> None:
+    """A UTF-16/32 file (its byte-order mark says so) is refused: it is no UTF-8 text with
+    a stray byte, every character of it reads wrong."""
     for bom, name in _BOMS:
         if data.startswith(bom):
             raise MalformedRecord(f"is {name} (it starts with a byte-order mark), not UTF-8",
-                                  _RESAVE, path=rel)
+                                  RESAVE, path=rel)
+
+
+def decode_record(data: bytes, *, rel: str) -> str:
+    """UTF-8 text exactly as stored; a UTF-16/32 file or undecodable bytes are refused."""
+    refuse_wide(data, rel=rel)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line, said = not_utf8(data, exc)
-        raise MalformedRecord(said, _RESAVE, path=rel, line=line) from None
+        raise MalformedRecord(said, RESAVE, path=rel, line=line) from None
 
 
 def not_utf8(data: bytes, exc: UnicodeDecodeError) -> tuple[int, str]:
@@ -204,13 +210,64 @@ def not_utf8(data: bytes, exc: UnicodeDecodeError) -> tuple[int, str]:
                                              f"column {column}, offset {exc.start})")
 
 
+def not_utf8_on(data: bytes, first: int, last: int) -> tuple[int, str] | None:
+    """`not_utf8` of the first byte on lines `first`..`last` (1-based) of `data` that does
+    not decode; None when every byte there does. A line ends at an LF, which no multi-byte
+    sequence holds, so the lines decode apart from the rest."""
+    start = 0
+    for _ in range(first - 1):
+        start = data.find(b"\n", start) + 1
+        if start == 0:
+            return None
+    end = start
+    for _ in range(last - first + 1):
+        end = data.find(b"\n", end) + 1
+        if end == 0:
+            end = len(data)
+            break
+    try:
+        data[start:end].decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return not_utf8(data, UnicodeDecodeError("utf-8", data, start + exc.start,
+                                                 start + exc.end, exc.reason))
+    return None
+
+
+# Bytes that are not UTF-8 decoded with surrogateescape are U+DC80..U+DCFF, one each.
+_KEPT = re.compile("[\udc80-\udcff]")
+_SHOWN = dict.fromkeys(range(0xDC80, 0xDD00), "\ufffd")
+
+
+def decode_kept(data: bytes) -> str:
+    """`data` as text, each byte that is not UTF-8 kept as one lone surrogate, so that
+    `encode_kept` gives every byte back (a rewrite of a Latin-1 port file changes only what
+    it rewrites)."""
+    return data.decode("utf-8", "surrogateescape")
+
+
+def encode_kept(text: str) -> bytes:
+    return text.encode("utf-8", "surrogateescape")
+
+
+def has_kept(text: str) -> bool:
+    """Whether `text` (from `decode_kept`) holds a byte that is not UTF-8."""
+    return _KEPT.search(text) is not None
+
+
+def shown(text: str) -> str:
+    """`text` from `decode_kept` with each kept byte as U+FFFD: what a parser may read and
+    print, one character for each of the bytes, so an offset into one is one into the other."""
+    return text.translate(_SHOWN) if has_kept(text) else text
+
+
 def decode_lenient(data: bytes) -> tuple[str, tuple[int, str] | None]:
-    """`data` as text, bytes that are not UTF-8 replaced, and where the first of them is
+    """`data` as text, each byte that is not UTF-8 a replacement character (`shown`: offsets
+    are those of `decode_kept`, which `bump-headers` rewrites), and where the first of them is
     (`not_utf8`); None there when every byte decodes: how port files are read."""
     try:
         return data.decode("utf-8"), None
     except UnicodeDecodeError as exc:
-        return data.decode("utf-8", errors="replace"), not_utf8(data, exc)
+        return shown(decode_kept(data)), not_utf8(data, exc)
 
 
 def read_record(path: Path, *, rel: str) -> str:

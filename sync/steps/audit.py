@@ -147,8 +147,11 @@ def run_audit(port: Port, ref: gitio.Reference, pin: str, upstream_ref: str,
 def not_utf8_texts(surf: Surface) -> tuple[str, ...]:
     """One warning per scanned file that is not UTF-8, located at its first bad byte
     (`check` and `audit` say the same lines)."""
-    return (tuple(f"{where}, so bump-headers will refuse to rewrite its header — re-save it "
-                  "as UTF-8" for where in surf.not_utf8)
+    kept = set(surf.not_utf8_kept)
+    return (tuple(f"{where}, outside its header: read as a replacement character (bump-headers "
+                  "writes the byte back as it was) — re-save it as UTF-8 unless it is meant"
+                  if where in kept else f"{where}, so bump-headers will refuse to rewrite its "
+                  "header — re-save it as UTF-8" for where in surf.not_utf8)
             + tuple(f"{where}, and holds no header that could be read (a byte inside 'Ported "
                     "from' hides one) — re-save it as UTF-8" for where in surf.not_utf8_other))
 

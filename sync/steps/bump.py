@@ -8,7 +8,8 @@ file means nothing is written: a SHA split over lines (no single token to
 rewrite), a citation without a SHA, a SHA that is no commit of the upstream line,
 a path the target no longer has (renamed: to what; deleted: in which commit; the
 header must follow the move by hand), a citation ahead of the target (a bump would
-move it back). Only the core oracle's citations are rewritten: a citation of
+move it back), a byte that is not UTF-8 on the header's lines (elsewhere such bytes are
+kept as they are). Only the core oracle's citations are rewritten: a citation of
 llama.cpp keeps its llama.cpp SHA. `unchanged_only` (`--unchanged`) bumps only files
 whose every cited upstream file is byte-identical at the target, and leaves the
 others alone; the files are written in one journaled transaction, all or none.
@@ -25,8 +26,7 @@ from sync.headers import citations as headers
 from sync.headers import oracles
 from sync.headers import verify as sha_verify
 from sync.headers.citations import CORE
-from sync.infra import txn
-from sync.infra.atomic import read_record
+from sync.infra import atomic, txn
 from sync.infra.errors import (
     BlockedCycle,
     EnvironmentUnresolved,
@@ -34,7 +34,7 @@ from sync.infra.errors import (
     SyncError,
     UsageError,
 )
-from sync.steps import audit
+from sync.steps import audit, scan
 from sync.upstream import gitio
 from sync.upstream.gitio import short
 
@@ -155,13 +155,29 @@ def _plain(rel: str, text: str) -> headers.Header:
 
 def _read(file: Path, rel: str, read: HeaderReader = _plain) -> _Draft:
     try:
-        text = read_record(file, rel=rel)
+        data = atomic.read_record_bytes(file, rel=rel)
+        atomic.refuse_wide(data, rel=rel)
     except MalformedRecord as exc:
         return _Draft(file, rel, "", headers.NO_HEADER, exc)
-    header = read(rel, text)
+    # A byte that is not UTF-8 (a Latin-1 comment) is one character here, as it is one
+    # replacement character where sync and check read the file (`atomic.decode_lenient`): the
+    # header they read has its offsets in this text, and `write` gives the byte back.
+    text = atomic.decode_kept(data)
+    header = read(rel, atomic.shown(text))
     d = _Draft(file, rel, text, header)
-    d.refusal = _header_refusal(d)
+    d.refusal = _not_utf8(d, data) or _header_refusal(d)
     return d
+
+
+def _not_utf8(d: _Draft, data: bytes) -> SyncError | None:
+    """A byte that is not UTF-8 on the header's lines (with no header read, anywhere: one
+    inside 'Ported from' hides it): the header read there is not what the file says, so it
+    is not rewritten. Such bytes elsewhere are kept as they are."""
+    if not atomic.has_kept(d.text):
+        return None
+    bad = scan.header_not_utf8(data, d.header)
+    return None if bad is None else MalformedRecord(bad[1], atomic.RESAVE, path=d.rel,
+                                                    line=bad[0])
 
 
 def _header_refusal(d: _Draft) -> SyncError | None:
@@ -395,7 +411,7 @@ def write(plans: list[FilePlan], state_dir: Path) -> int:
     for p in plans:
         if p.refusal is not None and not isinstance(p.refusal, Skipped):
             raise p.refusal
-    writes = {p.file: p.new_text.encode() for p in plans if p.changes}
+    writes = {p.file: atomic.encode_kept(p.new_text) for p in plans if p.changes}
     if writes:
         state_dir.mkdir(parents=True, exist_ok=True)
         txn.commit(state_dir, writes)

@@ -34,11 +34,14 @@ class FileScan:
     first_lines: tuple[tuple[str, int], ...]  # each inline path's first line (1-based)
     deferred: tuple[deferred_mod.Deferred, ...]
     # Not UTF-8: the first bad byte's line and what it is (`atomic.not_utf8`); the file was
-    # read with replacement characters (bump-headers refuses it).
+    # read with replacement characters, one for each such byte.
     not_utf8: tuple[int, str] | None = None
     # The 1-based line of each of `inline.anchored`, in its order (not every line break:
     # they were half of what the cache stored).
     anchored_lines: tuple[int, ...] = ()
+    # The first such byte on the header's lines (bump-headers refuses to rewrite a header it
+    # cannot read as written); None when they are UTF-8 (it keeps the bytes elsewhere).
+    header_not_utf8: tuple[int, str] | None = None
 
 
 def scan_text(rel: str, text: str, mirrored: tuple[str, ...]) -> FileScan:
@@ -47,6 +50,14 @@ def scan_text(rel: str, text: str, mirrored: tuple[str, ...]) -> FileScan:
     return FileScan(headers.parse_header(text, rel), inline, first,
                     deferred_mod.deferred(text, rel), anchored_lines=_lines_at(
                         text, [at for _up, at, _a in inline.anchored]))
+
+
+def header_not_utf8(data: bytes, header: headers.Header) -> tuple[int, str] | None:
+    """The first byte of `data` that is not UTF-8 on the lines of `header` (`atomic.not_utf8`);
+    with no header, the first of the file (one inside 'Ported from' may hide the header)."""
+    if header.kind == "NONE":
+        return atomic.not_utf8_on(data, 1, data.count(b"\n") + 1)
+    return atomic.not_utf8_on(data, header.start_line, header.end_line)
 
 
 def _lines_at(text: str, offsets: list[int]) -> tuple[int, ...]:
@@ -155,5 +166,5 @@ def _scan(path: str, rel: str, mirrored: tuple[str, ...], cached: _Cached,
         text, bad = atomic.decode_lenient(data)
         scan = scan_text(rel, text, mirrored)
         if bad is not None:
-            scan = replace(scan, not_utf8=bad)
+            scan = replace(scan, not_utf8=bad, header_not_utf8=header_not_utf8(data, scan.header))
     return key, None if _racy(st, now) else stat, scan

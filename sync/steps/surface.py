@@ -75,13 +75,17 @@ class Surface:
     model_globs: tuple[str, ...] = ()
     watched: dict[str, tuple[str, ...]] = field(default_factory=dict)  # original files
     references: dict[str, tuple[str, ...]] = field(default_factory=dict)  # mentions
-    # Ported files whose bytes are not UTF-8, each located at its first bad byte
-    # ("src/x.cpp:3: is not UTF-8 (byte 0xe9 at column 5, offset 40)", as a record's refusal).
+    # Ported files whose bytes are not UTF-8, each located at its first bad byte on its
+    # header's lines, else at its first ("src/x.cpp:3: is not UTF-8 (byte 0xe9 at column 5,
+    # offset 40)", as bump-headers refuses such a header).
     not_utf8: tuple[str, ...] = ()
     # Other scanned files that are not UTF-8: a bad byte inside `Ported from` leaves no header
     # to read, and the file would drop out of the surface in silence (walk-s11 U6).
     not_utf8_other: tuple[str, ...] = ()
     platforms: tuple[str, ...] = ()  # `[classify] untargeted_platforms`
+    # Those of `not_utf8` whose header's lines are UTF-8: bump-headers rewrites their
+    # headers and writes every other byte back as it was.
+    not_utf8_kept: tuple[str, ...] = ()
 
     def citing(self, upstream_path: str) -> tuple[str, ...]:
         """The port files that cite or watch `upstream_path` (whose moves they must follow)."""
@@ -220,11 +224,21 @@ def _sorted(m: dict[str, set[str]]) -> dict[str, tuple[str, ...]]:
 
 
 def _not_utf8(scans: dict[str, scan.FileScan], file_headers: dict[str, headers.Header], *,
-              ported: bool) -> tuple[str, ...]:
+              ported: bool, kept: bool = False) -> tuple[str, ...]:
     """The scanned files (ported ones, or the others) that are not UTF-8, sorted, each
-    located at its first bad byte."""
-    return tuple(f"{rel}:{bad[0]}: {bad[1]}" for rel, h in sorted(file_headers.items())
-                 if (h.kind == "PORTED") == ported and (bad := scans[rel].not_utf8) is not None)
+    located at its first bad byte (a ported file's on its header's lines, when one is
+    there: what bump-headers refuses); `kept`: the ported ones whose header's lines are
+    UTF-8."""
+    out = []
+    for rel, h in sorted(file_headers.items()):
+        s = scans[rel]
+        if (h.kind == "PORTED") != ported or s.not_utf8 is None:
+            continue
+        if kept and s.header_not_utf8 is not None:
+            continue
+        bad = (s.header_not_utf8 if ported else None) or s.not_utf8
+        out.append(f"{rel}:{bad[0]}: {bad[1]}")
+    return tuple(out)
 
 
 def header_reader(port: Port, found: dict[str, headers.Header] | None = None
@@ -332,4 +346,5 @@ def build(port: Port) -> Surface:
                    cfg.model_globs, _sorted(refs.watched), _sorted(refs.mentioned),
                    _not_utf8(scans, file_headers, ported=True),
                    _not_utf8(scans, file_headers, ported=False),
-                   cfg.untargeted_platforms)
+                   cfg.untargeted_platforms,
+                   _not_utf8(scans, file_headers, ported=True, kept=True))
