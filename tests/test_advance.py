@@ -496,6 +496,26 @@ def test_a_stall_lists_a_failing_gate_once(prepared: Prepared, copy: Callable[[s
                      f"`upstream-sync parity --suite op --target {prepared.target}` again"], lines
 
 
+def test_the_advance_moves_only_the_branch_the_preferences_name(
+        prepared: Prepared, copy: Callable[[str], Copy]) -> None:
+    """With another branch checked out in the reference checkout (`work`, at the pin), the
+    advance fast-forwarded that branch to the target, and `main`, the preferences' branch,
+    stayed at the pin: refused (the table above), with both branches left where they were,
+    and status says it before. A branch of another name that tracks origin/main is the
+    preferences' branch, and moves."""
+    c = copy("ready")
+    git(c.ref, "checkout", "-q", "-b", "work")
+    rc, out, _ = cmd("advance")
+    assert rc == 6 and "has branch work checked out, not main" in out, out
+    assert git(c.ref, "rev-parse", "work", "main").split() == [prepared.pin] * 2
+    said = json.loads(cmd("status", "--json")[1])["reference"]["problems"]
+    assert any("has branch work checked out, not main" in p for p in said), said
+    git(c.ref, "branch", "-q", "--set-upstream-to=origin/main", "work")
+    rc, _, err = cmd("advance")
+    assert rc == 0, err
+    assert git(c.ref, "rev-parse", "work", "main").split() == [prepared.target, prepared.pin]
+
+
 def test_an_advance_killed_before_the_fast_forward_is_finished_by_the_next_run(
         prepared: Prepared, copy: Callable[[str], Copy]) -> None:
     c = copy("ready")
@@ -758,6 +778,10 @@ def _reference_diverged(c: Copy, p: Prepared, mp: pytest.MonkeyPatch) -> None:
     git(c.ref, *IDENTITY, "commit", "-q", "-m", "local work")
 
 
+def _reference_on_another_branch(c: Copy, p: Prepared, mp: pytest.MonkeyPatch) -> None:
+    git(c.ref, "checkout", "-q", "-b", "work")
+
+
 def _edit_golden(c: Copy, p: Prepared, **fields: str) -> None:
     """The golden gate's PASS record edited by hand (as a forged or mangled merge would)."""
     rec = c.port / ".agents" / "sync" / "gates" / f"{p.target[:7]}.json"
@@ -877,6 +901,10 @@ CASES: dict[str, tuple[Breaker, str]] = {
                         r"— commit or stash them"),
     "reference diverged": (_reference_diverged, r"the reference checkout's HEAD [0-9a-f]{10} "
                            r"cannot fast-forward to [0-9a-f]{10}"),
+    "reference on another branch": (
+        _reference_on_another_branch, r"the reference checkout .+ has branch work checked "
+        r"out, not main \(the developer preferences' branch\), which the advance would "
+        r"fast-forward — check out main \('git -C .+ checkout main'\)"),
 }
 
 

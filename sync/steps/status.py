@@ -38,27 +38,37 @@ def collect(port: Port) -> tuple[dict[str, Any], SyncError | None]:
 
 
 def _head_problems(port: Port, doc: dict[str, Any]) -> list[str]:
-    """Where the checkout's HEAD is, when it is not the pin and that is a problem: behind it
-    (an advance that stopped after its records, before it moved the checkout; every other
-    command reads at the pin and would not say it), or where it cannot fast-forward to where
-    the cycle goes (the open cycle's target, else upstream's tip: local commits on top of
-    the pin, or a HEAD detached at one), which the advance refuses; said in its words."""
+    """Where the checkout's HEAD is, when that is a problem: behind the pin (an advance that
+    stopped after its records, before it moved the checkout; every other command reads at
+    the pin and would not say it), or where it cannot fast-forward to where the cycle goes
+    (the open cycle's target, else upstream's tip: local commits on top of the pin, a HEAD
+    detached at one, or, at the pin too, a branch the preferences do not name), which the
+    advance refuses; said in its words."""
     c, r, b = doc["cycle"], doc["reference"], doc["behind"]
     pin, head = doc["pin"]["vllm_commit"], r.get("head")
-    if not r.get("pin_present") or head in (None, pin):
+    if not r.get("pin_present") or head is None:
         return []
     ref = port.reference()
-    if gitio.is_ancestor(ref, head, pin):
-        return [f"the reference checkout {ref.path} is at {short(head)}, behind the pin "
-                f"{short(pin)} (an advance that stopped before moving it?) — run "
-                f"'upstream-sync advance', which finishes the move, or 'git -C {ref.path} "
-                f"merge --ff-only {short(pin)}'"]
-    if c and c["open"]:
-        going = c["target"] if c.get("target_present") else None
-    else:
-        going = b["tip"] if b and b["relation"] == "ahead" else None
-    problem = None if going is None else health.move_problem(ref, going)
+    if head != pin and gitio.is_ancestor(ref, head, pin):
+        return [_behind_pin(ref, head, pin)]
+    going = _going(c, b)
+    problem = None if going is None else health.move_problem(ref, going, port.upstream_ref)
     return [] if problem is None else [problem]
+
+
+def _going(c: dict[str, Any] | None, b: dict[str, Any] | None) -> str | None:
+    """Where the checkout goes next: the open cycle's target, else upstream's tip ahead of
+    the pin; None when neither is known."""
+    if c and c["open"]:
+        return c["target"] if c.get("target_present") else None
+    return b["tip"] if b and b["relation"] == "ahead" else None
+
+
+def _behind_pin(ref: gitio.Reference, head: str, pin: str) -> str:
+    return (f"the reference checkout {ref.path} is at {short(head)}, behind the pin "
+            f"{short(pin)} (an advance that stopped before moving it?) — run "
+            f"'upstream-sync advance', which finishes the move, or 'git -C {ref.path} "
+            f"merge --ff-only {short(pin)}'")
 
 
 def _moved(port: Port, doc: dict[str, Any]) -> None:

@@ -437,6 +437,19 @@ def is_detached(ref: Reference) -> bool:
     return run(ref.path, ["symbolic-ref", "--quiet", "HEAD"], check=False).returncode != 0
 
 
+def head_branch(ref: Reference) -> tuple[str, str | None] | None:
+    """(the branch HEAD is on, the remote-tracking branch it tracks: `origin/main`, None when
+    none); None when HEAD is detached."""
+    proc = run(ref.path, ["symbolic-ref", "--quiet", "--short", "HEAD"], check=False)
+    name = proc.stdout.decode("utf-8", "surrogateescape").strip()
+    if proc.returncode != 0 or not name:
+        return None
+    up = run(ref.path, ["rev-parse", "--quiet", "--abbrev-ref", "--symbolic-full-name",
+                        "HEAD@{upstream}"], check=False)
+    tracked = up.stdout.decode("utf-8", "surrogateescape").strip()
+    return name, tracked if up.returncode == 0 and tracked else None
+
+
 REMOTE_FIX = ("set fetch_remote in the developer preferences (or SYNC_FETCH_REMOTE) to the "
               "remote that fetches the upstream")
 

@@ -264,11 +264,30 @@ def _leaves_nothing(ref: gitio.Reference, head: str, commit: str) -> bool:
         gitio.refs_containing(ref, head, "refs/remotes", "refs/tags"))
 
 
-def move_problem(ref: gitio.Reference, commit: str) -> str | None:
-    """Why the reference checkout cannot be moved to `commit` without losing work, if so
-    (`target.move` moves it; the advance refuses then, and `fetch` and `status` say it)."""
+def move_problem(ref: gitio.Reference, commit: str, upstream_ref: str) -> str | None:
+    """Why the reference checkout cannot be moved to `commit` without losing work or moving
+    a branch the preferences do not name, if so (`target.move` moves it, fast-forwarding
+    the branch checked out; the advance refuses then, and `fetch` and `status` say it)."""
     head = gitio.head_sha(ref)
-    if head is None or head == commit or _leaves_nothing(ref, head, commit):
+    if head is None or head == commit:
+        return None
+    other = branch_problem(ref, upstream_ref)
+    if other is not None:
+        return other
+    if _leaves_nothing(ref, head, commit):
         return None
     return (f"the reference checkout's HEAD {short(head)} cannot fast-forward to "
             f"{short(commit)} — check out the pin's branch")
+
+
+def branch_problem(ref: gitio.Reference, upstream_ref: str) -> str | None:
+    """HEAD on a branch that is not the preferences' (`upstream_ref` is `<remote>/<branch>`):
+    neither named `<branch>` nor tracking `upstream_ref`. The advance would fast-forward it,
+    a branch no record or preference names; a detached HEAD moves no branch."""
+    on = gitio.head_branch(ref)
+    branch = upstream_ref.partition("/")[2]
+    if on is None or on[0] == branch or on[1] == upstream_ref:
+        return None
+    return (f"the reference checkout {ref.path} has branch {on[0]} checked out, not {branch} "
+            f"(the developer preferences' branch), which the advance would fast-forward — "
+            f"check out {branch} ('git -C {ref.path} checkout {branch}')")

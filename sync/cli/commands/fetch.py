@@ -37,9 +37,11 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     c = frozen.cycle
     behind = gitio.count_range(ref, pin.commit, c.target)
     tree = health.tree(ref)
-    # Local commits on top of the pin (or a HEAD detached at one): the advance refuses to
-    # move the checkout then, so say it now, in its words, not only at the advance.
-    stuck = None if c.target == pin.commit else health.move_problem(ref, c.target)
+    # Local commits on top of the pin (or a HEAD detached at one, or another branch checked
+    # out): the advance refuses to move the checkout then, so say it now, in its words, not
+    # only at the advance.
+    upstream = f"{prefs.remote}/{prefs.branch}"
+    stuck = None if c.target == pin.commit else health.move_problem(ref, c.target, upstream)
     if ctx.json:
         ctx.emit_json({"pin": pin.commit, "target": c.target, "target_ref": c.target_ref,
                        "frozen_at": c.frozen_at, "remote_moved_to": frozen.moved,

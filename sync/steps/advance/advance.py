@@ -264,7 +264,7 @@ def _reference_unmet(port: Port, target: str) -> list[str]:
     if gitio.is_dirty(ref):
         out.append(f"the reference checkout {ref.path} has uncommitted changes — commit or "
                    "stash them (it is fast-forwarded, never reset)")
-    problem = health.move_problem(ref, target)
+    problem = health.move_problem(ref, target, port.upstream_ref)
     if problem is not None:
         out.append(problem)
     return out
@@ -473,7 +473,7 @@ def finish_fast_forward(port: Port, target: str, ctx: Notes | None) -> None:
     ref = port.reference()
     head = gitio.head_sha(ref)
     if (head in (None, target) or ref.bare or gitio.is_dirty(ref)
-            or health.move_problem(ref, target)):
+            or health.move_problem(ref, target, port.upstream_ref)):
         return
     how = fast_forward(port, target)
     if ctx is not None:
