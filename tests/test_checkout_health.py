@@ -148,6 +148,25 @@ def test_a_git_command_that_hits_a_missing_object_names_the_fix(fx: Fixture) -> 
         info.value)
 
 
+def test_the_refetch_advice_names_the_remote_the_preferences_name(
+        fx: Fixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With `fetch_remote = upstream` (the checkout's origin a fork, or none), every advice
+    to fetch the lost objects again said 'fetch --refetch origin'; it names upstream."""
+    from sync.upstream import gitio
+
+    git(fx.reference, "remote", "rename", "origin", "upstream")
+    monkeypatch.setenv("SYNC_FETCH_REMOTE", "upstream")
+    assert run(fx.port, "sync").rc == 0
+    drop_blobs(fx)
+    drop_commit(fx, "docs")
+    gitio._KNOWN.clear()
+    for argv in (["sync"], ["status"], ["queue"], ["check"], ["advance", "--dry-run"]):
+        r = run(fx.port, *argv)
+        said = r.out + r.err
+        assert r.rc == 3 and "fetch --refetch upstream'" in said, (argv, said)
+        assert "origin" not in said, (argv, said)
+
+
 def drop_commit(fx: Fixture, name: str) -> str:
     """Remove the object of one commit inside pin..tip: the range can no longer be walked."""
     _loosen(fx.reference)

@@ -138,6 +138,7 @@ class Preferences:
                f"point reference_checkout in {source} at a full clone of the upstream, or set "
                f"{var}")
         ref = gitio.open_repo(path, variable=var, allow_shallow=True, source=source, fix=fix)
+        gitio.fetches_from(ref.path, self.remote)
         if gitio.is_shallow(ref):
             raise EnvironmentUnresolved(
                 f"reference checkout {path} (from {source}) is a shallow clone: history "

@@ -217,9 +217,21 @@ def partial_clone(repo: Path) -> tuple[str, str] | None:
     return remote, named.get(f"remote.{remote}.partialclonefilter") or "?"
 
 
+# The remote each checkout is fetched from, where the developer preferences name one (their
+# fetch_remote, for the reference checkout: `fetches_from`): advice to fetch a checkout again
+# names it. One no preference names is told git's own default name, origin.
+_REMOTES: dict[Path, str] = {}
+
+
+def fetches_from(path: Path, remote: str) -> None:
+    """Say that the checkout at `path` is fetched from `remote` (what `refetch` names)."""
+    _REMOTES[Path(path)] = remote
+
+
 def refetch(repo: Path) -> str:
-    """How to get back objects a checkout cannot read. A partial clone's `fetch --refetch`
-    re-applies its filter and leaves them missing: it fetches without it, and drops it."""
+    """How to get back objects a checkout cannot read: fetch again from its remote. A partial
+    clone's `fetch --refetch` re-applies its filter and leaves them missing: it fetches
+    without it (from its promisor remote, which the filter belongs to), and drops it."""
     partial = partial_clone(repo)
     if partial is not None:
         remote, filt = partial
@@ -227,8 +239,9 @@ def refetch(repo: Path) -> str:
                 f"with 'git -C {repo} fetch --refetch --no-filter {remote}' and keep it whole "
                 f"with 'git -C {repo} config --unset remote.{remote}.partialclonefilter' (or "
                 "re-clone it without --filter), then run the command again")
-    return (f"re-fetch them with 'git -C {repo} fetch --refetch origin' (or re-clone it), then "
-            "run the command again")
+    remote = _REMOTES.get(Path(repo), "origin")
+    return (f"re-fetch them with 'git -C {repo} fetch --refetch {remote}' (or re-clone it), "
+            "then run the command again")
 
 
 def refetch_fix(repo: Path) -> str:
