@@ -8,7 +8,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -153,10 +153,17 @@ def _config(extra_body: str = "", at: int = -1) -> str:
 
 
 @dataclass(frozen=True)
+class Link:
+    """A file that is a symbolic link to `target` (mode 120000)."""
+
+    target: str
+
+
+@dataclass(frozen=True)
 class Shape:
     name: str
     subject: str
-    files: dict[str, str | None]  # path -> new text (None: delete)
+    files: Mapping[str, str | Link | None]  # path -> new text (None: delete)
     rename: tuple[str, str] | None = None
 
 
@@ -279,7 +286,7 @@ class Plan:
     """An upstream to build: its files at the pin (and, where they differ, at the older
     commit before it), one commit per shape, and the port files citing it."""
 
-    pin_files: dict[str, str]
+    pin_files: Mapping[str, str | Link]
     shapes: tuple[Shape, ...]
     port_files: Callable[[dict[str, str]], dict[str, str]]
     older_files: dict[str, str] = field(default_factory=dict)
@@ -292,10 +299,10 @@ def build(tmp: Path) -> World:
 def build_plan(tmp: Path, plan: Plan) -> World:
     h = History()
     for path, text in sorted(plan.pin_files.items()):
-        h.modify(path, plan.older_files.get(path, text))
+        _put(h, path, plan.older_files.get(path, text))
     older = h.commit("Initial import (#1)")
     for path in sorted(plan.older_files):
-        h.modify(path, plan.pin_files[path])
+        _put(h, path, plan.pin_files[path])
     pin = h.commit("[Core] Warm up the runner (#2)")
     marks_at: dict[str, int] = {"older": older, "pin": pin}
     pin_files = plan.pin_files
@@ -306,11 +313,11 @@ def build_plan(tmp: Path, plan: Plan) -> World:
             if content is None:
                 h.delete(path)
             else:
-                h.modify(path, content)
+                _put(h, path, content)
         marks_at[shape.name] = h.commit(f"{shape.subject} (#{100 + n})")
         for path in shape.files:  # back to the pin's text, so the next shape starts there
             if path in pin_files and shape.rename is None:
-                h.modify(path, pin_files[path])
+                _put(h, path, pin_files[path])
         if any(p in pin_files for p in shape.files) and shape.rename is None:
             h.commit(f"Restore after {shape.name} (#{500 + n})")
     repo = tmp / "vllm"
@@ -328,6 +335,13 @@ def build_plan(tmp: Path, plan: Plan) -> World:
         (port / rel).parent.mkdir(parents=True, exist_ok=True)
         (port / rel).write_text(text)
     return World(repo, port, marks)
+
+
+def _put(h: History, path: str, content: str | Link) -> None:
+    if isinstance(content, Link):
+        h.symlink(path, content.target)
+    else:
+        h.modify(path, content)
 
 
 def _protocol(pin: str) -> str:

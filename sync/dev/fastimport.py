@@ -56,6 +56,13 @@ class History:
                          + b"\n")
         return self
 
+    def symlink(self, path: str, target: str) -> History:
+        """`path` as a symbolic link to `target` (mode 120000: the blob is the target)."""
+        data = target.encode()
+        self._ops.append(b"M 120000 inline " + _quote(path) + b"\ndata %d\n" % len(data) + data
+                         + b"\n")
+        return self
+
     def delete(self, path: str) -> History:
         self._ops.append(b"D " + _quote(path) + b"\n")
         return self

@@ -7,8 +7,8 @@ one `git cat-file --batch` reads every blob the comparison needs: both sides of 
 changed Python file, and each anchored citation's file at its cited SHA and at the
 pin. So the pass adds two
 git processes to a run, whatever the number of commits. Python blobs are mapped to
-definitions by `steps.symbols`; a file that is not Python or does not parse stays at
-path level, with the reason.
+definitions by `steps.symbols`; a file that is not Python, is a symbolic link (its blob
+is the link's target) or does not parse stays at path level, with the reason.
 
 A citation's anchor is read at its cited SHA (at the pin when that SHA is not a commit
 in the checkout, or the file is not at it): `::Sym` by name, `:A-B` as the definitions
@@ -339,12 +339,9 @@ def _test_module(path: str) -> bool:
 def _sides(fp: patch.FilePatch, blobs: _Blobs) -> tuple[
         symbols.Outline | None, symbols.Outline | None, str | None]:
     """(old outline, new outline, path-level reason) of a changed file."""
-    if fp.binary:
-        return None, None, "binary file"
-    name = fp.path.rsplit("/", 1)[-1]
-    if not _python(name):
-        return None, None, f"not Python (.{name.rsplit('.', 1)[1]})" if "." in name else (
-            "not Python")
+    why = _no_module(fp)
+    if why is not None:
+        return None, None, why
     old, new = blobs.outline(fp.old_blob), blobs.outline(fp.new_blob)
     for side, o in (("before", old), ("after", new)):
         if isinstance(o, str):
@@ -353,6 +350,18 @@ def _sides(fp: patch.FilePatch, blobs: _Blobs) -> tuple[
         return None, None, "blob not readable"
     assert not isinstance(old, str) and not isinstance(new, str)
     return old, new, None
+
+
+def _no_module(fp: patch.FilePatch) -> str | None:
+    """Why a changed file has no Python module on its sides to read, if so."""
+    if fp.binary:
+        return "binary file"
+    if fp.symlink:  # its blob is the link's target (`real.py` parses as an expression)
+        return "a symbolic link, not a Python module"
+    name = fp.path.rsplit("/", 1)[-1]
+    if not _python(name):
+        return f"not Python (.{name.rsplit('.', 1)[1]})" if "." in name else "not Python"
+    return None
 
 
 def _file(path: str, fp: patch.FilePatch, cites: tuple[Cite, ...], blobs: _Blobs,

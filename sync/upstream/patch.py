@@ -22,7 +22,10 @@ Status = Literal["A", "M", "D", "R", "C", "T"]
 
 _COMMIT = re.compile(rb"([0-9a-f]{40,64})(?: \([^\n]*\))?\n?")
 _HUNK = re.compile(rb"@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
-_INDEX = re.compile(rb"index ([0-9a-f]{7,64})\.\.([0-9a-f]{7,64})(?: [0-7]+)?\n?")
+_INDEX = re.compile(rb"index ([0-9a-f]{7,64})\.\.([0-9a-f]{7,64})(?: ([0-7]{6}))?\n?")
+# `new file mode 120000`, `old mode 100644`, ...: the mode of one side of a file patch.
+_MODE = re.compile(rb"(new file mode|deleted file mode|old mode|new mode) ([0-7]{6})\n?")
+LINK = "120000"  # git's mode of a symbolic link: its blob is the link's target, not code
 _NULL_OID = re.compile(r"0+")
 _ESCAPES = {"n": "\n", "t": "\t", '"': '"', "\\": "\\", "a": "\a", "b": "\b", "f": "\f",
             "r": "\r", "v": "\v"}
@@ -66,6 +69,14 @@ class FilePatch:
     binary: bool
     hunks: tuple[Hunk, ...]
     header: bytes  # `diff --git` and the extended header lines, as printed
+    old_mode: str | None = None  # `100644`, `120000` (a symbolic link), ...; None: absent
+    new_mode: str | None = None
+
+    @property
+    def symlink(self) -> bool:
+        """Either side is a symbolic link (mode 120000): that blob holds the link's target,
+        which is no module to read definitions from."""
+        return LINK in (self.old_mode, self.new_mode)
 
     @property
     def path(self) -> str:
@@ -154,6 +165,8 @@ class _File:
     binary: bool = False
     hunks: list[Hunk] = field(default_factory=list)
     sides_seen: bool = False
+    old_mode: str | None = None
+    new_mode: str | None = None
 
     def extended(self, line: bytes) -> None:
         """One extended header line (`rename from`, `index`, `new file mode`, ...)."""
@@ -173,6 +186,18 @@ class _File:
         index = _INDEX.fullmatch(line)
         if index is not None:
             self.old_blob, self.new_blob = (_oid(index.group(1)), _oid(index.group(2)))
+            if index.group(3):  # the mode of both sides (it did not change)
+                self.old_mode = self.new_mode = index.group(3).decode()
+        self._mode(line)
+
+    def _mode(self, line: bytes) -> None:
+        m = _MODE.fullmatch(line)
+        if m is None:
+            return
+        if m.group(1) in (b"new file mode", b"new mode"):
+            self.new_mode = m.group(2).decode()
+        else:
+            self.old_mode = m.group(2).decode()
 
     def finish(self) -> FilePatch:
         old, new = self.old_path, self.new_path
@@ -185,7 +210,9 @@ class _File:
         return FilePatch(self.status, old, new,
                          None if self.status == "A" else self.old_blob,
                          None if self.status == "D" else self.new_blob,
-                         self.binary, tuple(self.hunks), b"".join(self.header))
+                         self.binary, tuple(self.hunks), b"".join(self.header),
+                         None if self.status == "A" else self.old_mode,
+                         None if self.status == "D" else self.new_mode)
 
 
 def _oid(raw: bytes) -> str | None:
