@@ -345,6 +345,38 @@ def test_verify_good_oracle_records_the_measurement(env: World, port_copy: Path)
                                           f"g{env.up.pin[:9]})")
 
 
+def test_a_verify_that_finds_the_same_oracle_leaves_its_gate_record_as_it_was(
+        env: World, port_copy: Path) -> None:
+    """The gate record is committed with the cycle: verifying the same oracle again (the
+    oracle session, after an advance) must not rewrite it only to re-date its entry."""
+    record = port_copy / f".agents/sync/gates/{env.up.pin[:7]}.json"
+
+    def verify(code: int = 0) -> dict[str, Any]:
+        rc, out, err = run_cli(["--port", str(port_copy), "oracle", "verify"])
+        assert rc == code, err + out
+        gate: dict[str, Any] = json.loads(record.read_text())["gates"]["oracle:vllm"]
+        return gate
+
+    def dated(when: str) -> None:
+        doc = json.loads(record.read_text())
+        gate = doc["gates"]["oracle:vllm"]
+        gate.update(time=when, duration_s=9.0)
+        gate["oracle"]["time"] = when
+        record.write_text(json.dumps(doc, indent=2) + "\n")
+
+    verify()
+    dated("2000-01-01T00:00:00Z")  # what a rewrite would change
+    before, stamp = record.read_bytes(), record.stat().st_mtime_ns
+    assert verify()["time"] == "2000-01-01T00:00:00Z"
+    assert (record.read_bytes(), record.stat().st_mtime_ns) == (before, stamp)
+    # One dated in the future is refused by the advance: running verify again re-dates it.
+    dated("2999-01-01T00:00:00Z")
+    assert verify()["time"] < "2999"
+    # Another outcome is recorded.
+    rewrite_pin(port_copy, env.up, flashinfer="0.6.16")
+    assert verify(5)["status"] == "FAIL"
+
+
 @pytest.mark.parametrize(("change", "expected"), [
     ({"runtime": "RT9", "dist": "RT9.precompiled"}, [
         "runtime version: oracle reports 'RT2', the pin block (.agents/upstream-sync.md) "

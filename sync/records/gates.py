@@ -248,13 +248,34 @@ def portable(port: Layout, result: GateResult) -> GateResult:
                    detail=clean(result.detail))
 
 
-def record(port: Layout, target: str, result: GateResult) -> None:
-    """Replace `result.name`'s entry for `target`, atomically and under the port lock."""
+def record(port: Layout, target: str, result: GateResult, *, keep_same: bool = False) -> None:
+    """Replace `result.name`'s entry for `target`, atomically and under the port lock.
+
+    With `keep_same`, an entry that `result` would only re-date (`same_outcome`) stays as
+    it is and the file is not written: the record is committed with the cycle, and a
+    measurement run again that found the same must not leave the port's tree dirty.
+    """
     result = portable(port, result)
     with locked(port):
-        kept = [r for r in load(port, target) if r.name != result.name]
+        held = load(port, target)
+        old = next((r for r in held if r.name == result.name), None)
+        # One dated in the future is rewritten all the same: the advance refuses it, and
+        # running the gate again is what its refusal says to do.
+        if keep_same and old is not None and not future(old) and same_outcome(old, result):
+            return
+        kept = [r for r in held if r.name != result.name]
         write_text(path(port, target), render_doc(target, [*kept, result]))
         port.forget(f"gates:{target}")
+
+
+def same_outcome(a: GateResult, b: GateResult) -> bool:
+    """Whether `a` and `b` differ at most in when they ran and for how long (the time in
+    their oracle identities too)."""
+    def undated(r: GateResult) -> GateResult:
+        oracle = None if r.oracle is None else {**r.oracle, "time": None}
+        return replace(r, time="", duration_s=None, oracle=oracle)
+
+    return undated(a) == undated(b)
 
 
 def gpu_visible() -> tuple[bool, str]:
