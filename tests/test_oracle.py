@@ -712,6 +712,32 @@ def test_omni_oracle_verifies_and_proves_isolation(env: World) -> None:
     assert not gates_file.exists() or "vllm-omni" not in gates_file.read_text()
 
 
+def test_an_omni_verify_that_finds_the_same_leaves_its_isolation_record_as_it_was(
+        env: World, port_copy: Path) -> None:
+    """The isolation record is committed: an omni verify run again that measures the same
+    check must not rewrite it only to re-date the check."""
+    rec = port_copy / f".agents/sync/isolation/vllm-omni-{env.omni_up.pin[:10]}.json"
+
+    def verify() -> dict[str, Any]:
+        rc, out, err = run_cli(["--port", str(port_copy), "oracle", "verify", "--oracle",
+                                "vllm-omni"])
+        assert rc == 0, err + out
+        check: dict[str, Any] = json.loads(rec.read_text())["checks"]["verify"]
+        return check
+
+    verify()
+    doc = json.loads(rec.read_text())
+    doc["checks"]["verify"]["time"] = "2000-01-01T00:00:00Z"  # what a rewrite would change
+    rec.write_text(json.dumps(doc, indent=2) + "\n")
+    before, stamp = rec.read_bytes(), rec.stat().st_mtime_ns
+    assert verify()["time"] == "2000-01-01T00:00:00Z"
+    assert (rec.read_bytes(), rec.stat().st_mtime_ns) == (before, stamp)
+    # A check that differs in more than its time is recorded.
+    doc["checks"]["verify"]["host"] = "elsewhere"
+    rec.write_text(json.dumps(doc, indent=2) + "\n")
+    assert verify()["host"] == socket.gethostname()
+
+
 OMNI_DUMP = ("import os, sys, vllm_omni; d = os.path.join(sys.argv[1], 'omni-case'); "
              "os.makedirs(d); open(os.path.join(d, 'v.txt'), 'w').write(vllm_omni.__version__)")
 

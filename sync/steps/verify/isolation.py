@@ -28,7 +28,7 @@ import json
 import os
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Literal, get_args, get_type_hints
 from urllib.parse import unquote, urlparse
@@ -424,18 +424,26 @@ def _plain(value: object) -> object:
 
 
 def record(port: Port, oracle_id: str, commit: str, check: Check) -> Proof:
-    """Store `check`; a FAIL already recorded for this omni commit is never overwritten."""
+    """Store `check`; a FAIL already recorded for this omni commit is never overwritten, and
+    a check that only re-dates the one recorded leaves the file as it is (it is committed:
+    an omni verify run again must not leave the port's tree dirty)."""
     with gates.locked(port):
         old = _read(port, oracle_id, commit)
         if old is not None and (old.oracle, old.commit) != (oracle_id, commit):
             old = None  # filed here for another commit: none of its checks are this one's
         checks = {c.op: c for c in (old.checks if old else ())}
-        prev = checks.get(check.op)
-        if not (prev is not None and prev.status == "FAIL" and check.status == "PASS"):
-            checks[check.op] = check
+        if old is not None and _kept(checks.get(check.op), check):
+            return old
+        checks[check.op] = check
         proof = Proof(oracle_id, commit, tuple(checks[op] for op in sorted(checks)))
         write_text(path(port, oracle_id, commit), _render(proof))
     return proof
+
+
+def _kept(prev: Check | None, check: Check) -> bool:
+    """Whether the recorded `prev` stays as it is: a FAIL (sticky), or `check` only re-dates it."""
+    return prev is not None and ((prev.status, check.status) == ("FAIL", "PASS")
+                                 or replace(prev, time=check.time) == check)
 
 
 @dataclass
