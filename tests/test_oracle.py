@@ -810,9 +810,17 @@ def _advised(err: str) -> list[list[str]]:
     return [c.split()[1:] for c in err.split("'")[1::2] if c.startswith("upstream-sync ")]
 
 
+def _omni_pinned_before_middle(env: World, port_copy: Path) -> None:
+    """The port's omni pin moved back to the released commit, so that the middle one (built
+    by the tests that advance to it) is ahead of it: what an advance moves to."""
+    (port_copy / ".agents/oracles/vllm-omni.md").write_text(
+        oracle_doc("vllm-omni", "omni", env.omni_up.released, env.omni_up.tag))
+
+
 def test_advance_omni_advice_is_commands_that_run(env: World, tmp_path: Path,
                                                   port_copy: Path) -> None:
     os.environ["SYNC_ORACLE_HOME"] = str(other_home(env, tmp_path))
+    _omni_pinned_before_middle(env, port_copy)
     commit = env.omni_up.middle  # not the omni pin: what an advance moves to
     rc, _, err = run_cli(["--port", str(port_copy), "advance-omni", commit])
     assert rc == 6 and "is not proven" in err
@@ -1108,13 +1116,14 @@ def test_advance_omni_refused_as_core_cycle_when_isolation_failed(
 
 
 def _failed_omni_build(env: World, tmp_path: Path, port_copy: Path) -> Path:
-    """An omni build at the omni commit before the pin that wrote into the core environment,
+    """An omni build at the omni commit after the pin that wrote into the core environment,
     verified since; returns its isolation record."""
     home = other_home(env, tmp_path)
     record = next(site_packages(home / env.env.name).glob("vllm-*.dist-info")) / "RECORD"
     (port_copy / ".agents/upstream-sync.toml").write_text(
         CONFIG + f'\n[oracles.vllm-omni]\nbuild_env = {{ FAKE_UPSTREAM_TOUCH = "{record}" }}\n')
     os.environ["SYNC_ORACLE_HOME"] = str(home)
+    _omni_pinned_before_middle(env, port_copy)
     commit = env.omni_up.middle
     for argv in (["oracle", "build"], ["oracle", "verify", "--shape-only"]):
         run_cli(["--port", str(port_copy), *argv, "--oracle", "vllm-omni", "--commit", commit])
@@ -1158,6 +1167,34 @@ def test_advance_omni_refuses_a_forged_or_stale_isolation_record(
     assert said in err and err.count("\n") == 1 and "Traceback" not in err
     assert (port_copy / ".agents/oracles/vllm-omni.md").read_bytes() == before
     assert not list((port_copy / ".agents/sync").glob("events/*omni-advance*"))
+
+
+def test_advance_omni_refuses_a_commit_behind_the_pin_unless_allowed(
+        env: World, tmp_path: Path, port_copy: Path) -> None:
+    """As a sync target behind the pin is refused, an omni commit behind the omni pin is:
+    before anything is measured or written; --allow-behind moves the pin back."""
+    os.environ["SYNC_ORACLE_HOME"] = str(other_home(env, tmp_path))
+    commit = env.omni_up.middle  # an ancestor of the omni pin
+    for argv in (["oracle", "build"], ["oracle", "verify", "--shape-only"]):
+        rc, out, err = run_cli(["--port", str(port_copy), *argv, "--oracle", "vllm-omni",
+                                "--commit", commit])
+        assert rc == 0, err + out
+    status = git(port_copy, "status", "--porcelain", "--untracked-files=all")
+    rec = port_copy / f".agents/sync/isolation/vllm-omni-{commit[:10]}.json"
+    proof = rec.read_bytes()
+    for dry in ([], ["--dry-run"]):
+        rc, out, err = run_cli(["--port", str(port_copy), "advance-omni", commit, *dry])
+        assert (rc, out) == (2, ""), err + out
+        assert err == (f"upstream-sync: error: {commit[:10]} is behind the pin "
+                       f"{env.omni_up.pin[:10]} of oracle vllm-omni (an ancestor of it): "
+                       "advance-omni only moves forward — pick a commit after the pin, or "
+                       "pass --allow-behind to move the pin back\n")
+        assert git(port_copy, "status", "--porcelain", "--untracked-files=all") == status
+        assert rec.read_bytes() == proof
+    rc, out, err = run_cli(["--port", str(port_copy), "advance-omni", commit, "--allow-behind"])
+    assert rc == 0, err + out
+    assert out.startswith(f"advanced vllm-omni {env.omni_up.pin[:10]} → {commit[:10]}")
+    assert f"pin = {commit}" in (port_copy / ".agents/oracles/vllm-omni.md").read_text()
 
 
 def test_advance_omni_without_proof_is_refused(env: World, port_copy: Path) -> None:

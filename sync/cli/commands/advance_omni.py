@@ -23,6 +23,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("commit", help="the omni commit (SHA or ref in $VLLM_OMNI_SOURCE)")
     p.add_argument("--oracle", default=omni.OMNI, help=f"omni oracle id (default: {omni.OMNI})")
     p.add_argument("--dry-run", action="store_true", help="say what would change; write nothing")
+    p.add_argument("--allow-behind", action="store_true",
+                   help="move the pin back to a commit behind it (an ancestor of it); without "
+                   "it such a commit is refused")
     add_json(p)
     p.set_defaults(func=run)
 
@@ -38,7 +41,8 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
 
 
 def _advance(args: argparse.Namespace, ctx: Context, port: Port) -> int:
-    m = omni.measure(port, args.oracle, args.commit, store=not args.dry_run)
+    m = omni.measure(port, args.oracle, args.commit, store=not args.dry_run,
+                     allow_behind=args.allow_behind)
     if not m.verification.ok:
         ctx.emit_json({"advanced": False, "oracle": args.oracle, "commit": m.commit,
                        "mismatches": [str(x) for x in m.verification.mismatches]})

@@ -10,17 +10,22 @@ refused and reported as a core sync cycle.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from sync.infra import clock
-from sync.infra.errors import BlockedCycle
+from sync.infra.errors import BlockedCycle, EnvironmentUnresolved, UsageError
 from sync.port import Port
 from sync.records import events, oraclefile
+from sync.records.prefs import Preferences
 from sync.steps.verify import identity as oracle_verify
 from sync.steps.verify import isolation, oracle
+from sync.upstream import gitio
+from sync.upstream.gitio import short
 
 OMNI = "vllm-omni"
+_FULL_SHA = re.compile(r"[0-9a-f]{40}")
 
 
 @dataclass(frozen=True)
@@ -53,16 +58,45 @@ class OmniAdvance:
         return ev_path, {self.before.path: self.text.encode(), ev_path: ev_bytes}
 
 
-def measure(port: Port, oracle_id: str, commit_spec: str, *, store: bool = True) -> Measured:
-    """Refuse without a proof of isolation; otherwise verify the omni oracle at the commit
-    (its isolation check recorded unless not `store`: a dry run records nothing)."""
+def measure(port: Port, oracle_id: str, commit_spec: str, *, store: bool = True,
+            allow_behind: bool = False) -> Measured:
+    """Refuse a commit behind the pin (unless `allow_behind`) and one without a proof of
+    isolation; otherwise verify the omni oracle at the commit (its isolation check recorded
+    unless not `store`: a dry run records nothing)."""
     of = oracle.oracle_file(port, oracle_id)  # no oracle file, no pin to move: said first
     prefs = port.preferences()
     commit = oracle.resolve_commit(port, prefs, oracle_id, commit_spec)
+    if not allow_behind:
+        refuse_behind(port, prefs, of, commit)
     proof = isolation.require(port, oracle_id, commit)
     return Measured(oracle_id, of, commit, proof,
                     oracle_verify.verify_candidate(port, prefs, oracle_id, commit,
                                                    store=store))
+
+
+def refuse_behind(port: Port, prefs: Preferences, of: oraclefile.OracleFile,
+                  commit: str) -> None:
+    """The omni pin moves forward, as the core pin does (`target.refuse_behind`): a commit
+    behind it (an ancestor of it) is refused. The omni pin has no rollback, so moving it
+    back on purpose is `--allow-behind`. Said before anything is measured or written."""
+    if not _FULL_SHA.fullmatch(of.pin) or commit == of.pin:
+        return  # UNPINNED or a release: no commit to be behind
+    cfg = port.config.oracle(of.id)
+    src = oracle.source_path(prefs, cfg)
+    if src is None:
+        return  # its verification refuses it: the tree cannot be checked without the checkout
+    ref = gitio.open_repo(src, what=f"{of.id} source checkout", variable=cfg.source_variable)
+    if not gitio.has_commit(ref, commit):
+        return  # likewise: a commit the checkout lacks has no tree to check the oracle with
+    if not gitio.has_commit(ref, of.pin):
+        raise EnvironmentUnresolved(
+            f"the pin {short(of.pin)} of oracle {of.id} is not in {src}: whether "
+            f"{short(commit)} is behind it cannot be told", f"run 'git -C {src} fetch'")
+    if gitio.is_ancestor(ref, commit, of.pin):
+        raise UsageError(
+            f"{short(commit)} is behind the pin {short(of.pin)} of oracle {of.id} (an "
+            "ancestor of it): advance-omni only moves forward",
+            "pick a commit after the pin, or pass --allow-behind to move the pin back")
 
 
 def plan(port: Port, m: Measured) -> OmniAdvance:
