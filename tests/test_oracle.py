@@ -44,7 +44,7 @@ from sync.infra.errors import (
 from sync.port import Port
 from sync.records import config, cycle
 from sync.steps.verify import build as oracle_build
-from sync.steps.verify import golden, installed, isolation, oracle
+from sync.steps.verify import golden, installed, isolation, oracle, watch
 from sync.steps.verify import identity as oracle_verify
 from sync.steps.verify import probe as oracle_probe
 
@@ -111,6 +111,12 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[World]:
 def env(world: World, monkeypatch: pytest.MonkeyPatch) -> World:
     _setenv(monkeypatch, world.environ())
     return world
+
+
+def require_proof(p: Port, commit: str) -> isolation.Proof:
+    """`isolation.require` as advance-omni asks it: against the core pin's environment."""
+    home = oracle.oracle_home(p, p.preferences())
+    return isolation.require(p, "vllm-omni", commit, core_env=watch.core_env(p, home))
 
 
 def port_of(w: World, **changes: Any) -> Port:
@@ -702,7 +708,7 @@ def test_omni_oracle_verifies_and_proves_isolation(env: World) -> None:
     assert out.rstrip().endswith("against vLLM absent")
     assert env.omni_env.is_dir() and env.omni_env != env.env
     p = port_of(env)
-    proof = isolation.require(p, "vllm-omni", env.omni_up.pin)
+    proof = require_proof(p, env.omni_up.pin)
     assert {c.op: c.status for c in proof.checks} == {"build": "PASS", "verify": "PASS"}
     assert proof.core_envs == (str(env.env),)
     assert all(c.core_before == c.core_after == {str(env.env): c.core_after[str(env.env)]}
@@ -757,7 +763,7 @@ def test_omni_golden_carries_both_commits(env: World, port_copy: Path,
     assert manifest["oracle"]["oracle"] == "vllm-omni"
     assert (port_copy / "goldens/omni-case/v.txt").read_text() == \
         env.omni_up.runtime(env.omni_up.pin, 2)
-    proof = isolation.require(p, "vllm-omni", env.omni_up.pin)
+    proof = require_proof(p, env.omni_up.pin)
     assert {c.op: c.status for c in proof.checks}["golden"] == "PASS"
     # Pending elsewhere, with a handoff naming the omni oracle.
     monkeypatch.setenv("SYNC_GATE_HOSTS", "dgx")
@@ -850,11 +856,11 @@ def test_omni_build_that_modifies_the_core_env_is_detected(env: World, tmp_path:
     proof = isolation.load(p, "vllm-omni", env.omni_up.pin)
     assert proof is not None and [c.op for c in proof.failures] == ["build"]
     with pytest.raises(BlockedCycle, match="treat it as a core sync cycle"):
-        isolation.require(p, "vllm-omni", env.omni_up.pin)
+        require_proof(p, env.omni_up.pin)
     # Sticky: a clean verify afterwards does not clear the failed build.
     oracle_verify.verify(p, p.preferences(), "vllm-omni")
     with pytest.raises(BlockedCycle):
-        isolation.require(p, "vllm-omni", env.omni_up.pin)
+        require_proof(p, env.omni_up.pin)
 
 
 def _open_cycle(env: World, tmp_path: Path, port_copy: Path) -> tuple[Path, Path]:
@@ -890,10 +896,10 @@ def test_an_omni_build_that_modifies_the_cycle_targets_core_env_is_detected(
     assert proof is not None and [c.op for c in proof.failures] == ["build"]
     assert list(proof.failures[0].core_after) == [str(home / env.env.name), str(target_env)]
     with pytest.raises(BlockedCycle, match=f"core environment {target_env}: "):
-        isolation.require(p, "vllm-omni", env.omni_up.pin)
+        require_proof(p, env.omni_up.pin)
     oracle_verify.verify(p, p.preferences(), "vllm-omni")  # sticky
     with pytest.raises(BlockedCycle, match="treat it as a core sync cycle"):
-        isolation.require(p, "vllm-omni", env.omni_up.pin)
+        require_proof(p, env.omni_up.pin)
 
 
 def test_the_cycle_targets_core_env_changed_since_the_checks_is_named(
@@ -903,12 +909,12 @@ def test_the_cycle_targets_core_env_changed_since_the_checks_is_named(
         rc, out, err = run_cli(["--port", str(port_copy), *argv, "--oracle", "vllm-omni"])
         assert rc == 0, err + out
     p = Port(port_copy, config.load(port_copy))
-    proof = isolation.require(p, "vllm-omni", env.omni_up.pin)
+    proof = require_proof(p, env.omni_up.pin)
     assert proof.core_envs == (str(home / env.env.name), str(target_env))
     add_distribution(site_packages(target_env), "intruder", "1.0")
     with pytest.raises(BlockedCycle, match=f"the core environment {target_env} is not what "
                        "its build check left"):
-        isolation.require(p, "vllm-omni", env.omni_up.pin)
+        require_proof(p, env.omni_up.pin)
 
 
 def test_a_proof_naming_one_core_environment_is_still_read(env: World, port_copy: Path
@@ -919,7 +925,7 @@ def test_a_proof_naming_one_core_environment_is_still_read(env: World, port_copy
     doc = {**GOOD_PROOF, "core_env": str(env.env), "checks": {"build": check, "verify": check}}
     p = Port(port_copy, config.load(port_copy))
     isolation.path(p, "vllm-omni", "a" * 40).write_text(json.dumps(doc))
-    proof = isolation.require(p, "vllm-omni", "a" * 40)
+    proof = require_proof(p, "a" * 40)
     assert proof.core_envs == (str(env.env),)
     assert [c.core_after for c in proof.checks] == [{str(env.env): digest}] * 2
 
@@ -939,7 +945,7 @@ def test_omni_env_pointing_into_the_core_env_is_detected(env: World, tmp_path: P
            f"{core_site}" in lines
     assert f"isolation: sys.path entry points into {label}: {core_site}" in lines
     with pytest.raises(BlockedCycle, match="failed during verify"):
-        isolation.require(p, "vllm-omni", env.omni_up.pin)
+        require_proof(p, env.omni_up.pin)
 
 
 def test_omni_needs_the_core_env(env: World, tmp_path: Path, port_copy: Path) -> None:
@@ -1011,7 +1017,7 @@ def test_require_without_proof(tmp_path: Path) -> None:
     (tmp_path / ".agents").mkdir()
     p = Port(tmp_path, config.Config())
     with pytest.raises(BlockedCycle, match="is not proven"):
-        isolation.require(p, "vllm-omni", "a" * 40)
+        isolation.require(p, "vllm-omni", "a" * 40, core_env=tmp_path / "venvs/vllm-x")
 
 
 def test_ids_and_commit_specs(env: World) -> None:
@@ -1195,6 +1201,38 @@ def test_advance_omni_refuses_a_commit_behind_the_pin_unless_allowed(
     assert rc == 0, err + out
     assert out.startswith(f"advanced vllm-omni {env.omni_up.pin[:10]} → {commit[:10]}")
     assert f"pin = {commit}" in (port_copy / ".agents/oracles/vllm-omni.md").read_text()
+
+
+def test_an_omni_proof_made_before_the_core_pin_moved_does_not_prove_the_new_pins_isolation(
+        env: World, tmp_path: Path, port_copy: Path) -> None:
+    """The omni oracle is proven isolated from the core oracle it is pinned alongside: a proof
+    whose checks watched the core environment of the pin before a core advance says nothing
+    of the one the pin measures itself from now, so advance-omni refuses it until they run
+    again."""
+    home = other_home(env, tmp_path)
+    os.environ["SYNC_ORACLE_HOME"] = str(home)
+    for argv in (["oracle", "build"], ["oracle", "verify"]):
+        rc, out, err = run_cli(["--port", str(port_copy), *argv, "--oracle", "vllm-omni"])
+        assert rc == 0, err + out
+    # The core pin advances to the middle commit, its oracle built there.
+    moved = copy_env(env.env, home / f"vllm-{env.up.middle[:10]}")
+    runtime = env.up.runtime(env.up.middle, 1)
+    rewrite_pin(port_copy, env.up, commit=env.up.middle, runtime=runtime,
+                dist=runtime + ".precompiled")
+    omni = (port_copy / ".agents/oracles/vllm-omni.md").read_bytes()
+    rc, out, err = run_cli(["--port", str(port_copy), "advance-omni", env.omni_up.pin])
+    assert (rc, out) == (6, ""), err + out
+    assert err.startswith(f"upstream-sync: error: isolation of oracle vllm-omni at "
+                          f"{env.omni_up.pin[:10]} is not proven against the core environment "
+                          f"{moved}, the one the core pin measures itself from: its build "
+                          f"check watched {home / env.env.name} (the core pin moved since)")
+    assert (port_copy / ".agents/oracles/vllm-omni.md").read_bytes() == omni
+    for argv in _advised(err):  # build --rebuild, then verify
+        rc, out, err2 = run_cli(["--port", str(port_copy), *argv])
+        assert rc == 0, err2 + out
+    rc, out, err = run_cli(["--port", str(port_copy), "advance-omni", env.omni_up.pin])
+    assert rc == 0, err + out
+    assert "isolation proven (build, verify)" in out
 
 
 def test_advance_omni_without_proof_is_refused(env: World, port_copy: Path) -> None:

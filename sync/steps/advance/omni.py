@@ -20,7 +20,7 @@ from sync.port import Port
 from sync.records import events, oraclefile
 from sync.records.prefs import Preferences
 from sync.steps.verify import identity as oracle_verify
-from sync.steps.verify import isolation, oracle
+from sync.steps.verify import isolation, oracle, watch
 from sync.upstream import gitio
 from sync.upstream.gitio import short
 
@@ -68,7 +68,10 @@ def measure(port: Port, oracle_id: str, commit_spec: str, *, store: bool = True,
     commit = oracle.resolve_commit(port, prefs, oracle_id, commit_spec)
     if not allow_behind:
         refuse_behind(port, prefs, of, commit)
-    proof = isolation.require(port, oracle_id, commit)
+    # Proven against the core environment of the pin as it is now, which the advance
+    # labels it with (`core_pin`): a proof made before a core advance watched another.
+    core_env = watch.core_env(port, oracle.oracle_home(port, prefs))
+    proof = isolation.require(port, oracle_id, commit, core_env=core_env)
     return Measured(oracle_id, of, commit, proof,
                     oracle_verify.verify_candidate(port, prefs, oracle_id, commit,
                                                    store=store))

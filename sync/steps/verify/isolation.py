@@ -17,7 +17,9 @@ instead of trusting it:
 Each check is recorded in `<sync_dir>/isolation/<omni-id>-<commit10>.json`, with
 the digest of each core environment it watched; a failure is sticky for that omni
 commit, and `require` refuses the omni advance as one that must be re-validated as a
-core sync cycle, naming the core environment that changed.
+core sync cycle, naming the core environment that changed. A proof whose checks did not
+watch the environment the core pin measures itself from now (made before a core advance)
+proves nothing about it: `require` refuses it until the checks are run again.
 """
 
 from __future__ import annotations
@@ -506,8 +508,13 @@ def measure(op: str, *, core_envs: Sequence[Path], source: Path | None) -> Itera
         w.finish(op)
 
 
-def require(port: Port, oracle_id: str, commit: str) -> Proof:
-    """The proof an omni advance needs: build and verify checks recorded, none failed."""
+REQUIRED = ("build", "verify")  # the checks an omni advance needs
+
+
+def require(port: Port, oracle_id: str, commit: str, *, core_env: Path) -> Proof:
+    """The proof an omni advance needs: build and verify checks recorded, none failed, each
+    watching `core_env`, the environment the core pin measures itself from now (a check
+    made before the core pin moved watched the environment of the pin it moved from)."""
     proof = load(port, oracle_id, commit)
     cmd = f"upstream-sync oracle build --oracle {oracle_id} --commit {commit}"
     # A commit an omni advance moves to is not yet its pin: verify checks it for shape
@@ -532,13 +539,29 @@ def require(port: Port, oracle_id: str, commit: str) -> Proof:
             f"{env} is not what its {check.op} check left ({check.core_after[env][:19]}…, "
             f"now {now[:19]}…): the record does not prove it untouched",
             f"verify the core oracle, then run '{cmd} --rebuild' and '{verify}'")
-    missing = [op for op in ("build", "verify") if op not in {c.op for c in proof.checks}]
+    missing = [op for op in REQUIRED if op not in {c.op for c in proof.checks}]
     if missing:
         raise BlockedCycle(f"isolation of oracle {oracle_id} at {short(commit)} has no "
                            f"{missing[0]} check",
                            f"run '{verify}'" if missing == ["verify"] else
                            f"run '{cmd} --rebuild' and '{verify}'")
+    _refuse_unwatched(proof, core_env, cmd, verify)
     return proof
+
+
+def _refuse_unwatched(proof: Proof, core_env: Path, cmd: str, verify: str) -> None:
+    """Each required check watched `core_env`; the first that did not is named, and what
+    records it again (`cmd`, the build; `verify`)."""
+    unwatched = [c for c in proof.checks if c.op in REQUIRED and str(core_env) not in c.core_after]
+    if not unwatched:
+        return
+    first = unwatched[0]
+    raise BlockedCycle(
+        f"isolation of oracle {proof.oracle} at {short(proof.commit)} is not proven against "
+        f"the core environment {core_env}, the one the core pin measures itself from: its "
+        f"{first.op} check watched {', '.join(first.core_after)} (the core pin moved since)",
+        f"run '{verify}'" if [c.op for c in unwatched] == ["verify"] else
+        f"run '{cmd} --rebuild' and '{verify}'")
 
 
 def _moved(proof: Proof) -> tuple[Check, str, str] | None:
