@@ -47,3 +47,24 @@ def test_outside_the_scan_roots_nothing_is_listed(fx: Fixture) -> None:
     write(fx.port, "src/pin.cpp", f'// {fx.pin}\n')
     r = run(fx.port, "check", "--no-audit")
     assert r.rc == 0 and "literal copy" not in r.out
+
+
+def test_a_copy_of_an_omni_pin_is_said_in_the_omni_oracles_words(fx: Fixture) -> None:
+    """The omni pin lives in its oracle file: a copy of it is a warning naming that file, a
+    copy of one an omni advance moved off is an error, and neither is sent to the
+    parity-pin block, which holds no omni pin."""
+    old, new = "a" * 40, "b" * 40
+    text = (fx.port / ".agents/oracles/vllm.md").read_text()
+    write(fx.port, ".agents/oracles/vllm-omni.md", text.replace("vllm (core)", "vllm-omni")
+          .replace("id = vllm\n", "id = vllm-omni\n").replace("role = primary", "role = secondary")
+          .replace("/vllm\n", "/vllm-omni\n").replace(f"pin = {fx.pin}", f"pin = {new}"))
+    port = Port(fx.port, load_config(fx.port))
+    events.append(port, "omni-advance", pin_before=old, pin_after=new, report="")
+    write(fx.port, "tools/omni.py", f"OMNI_BEFORE = '{old}'\nOMNI = '{new[:12]}'\n")
+    r = run(fx.port, "check", "--no-audit")
+    assert r.rc == 7, r.out + r.err
+    assert r.out.splitlines()[:2] == [
+        f"tools/omni.py:1: stale copy of a superseded omni pin {old} — read the omni oracle's "
+        "file (.agents/oracles/*.md) instead",
+        f"warning: tools/omni.py:2: literal copy of the vllm-omni pin {new[:12]} — read "
+        ".agents/oracles/vllm-omni.md instead of copying it"]

@@ -492,8 +492,8 @@ class Config:
         "warning", _one_of("warning", "error"), "`\"error\"` makes a per-file pin behind the "
         "parity pin without a ledger note fail `check`", table="check")
     pin_copy_roots: tuple[str, ...] = _key((), _paths, "where `check` looks for literal copies "
-                                           "of the pin (a stale copy is an error)",
-                                           table="check")
+                                           "of the pin and of each omni oracle's pin (a stale "
+                                           "copy is an error)", table="check")
     feature_globs: tuple[str, ...] = _key(("src/**", "tests/**"), _paths,
                                           "feature paths for `check-commit` (`init` writes each "
                                           "port root's files and `tests/**`)", table="check")
