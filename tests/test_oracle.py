@@ -1203,6 +1203,54 @@ def test_advance_omni_refuses_a_commit_behind_the_pin_unless_allowed(
     assert f"pin = {commit}" in (port_copy / ".agents/oracles/vllm-omni.md").read_text()
 
 
+def _omni_rewritten(env: World, tmp_path: Path) -> str:
+    """A clone of the omni upstream, made the omni source, where a commit on the released one
+    rewrites the line the pin is on (a force-push): it is neither behind nor after the pin."""
+    src = tmp_path / "vllm-omni"
+    git(tmp_path, "clone", "-q", str(env.omni_up.path), str(src))
+    ops = b"def add(a, b):\n    return a + b + 0\n"
+    msg = b"[Core] Rewritten add (#2)\n"
+    stamp = b"Upstream Dev <dev@example.invalid> 1767230000 +0000\n"
+    git(src, "fast-import", "--quiet", input=(
+        b"commit refs/heads/rewritten\nmark :1\nauthor " + stamp + b"committer " + stamp
+        + b"data %d\n" % len(msg) + msg + b"from " + env.omni_up.released.encode() + b"\n"
+        + b"M 100644 inline vllm_omni/ops.py\ndata %d\n" % len(ops) + ops + b"\n"))
+    os.environ["VLLM_OMNI_SOURCE"] = str(src)
+    return git(src, "rev-parse", "rewritten").strip()
+
+
+def test_advance_omni_refuses_a_commit_off_the_pins_line_unless_allowed(
+        env: World, tmp_path: Path, port_copy: Path) -> None:
+    """As a sync target that does not descend from the pin is refused, an omni commit off the
+    omni pin's line is: before anything is measured or written; --allow-divergent takes it."""
+    os.environ["SYNC_ORACLE_HOME"] = str(other_home(env, tmp_path))
+    commit = _omni_rewritten(env, tmp_path)
+    for argv in (["oracle", "build"], ["oracle", "verify", "--shape-only"]):
+        rc, out, err = run_cli(["--port", str(port_copy), *argv, "--oracle", "vllm-omni",
+                                "--commit", commit])
+        assert rc == 0, err + out
+    status = git(port_copy, "status", "--porcelain", "--untracked-files=all")
+    rec = port_copy / f".agents/sync/isolation/vllm-omni-{commit[:10]}.json"
+    proof = rec.read_bytes()
+    for extra in ([], ["--dry-run"], ["--allow-behind"]):  # behind is not off the line
+        rc, out, err = run_cli(["--port", str(port_copy), "advance-omni", commit, *extra])
+        assert (rc, out) == (2, ""), err + out
+        assert err == (f"upstream-sync: error: {commit[:10]} does not descend from the pin "
+                       f"{env.omni_up.pin[:10]} of oracle vllm-omni — pick a commit on the "
+                       "pin's line, or pass --allow-divergent\n")
+        assert git(port_copy, "status", "--porcelain", "--untracked-files=all") == status
+        assert rec.read_bytes() == proof
+    # Nor is a commit behind the pin off its line: --allow-divergent does not move it back.
+    rc, out, err = run_cli(["--port", str(port_copy), "advance-omni", env.omni_up.middle,
+                            "--allow-divergent"])
+    assert (rc, out) == (2, "") and "is behind the pin" in err, err + out
+    rc, out, err = run_cli(["--port", str(port_copy), "advance-omni", commit,
+                            "--allow-divergent"])
+    assert rc == 0, err + out
+    assert out.startswith(f"advanced vllm-omni {env.omni_up.pin[:10]} → {commit[:10]}")
+    assert f"pin = {commit}" in (port_copy / ".agents/oracles/vllm-omni.md").read_text()
+
+
 def test_an_omni_proof_made_before_the_core_pin_moved_does_not_prove_the_new_pins_isolation(
         env: World, tmp_path: Path, port_copy: Path) -> None:
     """The omni oracle is proven isolated from the core oracle it is pinned alongside: a proof

@@ -26,6 +26,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     p.add_argument("--allow-behind", action="store_true",
                    help="move the pin back to a commit behind it (an ancestor of it); without "
                    "it such a commit is refused")
+    p.add_argument("--allow-divergent", action="store_true",
+                   help="accept a commit off the pin's line (neither after it nor behind it: "
+                   "a side branch, a force-push); without it such a commit is refused")
     add_json(p)
     p.set_defaults(func=run)
 
@@ -42,7 +45,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
 
 def _advance(args: argparse.Namespace, ctx: Context, port: Port) -> int:
     m = omni.measure(port, args.oracle, args.commit, store=not args.dry_run,
-                     allow_behind=args.allow_behind)
+                     allow_behind=args.allow_behind, allow_divergent=args.allow_divergent)
     if not m.verification.ok:
         ctx.emit_json({"advanced": False, "oracle": args.oracle, "commit": m.commit,
                        "mismatches": [str(x) for x in m.verification.mismatches]})

@@ -59,15 +59,16 @@ class OmniAdvance:
 
 
 def measure(port: Port, oracle_id: str, commit_spec: str, *, store: bool = True,
-            allow_behind: bool = False) -> Measured:
-    """Refuse a commit behind the pin (unless `allow_behind`) and one without a proof of
-    isolation; otherwise verify the omni oracle at the commit (its isolation check recorded
-    unless not `store`: a dry run records nothing)."""
+            allow_behind: bool = False, allow_divergent: bool = False) -> Measured:
+    """Refuse a commit off the pin's line (behind it, unless `allow_behind`; elsewhere, unless
+    `allow_divergent`) and one without a proof of isolation; otherwise verify the omni
+    oracle at the commit (its isolation check recorded unless not `store`: a dry run records
+    nothing)."""
     of = oracle.oracle_file(port, oracle_id)  # no oracle file, no pin to move: said first
     prefs = port.preferences()
     commit = oracle.resolve_commit(port, prefs, oracle_id, commit_spec)
-    if not allow_behind:
-        refuse_behind(port, prefs, of, commit)
+    refuse_off_line(port, prefs, of, commit, allow_behind=allow_behind,
+                    allow_divergent=allow_divergent)
     # Proven against the core environment of the pin as it is now, which the advance
     # labels it with (`core_pin`): a proof made before a core advance watched another.
     core_env = watch.core_env(port, oracle.oracle_home(port, prefs))
@@ -77,29 +78,50 @@ def measure(port: Port, oracle_id: str, commit_spec: str, *, store: bool = True,
                                                    store=store))
 
 
-def refuse_behind(port: Port, prefs: Preferences, of: oraclefile.OracleFile,
-                  commit: str) -> None:
-    """The omni pin moves forward, as the core pin does (`target.refuse_behind`): a commit
-    behind it (an ancestor of it) is refused. The omni pin has no rollback, so moving it
-    back on purpose is `--allow-behind`. Said before anything is measured or written."""
+def refuse_off_line(port: Port, prefs: Preferences, of: oraclefile.OracleFile, commit: str, *,
+                    allow_behind: bool = False, allow_divergent: bool = False) -> None:
+    """The omni pin moves along its line, as the core pin does (`target.refuse_off_line`): a
+    commit behind it (an ancestor of it) is refused, and so is one off its line (neither an
+    ancestor nor a descendant: a side branch, a force-push). The omni pin has no rollback, so
+    moving it back on purpose is `--allow-behind`; moving it off its line on purpose,
+    `--allow-divergent`, as for a sync target. Said before anything is measured or written."""
+    if allow_behind and allow_divergent:
+        return  # nothing to refuse: the checkout is not asked
+    # A pin the checkout lacks is refused in the words of what is still asked.
+    ref = _pin_line(port, prefs, of, commit,
+                    asked="descends from it" if allow_behind else "is behind it")
+    if ref is None or gitio.is_ancestor(ref, of.pin, commit):
+        return
+    if gitio.is_ancestor(ref, commit, of.pin):
+        if not allow_behind:
+            raise UsageError(
+                f"{short(commit)} is behind the pin {short(of.pin)} of oracle {of.id} (an "
+                "ancestor of it): advance-omni only moves forward",
+                "pick a commit after the pin, or pass --allow-behind to move the pin back")
+    elif not allow_divergent:
+        raise UsageError(f"{short(commit)} does not descend from the pin {short(of.pin)} of "
+                         f"oracle {of.id}",
+                         "pick a commit on the pin's line, or pass --allow-divergent")
+
+
+def _pin_line(port: Port, prefs: Preferences, of: oraclefile.OracleFile, commit: str, *,
+              asked: str) -> gitio.Reference | None:
+    """The omni checkout, to tell where `commit` lies from the pin (whether it `asked`); None
+    where there is nothing to tell."""
     if not _FULL_SHA.fullmatch(of.pin) or commit == of.pin:
-        return  # UNPINNED or a release: no commit to be behind
+        return None  # UNPINNED or a release: no line to be off
     cfg = port.config.oracle(of.id)
     src = oracle.source_path(prefs, cfg)
     if src is None:
-        return  # its verification refuses it: the tree cannot be checked without the checkout
+        return None  # its verification refuses it: the tree cannot be checked without it
     ref = gitio.open_repo(src, what=f"{of.id} source checkout", variable=cfg.source_variable)
     if not gitio.has_commit(ref, commit):
-        return  # likewise: a commit the checkout lacks has no tree to check the oracle with
+        return None  # likewise: a commit the checkout lacks has no tree to check the oracle with
     if not gitio.has_commit(ref, of.pin):
         raise EnvironmentUnresolved(
             f"the pin {short(of.pin)} of oracle {of.id} is not in {src}: whether "
-            f"{short(commit)} is behind it cannot be told", f"run 'git -C {src} fetch'")
-    if gitio.is_ancestor(ref, commit, of.pin):
-        raise UsageError(
-            f"{short(commit)} is behind the pin {short(of.pin)} of oracle {of.id} (an "
-            "ancestor of it): advance-omni only moves forward",
-            "pick a commit after the pin, or pass --allow-behind to move the pin back")
+            f"{short(commit)} {asked} cannot be told", f"run 'git -C {src} fetch'")
+    return ref
 
 
 def plan(port: Port, m: Measured) -> OmniAdvance:
