@@ -1020,6 +1020,31 @@ def test_require_without_proof(tmp_path: Path) -> None:
         isolation.require(p, "vllm-omni", "a" * 40, core_env=tmp_path / "venvs/vllm-x")
 
 
+def test_a_failed_golden_check_is_named_with_its_run_and_a_gone_environment_is_not_rebuilt(
+        tmp_path: Path) -> None:
+    """The way out of a failed check names what records each failed check again (a golden,
+    its run), and rebuilds only the core environments still as the failure left them: one
+    since removed holds nothing it wrote."""
+    (tmp_path / ".agents/sync/isolation").mkdir(parents=True)
+    p = Port(tmp_path, config.Config())
+    kept, gone = tmp_path / "venvs/vllm-aaaaaaaaaa", tmp_path / "venvs/vllm-bbbbbbbbbb"
+    kept.mkdir(parents=True)
+    check = {**GOOD_CHECK, "status": "FAIL", "time": "2026-01-01T00:00:00Z",
+             "core_before": {str(kept): "x", str(gone): "x"},
+             "core_after": {str(kept): "y", str(gone): "x"}, "problems": ["it wrote"]}
+    commit = "c" * 40
+    isolation.path(p, "vllm-omni", commit).write_text(json.dumps(
+        {"schema": 2, "oracle": "vllm-omni", "commit": commit, "checks": {"golden": check}}))
+    with pytest.raises(BlockedCycle) as raised:
+        isolation.require(p, "vllm-omni", commit, core_env=kept)
+    assert raised.value.fix == (
+        "treat it as a core sync cycle: rebuild the core oracle ('upstream-sync oracle build "
+        "--oracle vllm --commit aaaaaaaaaa --rebuild'), regenerate the goldens and re-verify "
+        f"it, then run 'upstream-sync oracle build --oracle vllm-omni --commit {commit} "
+        f"--rebuild', 'upstream-sync oracle verify --oracle vllm-omni --commit {commit} "
+        "--shape-only' and 'upstream-sync golden --oracle vllm-omni'")
+
+
 def test_ids_and_commit_specs(env: World) -> None:
     p = port_of(env)
     prefs = p.preferences()
@@ -1134,6 +1159,46 @@ def _failed_omni_build(env: World, tmp_path: Path, port_copy: Path) -> Path:
     for argv in (["oracle", "build"], ["oracle", "verify", "--shape-only"]):
         run_cli(["--port", str(port_copy), *argv, "--oracle", "vllm-omni", "--commit", commit])
     return port_copy / f".agents/sync/isolation/vllm-omni-{commit[:10]}.json"
+
+
+def test_a_failed_isolation_check_gives_way_once_the_core_oracle_is_rebuilt(
+        env: World, tmp_path: Path, port_copy: Path) -> None:
+    """A clean omni build after one that wrote into the core environment proves nothing of
+    that environment, which is still the one the failed build touched: the failure stands.
+    The refusal's way out, run as it says it, is the core sync cycle's rebuild of the core
+    oracle and the omni checks again; then the omni pin advances."""
+    rec = _failed_omni_build(env, tmp_path, port_copy)
+    cfg = ".agents/upstream-sync.toml"
+    shutil.copyfile(env.port / cfg, port_copy / cfg)  # the cause, fixed
+    commit, core = env.omni_up.middle, Path(os.environ["SYNC_ORACLE_HOME"]) / env.env.name
+    rc, out, err = run_cli(["--port", str(port_copy), "oracle", "build", "--oracle", "vllm-omni",
+                            "--commit", commit, "--rebuild"])
+    assert rc == 0, err + out
+    failed = json.loads(rec.read_text())["checks"]["build"]
+    assert failed["status"] == "FAIL"  # sticky: the core environment is as it left it
+    rc, out, err = run_cli(["--port", str(port_copy), "advance-omni", commit])
+    assert (rc, out) == (6, ""), err + out
+    omni = (f"'upstream-sync oracle build --oracle vllm-omni --commit {commit} --rebuild' and "
+            f"'upstream-sync oracle verify --oracle vllm-omni --commit {commit} --shape-only'")
+    assert err == (
+        f"upstream-sync: error: isolation of oracle vllm-omni at {commit[:10]} failed during "
+        f"build ({failed['problems'][0]}): the omni oracle touched what a core oracle measures "
+        "itself from — treat it as a core sync cycle: rebuild the core oracle ('upstream-sync "
+        f"oracle build --oracle vllm --commit {env.up.pin[:10]} --rebuild'), regenerate the "
+        f"goldens and re-verify it, then run {omni}\n")
+    rebuild, *again = _advised(err)
+    rc, out, err = run_cli(["--port", str(port_copy), *rebuild])
+    assert rc == 0 and out.startswith(f"built oracle vllm at {env.up.pin[:10]}: {core}"), err
+    rc, out, err = run_cli(["--port", str(port_copy), "advance-omni", commit])
+    assert (rc, out) == (6, ""), err + out
+    assert err.endswith(f" — the core oracle was built again since: run {omni}\n"), err
+    assert _advised(err) == again
+    for argv in again:
+        rc, out, err = run_cli(["--port", str(port_copy), *argv])
+        assert rc == 0, err + out
+    rc, out, err = run_cli(["--port", str(port_copy), "advance-omni", commit])
+    assert rc == 0, err + out
+    assert "isolation proven (build, verify)" in out
 
 
 def _forge_status(doc: dict[str, Any]) -> None:

@@ -17,7 +17,11 @@ instead of trusting it:
 Each check is recorded in `<sync_dir>/isolation/<omni-id>-<commit10>.json`, with
 the digest of each core environment it watched; a failure is sticky for that omni
 commit, and `require` refuses the omni advance as one that must be re-validated as a
-core sync cycle, naming the core environment that changed. A proof whose checks did not
+core sync cycle, naming the core environment that changed. A later PASS of the operation
+never hides the failure while a core environment the failed check watched is still the one
+it may have touched: it stands only once each of them is gone or was built (or adopted)
+again after the failure -- the core sync cycle's rebuild of the core oracle, which the
+refusal names as commands. A proof whose checks did not
 watch the environment the core pin measures itself from now (made before a core advance)
 proves nothing about it: `require` refuses it until the checks are run again.
 """
@@ -31,15 +35,17 @@ import os
 import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, fields, replace
+from datetime import datetime
 from pathlib import Path
 from typing import Literal, get_args, get_type_hints
 from urllib.parse import unquote, urlparse
 
 from sync.infra.atomic import read_record, write_text
-from sync.infra.errors import BlockedCycle, MalformedRecord, UsageError
+from sync.infra.errors import BlockedCycle, MalformedRecord, SyncError, UsageError
 from sync.infra.hashing import file_sha256
 from sync.port import Port
 from sync.records import gates
+from sync.steps.verify.oracle import read_marker
 from sync.upstream import gitio
 from sync.upstream.gitio import short
 
@@ -443,9 +449,37 @@ def record(port: Port, oracle_id: str, commit: str, check: Check) -> Proof:
 
 
 def _kept(prev: Check | None, check: Check) -> bool:
-    """Whether the recorded `prev` stays as it is: a FAIL (sticky), or `check` only re-dates it."""
-    return prev is not None and ((prev.status, check.status) == ("FAIL", "PASS")
-                                 or replace(prev, time=check.time) == check)
+    """Whether the recorded `prev` stays as it is: a FAIL (sticky, until the core oracle is
+    built again after it), or `check` only re-dates it."""
+    return prev is not None and (
+        ((prev.status, check.status) == ("FAIL", "PASS") and bool(_not_rebuilt_since(prev)))
+        or replace(prev, time=check.time) == check)
+
+
+def _not_rebuilt_since(failed: Check) -> list[str]:
+    """The core environments `failed` watched that are still there and were not built (or
+    adopted) after it: what the failing operation may have written into is still what a
+    core oracle measures itself from, so no later PASS proves it clean."""
+    return [env for env in failed.core_after if not _remade_after(Path(env), failed.time)]
+
+
+def _remade_after(env: Path, time: str) -> bool:
+    if not env.exists():
+        return True  # gone, and with it whatever the failed operation wrote into it
+    try:
+        rec = read_marker(env)
+    except SyncError:
+        return False  # a build record that does not read proves no rebuild
+    return rec is not None and _after(rec.built_at, time)
+
+
+def _after(later: str, earlier: str) -> bool:
+    """Whether the time `later` (as gates write it) is after `earlier`; False when either is
+    not such a time."""
+    try:
+        return datetime.strptime(later, gates.TIME) > datetime.strptime(earlier, gates.TIME)
+    except ValueError:
+        return False
 
 
 @dataclass
@@ -529,8 +563,7 @@ def require(port: Port, oracle_id: str, commit: str, *, core_env: Path) -> Proof
             f"isolation of oracle {oracle_id} at {short(commit)} failed during {first.op} "
             f"({first.problems[0] if first.problems else 'see the record'}): the omni oracle "
             "touched what a core oracle measures itself from",
-            "treat it as a core sync cycle: rebuild the core oracle, regenerate the goldens "
-            "and re-verify before advancing")
+            _core_cycle(proof, cmd, verify))
     moved = _moved(proof)
     if moved is not None:
         check, env, now = moved
@@ -547,6 +580,32 @@ def require(port: Port, oracle_id: str, commit: str, *, core_env: Path) -> Proof
                            f"run '{cmd} --rebuild' and '{verify}'")
     _refuse_unwatched(proof, core_env, cmd, verify)
     return proof
+
+
+def _core_cycle(proof: Proof, cmd: str, verify: str) -> str:
+    """The way out of a failed check: the core oracle rebuilt (each core environment a failed
+    check watched that was not built since), then the omni checks recorded again (`cmd`, the
+    build; `verify`; a failed golden, its run), which a failure gives way to only then."""
+    stale = list(dict.fromkeys(e for c in proof.failures for e in _not_rebuilt_since(c)))
+    golden = [f"upstream-sync golden --oracle {proof.oracle}"] if "golden" in {
+        c.op for c in proof.failures} else []
+    omni = _quoted([f"{cmd} --rebuild", verify, *golden])
+    if not stale:
+        return f"the core oracle was built again since: run {omni}"
+    rebuild = _quoted([f"upstream-sync oracle build --oracle {_named(e)} --rebuild"
+                       for e in stale])
+    return (f"treat it as a core sync cycle: rebuild the core oracle ({rebuild}), regenerate "
+            f"the goldens and re-verify it, then run {omni}")
+
+
+def _named(env: str) -> str:
+    """`--oracle` and `--commit` of the environment `<id>-<commit10>`."""
+    oracle_id, _, commit = Path(env).name.rpartition("-")
+    return f"{oracle_id} --commit {commit}"
+
+
+def _quoted(commands: Sequence[str]) -> str:
+    return _listing([f"'{c}'" for c in commands]) if len(commands) > 1 else f"'{commands[0]}'"
 
 
 def _refuse_unwatched(proof: Proof, core_env: Path, cmd: str, verify: str) -> None:
