@@ -1371,3 +1371,28 @@ def test_adopt_a_precompiled_env_records_binaries_of_unknown_provenance(
     assert rec.binaries["warning"] == warning
     rc, out, _ = run_cli(["--port", str(port_copy), "status"])
     assert f"  warning: {warning}" in out.splitlines()
+
+
+def test_a_core_environment_moved_under_a_golden_check_names_the_golden_run(
+        tmp_path: Path) -> None:
+    """A core environment that is no longer what the proof's checks left (the core oracle
+    rebuilt since) is re-proven by running each recorded check again: with a golden check
+    in the proof, its run too, or the next advance is refused for it in turn."""
+    (tmp_path / ".agents/sync/isolation").mkdir(parents=True)
+    p = Port(tmp_path, config.Config())
+    core = tmp_path / "venvs/vllm-aaaaaaaaaa"
+    core.mkdir(parents=True)
+    check = {**GOOD_CHECK, "core_before": {str(core): "old"}, "core_after": {str(core): "old"}}
+    commit = "c" * 40
+    for ops, run_golden in ((("build", "verify"), ""),
+                        (("build", "golden", "verify"), " and 'upstream-sync golden --oracle "
+                                                        "vllm-omni'")):
+        isolation.path(p, "vllm-omni", commit).write_text(json.dumps(
+            {"schema": 2, "oracle": "vllm-omni", "commit": commit,
+             "checks": dict.fromkeys(ops, check)}))
+        with pytest.raises(BlockedCycle, match="is not what its build check left") as raised:
+            isolation.require(p, "vllm-omni", commit, core_env=core)
+        build = f"'upstream-sync oracle build --oracle vllm-omni --commit {commit} --rebuild'"
+        verify = f"'upstream-sync oracle verify --oracle vllm-omni --commit {commit} --shape-only'"
+        rest = f", {verify}{run_golden}" if run_golden else f" and {verify}"
+        assert raised.value.fix == f"verify the core oracle, then run {build}{rest}"

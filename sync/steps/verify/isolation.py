@@ -571,7 +571,7 @@ def require(port: Port, oracle_id: str, commit: str, *, core_env: Path) -> Proof
             f"isolation of oracle {oracle_id} at {short(commit)}: the core environment "
             f"{env} is not what its {check.op} check left ({check.core_after[env][:19]}…, "
             f"now {now[:19]}…): the record does not prove it untouched",
-            f"verify the core oracle, then run '{cmd} --rebuild' and '{verify}'")
+            f"verify the core oracle, then run {_again(proof, cmd, verify)}")
     missing = [op for op in REQUIRED if op not in {c.op for c in proof.checks}]
     if missing:
         raise BlockedCycle(f"isolation of oracle {oracle_id} at {short(commit)} has no "
@@ -602,6 +602,15 @@ def _named(env: str) -> str:
     """`--oracle` and `--commit` of the environment `<id>-<commit10>`."""
     oracle_id, _, commit = Path(env).name.rpartition("-")
     return f"{oracle_id} --commit {commit}"
+
+
+def _again(proof: Proof, cmd: str, verify: str) -> str:
+    """What records the proof's checks again once a core environment moved under them: the
+    build (`cmd`) and `verify`, and a golden check's run when the proof holds one (it too
+    recorded the environment as it was, and would be refused next)."""
+    golden = [f"upstream-sync golden --oracle {proof.oracle}"] if "golden" in {
+        c.op for c in proof.checks} else []
+    return _quoted([f"{cmd} --rebuild", verify, *golden])
 
 
 def _quoted(commands: Sequence[str]) -> str:
