@@ -73,6 +73,18 @@ def test_append_after_a_row_ending_in_a_lone_cr_doubles_no_cr(tmp_path: Path) ->
     assert path.read_bytes() == (text + "\n" + NEW_ROW + "\r\n").encode()
 
 
+def test_append_after_a_row_ending_in_two_lone_crs_is_refused(tmp_path: Path) -> None:
+    """A last row ending in two lone CRs (a row and an empty line, to an editor that reads a
+    lone CR as a line end) has no place for a row next to it: adding LF there left CR CR LF,
+    the new row cut off the table. Refused, nothing written, with the fix."""
+    text = f"{HEAD}\r\n{SEP}\r\n{ROW}\r\r"
+    path = ledger_file(tmp_path, text.encode())
+    with pytest.raises(MalformedRecord, match="two carriage returns") as raised:
+        ledger.append(path, CELLS, rel="ledger.md")
+    assert raised.value.fix == "save the file with LF or CRLF line endings"
+    assert path.read_bytes() == text.encode()
+
+
 def test_a_new_row_ends_with_the_dominant_line_ending(tmp_path: Path) -> None:
     """The new row's ending is the file's (the most lines'), not the first line's."""
     text = f"# Ledger\n\r\n{HEAD}\r\n{SEP}\r\n{ROW}"

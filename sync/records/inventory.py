@@ -449,7 +449,7 @@ def _append_to(inv: Inventory, h: Heading, bullet: str) -> Annotation:
     last = max((ln for ln in lines[h.line - 1: h.end_line] if ln.body.strip()),
                key=lambda ln: ln.no)
     at = last.start + len(last.body) + len(last.nl)
-    new = text[:at] + mdscan.line_break(text[:at], nl) + bullet + nl + text[at:]
+    new = text[:at] + mdscan.line_break(text[:at], nl, rel=inv.path) + bullet + nl + text[at:]
     return Annotation("section", last.no + 1, new, bullet)
 
 

@@ -370,7 +370,8 @@ def appended(text: str, cells: tuple[str, str, str, str], *, rel: str) -> tuple[
     table = find_table(text, path=rel)
     row = render_row(cells)
     at = table.insert_at
-    new = text[:at] + mdscan.line_break(text[:at], table.newline) + row + table.newline + text[at:]
+    brk = mdscan.line_break(text[:at], table.newline, rel=rel)
+    new = text[:at] + brk + row + table.newline + text[at:]
     again = find_table(new, path=rel)
     want = tuple(escape_cell(c) for c in cells)
     if (again.rows[:-1] != table.rows or len(again.rows) != len(table.rows) + 1

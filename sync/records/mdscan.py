@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sync.infra.atomic import read_record
+from sync.infra.errors import MalformedRecord
 
 _HEADING = re.compile(r" {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*\Z")
 FENCE = re.compile(r" {0,3}(`{3,}|~{3,})")
@@ -72,13 +73,20 @@ def newline(lines: Sequence[Line]) -> str:
     return next((ln.nl for ln in lines if ln.nl), "\n")
 
 
-def line_break(before: str, nl: str) -> str:
+def line_break(before: str, nl: str, *, rel: str) -> str:
     """What goes between `before` and a line the tool adds after it: nothing after a line
     break; after a lone CR (an old-Mac line end, which `split_lines` keeps in the line's
     body) only the LF that makes it CRLF, since `nl` there would leave CR CR LF, an empty
-    line to an editor (it splits a table there); else `nl`."""
+    line to an editor (it splits a table there); else `nl`. After two lone CRs (a line and
+    an empty one, to such an editor) no line break keeps the new line next to the line it
+    follows, so the file (`rel`) is refused."""
     if not before or before.endswith("\n"):
         return ""
+    if before.endswith("\r\r"):
+        raise MalformedRecord(
+            "ends a line in two carriage returns, an empty line after it to an editor that "
+            "reads a lone CR as a line end: a line added after it would be cut off from it",
+            "save the file with LF or CRLF line endings", path=rel)
     return "\n" if before.endswith("\r") else nl
 
 

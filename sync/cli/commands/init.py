@@ -155,7 +155,8 @@ def _ignore(root: Path) -> list[str]:
         # As the records' editors add a line: the file's dominant ending, and after a lone
         # CR only the LF that makes it CRLF (never CR CR LF, an empty line).
         nl = mdscan.newline(mdscan.split_lines(text))
-        write_text(ignore, text + mdscan.line_break(text, nl) + "".join(w + nl for w in missing))
+        brk = mdscan.line_break(text, nl, rel=".gitignore")
+        write_text(ignore, text + brk + "".join(w + nl for w in missing))
     return missing
 
 
