@@ -20,6 +20,7 @@ from stepfixture import (
     write,
 )
 
+from sync import port
 from sync.dev.fastimport import History, git
 from sync.infra.errors import MalformedRecord
 from sync.steps import queue as workqueue
@@ -105,7 +106,8 @@ def test_queue_drift_view(world: World) -> None:
     assert first["diffs"][0] == {
         "upstream_path": "vllm/a.py", "base": up.older, "base_from": f"file pin {up.older[:10]}",
         "insertions": 2, "deletions": 1, "binary": False,
-        "command": f"git diff {up.older[:12]}..{up.target[:12]} -- vllm/a.py"}
+        "command": f"git diff {up.older[:12]}..{up.target[:12]} -- vllm/a.py",
+        "new_path": None, "renamed_before_pin": False}
     assert [d["base"] for d in first["diffs"]] == [up.older, up.beyond, up.pr_head]
     assert [(d["upstream_path"], d["base"]) for d in last["diffs"]] == [
         ("vllm/b.py", up.pin), ("vllm/c.py", up.pin), ("vllm/c.py", up.older)]
@@ -268,8 +270,10 @@ def test_git_processes_do_not_depend_on_item_count(world: World) -> None:
     start = gitio.PROCESS_COUNT
     q = workqueue.build(world.port, ref, "origin/main", drift=True)
     bases = {d.base for it in q.items for d in it.diffs}
-    # ...and the drift: one numstat per distinct base commit.
-    assert gitio.PROCESS_COUNT - start == 6 + len(bases)
+    # ...and the drift: one numstat per distinct base commit, and one look-up of the paths
+    # file pins behind the parity pin cite, for those neither it nor the target has (a
+    # header that lagged while upstream renamed its file).
+    assert gitio.PROCESS_COUNT - start == 6 + len(bases) + 1
 
 
 _JSON = st.recursive(
@@ -519,7 +523,8 @@ def test_the_drift_of_a_renamed_path_is_one_diff_of_both_names_from_its_file_pin
     cmd = f"git diff -M {w.pin[:12]}..{w.moved[:12]} -- vllm/w/old.py vllm/w/new.py"
     assert _item(doc, w.moved)["diffs"] == [{
         "upstream_path": "vllm/w/old.py", "base": w.pin, "base_from": f"file pin {w.pin[:10]}",
-        "insertions": 1, "deletions": 1, "binary": False, "command": cmd}]
+        "insertions": 1, "deletions": 1, "binary": False, "command": cmd,
+        "new_path": "vllm/w/new.py", "renamed_before_pin": False}]
     shown = git(w.repo, "diff", "--numstat", *cmd.split()[2:]).split()
     assert (int(shown[0]), int(shown[1])) == (1, 1)
     text = run(w.root, "queue", "--drift").out.splitlines()
@@ -534,3 +539,99 @@ def test_the_drift_of_a_renamed_path_is_one_diff_of_both_names_from_its_file_pin
     assert b"rename from vllm/w/old.py\nrename to vllm/w/new.py\n" in body
     assert b"deleted file mode" not in body and b"new file mode" not in body
     assert body.count(b"\ndiff --git") == 0
+
+
+def _lagged_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                  ) -> tuple[Path, Path, dict[str, str]]:
+    """A port whose headers cite vllm/w/old.py and vllm/w/gone.py at a file pin behind the
+    parity pin; between the two upstream renamed the one (old.py -> new.py) and deleted the
+    other, after a commit that changed both, carried into the cycle as PORT-NOW."""
+    h = History()
+    h.modify("vllm/w/old.py", OLD_PY).modify("vllm/w/gone.py", T_PY)
+    base = h.commit("Initial (#1)")
+    h.modify("vllm/w/old.py", OLD_PY.replace("return 1\n", "return 10\n", 1))
+    h.modify("vllm/w/gone.py", T_PY.replace("1", "2"))
+    carried = h.commit("[Core] Change k1 and h (#30)")
+    h.rename("vllm/w/old.py", "vllm/w/new.py").delete("vllm/w/gone.py")
+    h.commit("[Core] Move old to new, drop gone (#31)")
+    h.modify("README.md", "fake vllm\n")
+    pin = h.commit("[Doc] Readme (#32)")
+    h.modify("vllm/w/new.py", OLD_PY.replace("return 1\n", "return 10\n", 1)
+             .replace("return 5\n", "return 50\n"))
+    target = h.commit("[Core] Change k5 (#33)")
+    repo = tmp_path / "vllm"
+    marks = h.write(repo)
+    git(repo, "update-ref", "refs/remotes/origin/main", marks[target])
+    root = tmp_path / "port"
+    write(root, ".agents/upstream-sync.md", protocol_text(marks[pin]))
+    write(root, ".agents/parity-ledger.md", LEDGER)
+    write(root, ".agents/porting-inventory.md", INVENTORY)
+    write(root, "src/old.cpp", f"// Ported from: vllm/w/old.py @ {marks[base][:10]}\n\nint o;\n")
+    write(root, "src/gone.cpp", f"// Ported from: vllm/w/gone.py @ {marks[base][:10]}\n\nint g;\n")
+    write(root, ".agents/sync/carry-over.toml", (
+        "schema = 1\n\n"
+        f"[carried.{marks[carried]}]\n"
+        'disposition = "PORT-NOW"\n'
+        'subject = "[Core] Change k1 and h (#30)"\n'
+        'reason = "carry-over: ported with the rework"\n'
+        'since = ".agents/sync/2026-01-01-0000000.md"\n'
+        f'since_target = "{marks[pin]}"\n'
+        'by = "advance"\n'
+        "pr = 30\n"))
+    monkeypatch.setenv("VLLM_SOURCE", str(repo))
+    r = run(root, "sync", "--target", marks[target])
+    assert r.rc == 0, r.err
+    return root, repo, {"base": marks[base], "carried": marks[carried], "pin": marks[pin],
+                        "target": marks[target]}
+
+
+def test_the_drift_of_a_path_renamed_before_the_parity_pin_follows_the_rename(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A header that lagged while upstream renamed its file (the file pin before the rename,
+    the parity pin after it): `queue --drift` showed the cited path deleted whole from the
+    file pin (-48) and the new name not at all, as the report's moves (the range's) do not
+    name the rename; it is one rename-aware diff of both names from the file pin, as for a
+    rename in the range, marked as made before the parity pin (the header's path is stale);
+    a path git pairs with nothing stays a deletion."""
+    root, repo, sha = _lagged_world(tmp_path, monkeypatch)
+    base, target = sha["base"], sha["target"]
+    span = f"{base[:12]}..{target[:12]}"
+    gone = f"git diff {span} -- vllm/w/gone.py"
+    moved = f"git diff -M {span} -- vllm/w/old.py vllm/w/new.py"
+    doc = json.loads(run(root, "queue", "--json", "--drift").out)
+    assert _item(doc, sha["carried"])["diffs"] == [
+        {"upstream_path": "vllm/w/gone.py", "base": base, "base_from": f"file pin {base[:10]}",
+         "insertions": 0, "deletions": 2, "binary": False, "command": gone,
+         "new_path": None, "renamed_before_pin": False},
+        {"upstream_path": "vllm/w/old.py", "base": base, "base_from": f"file pin {base[:10]}",
+         "insertions": 2, "deletions": 2, "binary": False, "command": moved,
+         "new_path": "vllm/w/new.py", "renamed_before_pin": True}]
+    shown = git(repo, "diff", "--numstat", *moved.split()[2:]).split()
+    assert (int(shown[0]), int(shown[1])) == (2, 2)
+    text = run(root, "queue", "--drift").out.splitlines()
+    assert [line for line in text if line.startswith("   drift: ")] == [
+        f"   drift: {gone}   (+0 -2; from the file pin {base[:10]})",
+        f"   drift: {moved}   (+2 -2; from the file pin {base[:10]}; renamed → vllm/w/new.py "
+        "before the parity pin)"]
+    patches = tmp_path / "patches"
+    assert run(root, "queue", "--drift", "--patch", str(patches)).rc == 0
+    (drift,) = patches.glob(f"*-{sha['carried'][:10]}-*drift.patch")
+    head, body = drift.read_bytes().split(b"\ndiff --git", 1)
+    assert head.decode().splitlines()[1:] == [
+        f"# {gone}   (file pin {base[:10]})",
+        f"# {moved}   (file pin {base[:10]}; renamed → vllm/w/new.py before the parity pin)"]
+    assert body.startswith(b" a/vllm/w/gone.py b/vllm/w/gone.py\ndeleted file mode")
+    renamed = body.split(b"\ndiff --git", 1)[1]
+    assert renamed.startswith(b" a/vllm/w/old.py b/vllm/w/new.py\n")
+    assert b"rename from vllm/w/old.py\nrename to vllm/w/new.py\n" in renamed
+    assert b"deleted file mode" not in renamed and b"new file mode" not in renamed
+    # The drift's git processes: the numstat of the paths it diffs as they are, one look-up of
+    # the paths neither the pin nor the target has, one listing of the renames per base that
+    # lost one, and the numstat of the renamed paths (as for a rename in the range).
+    ref, located = gitio.open_repo(repo), port.locate(str(root))
+    start = gitio.PROCESS_COUNT
+    workqueue.build(located, ref, "origin/main")
+    plain = gitio.PROCESS_COUNT - start
+    start = gitio.PROCESS_COUNT
+    workqueue.build(located, ref, "origin/main", drift=True)
+    assert gitio.PROCESS_COUNT - start == plain + 4

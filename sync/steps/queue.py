@@ -16,7 +16,12 @@ diff <file-pin>..TARGET -- <path>`) with its diffstat, grouped by base commit, s
 the number of git processes depends on how many distinct per-file pins are cited,
 never on the number of items. A cited path renamed up to the target (the report's moves)
 is diffed with both names and renames found (`git diff -M <file-pin>..TARGET -- OLD NEW`),
-in one more git process per base that has one.
+in one more git process per base that has one. So is one renamed before the parity pin,
+where a header lagged while upstream moved its file (the range's moves cannot name that
+rename): of the paths a file pin behind the parity pin cites, those neither the pin nor the
+target has (one look-up for all) are followed where git's rename detection pairs them
+between that base and the target (one listing per base that lost one), and the drift says
+so; a path git pairs with nothing stays a deletion.
 """
 
 from __future__ import annotations
@@ -65,6 +70,15 @@ class Diff:
     deletions: int
     binary: bool
     command: str
+    new_path: str | None = None  # the path's name at the target, when the drift follows a rename
+    # Renamed between the file pin and the parity pin: the header names a path the pin lacks.
+    renamed_before_pin: bool = False
+
+    @property
+    def renamed_note(self) -> str:
+        """What the drift line adds to its base: a rename the report's moves cannot name."""
+        return (f"; renamed → {self.new_path} before the parity pin"
+                if self.renamed_before_pin else "")
 
 
 @dataclass(frozen=True)
@@ -333,9 +347,11 @@ def build(port: Port, ref: gitio.Reference, upstream_ref: str, *,
     plans = [_plan(e, cited, notes, found.get(e.sha, {}), listed.moves) for e in work]
     own = _own_diffs(ref, work, found, {p.entry.sha: p.mentioned for p in plans})
     by_base = _by_base(plans) if drift else {}
-    stats = {b: _drift(numstat, renamed_numstat, ref, (b, c.target), ps, listed.moves)
+    moves = _Moves(listed.moves, _renamed_before(ref, (pin, c.target), by_base, cited.behind,
+                                                 listed.moves) if by_base else {})
+    stats = {b: _drift(numstat, renamed_numstat, ref, (b, c.target), ps, moves.at(b))
              for b, ps in by_base.items()}
-    sections = ({b: _drift(patches, renamed_patches, ref, (b, c.target), ps, listed.moves)
+    sections = ({b: _drift(patches, renamed_patches, ref, (b, c.target), ps, moves.at(b))
                  for b, ps in by_base.items()} if patch_dir is not None else {})
     led = carry.ledger_refs(port)
     unread = led.unreadable("every item shows as open because no row can be checked")
@@ -343,7 +359,7 @@ def build(port: Port, ref: gitio.Reference, upstream_ref: str, *,
         notes.insert(0, unread)
     items: list[Item] = []
     for index, p in enumerate(plans, start=1):
-        diffs = _diffs(p.bases, stats, c.target, listed.moves) if drift else []
+        diffs = _diffs(p.bases, stats, c.target, moves) if drift else []
         mine = own.get(p.entry.sha, ())
         written = None
         if patch_dir is not None:
@@ -533,6 +549,12 @@ class _Cited:
     status: dict[str, sha_verify.ShaStatus]  # cited SHA -> against the parity pin
     full: dict[str, str]  # cited SHA -> the one commit it names
 
+    @property
+    def behind(self) -> frozenset[str]:
+        """The cited commits the parity pin reaches: the file pins of headers that lag."""
+        return frozenset(self.full[s] for s, st in self.status.items()
+                         if st == "behind" and s in self.full)
+
 
 def _cited(port: Port, ref: gitio.Reference, work: list[Entry], upstream_ref: str) -> _Cited:
     pin = port.pin_record().pin.commit
@@ -683,16 +705,54 @@ def _drift(plain: Callable[[gitio.Reference, str, str, list[str]], dict[str, Any
     return {**out, **renamed(ref, base, target, pairs)} if pairs else out
 
 
+@dataclass(frozen=True)
+class _Moves:
+    """The renames the drift follows: the range's, and those made before the parity pin."""
+
+    in_range: dict[str, str]  # cited path -> its name at the target (the report's moves)
+    before: dict[str, dict[str, str]]  # base -> cited path -> its name at the target
+
+    def at(self, base: str) -> dict[str, str]:
+        """Cited path -> its name at the target, for the drift from `base`."""
+        return {**self.in_range, **self.before.get(base, {})}
+
+
+def _renamed_before(ref: gitio.Reference, ends: tuple[str, str], by_base: dict[str, list[str]],
+                    behind: frozenset[str], moves: dict[str, str]) -> dict[str, dict[str, str]]:
+    """Base -> cited path -> its name at the target, for each path a base behind the parity
+    pin cites that neither the pin nor the target has, as git's rename detection pairs it
+    between that base and the target: the header lagged while upstream renamed the file, a
+    rename no move of the range names. One look-up, then one listing per base that lost one."""
+    pin, target = ends
+    lagging = {b: [p for p in ps if p not in moves] for b, ps in by_base.items() if b in behind}
+    gone = _absent(ref, (pin, target), sorted({p for ps in lagging.values() for p in ps}))
+    lost = {b: [p for p in ps if p in gone] for b, ps in lagging.items()}
+    return {b: found for b, ps in lost.items()
+            if ps and (found := history.renamed_since(ref, b, target, ps))}
+
+
+def _absent(ref: gitio.Reference, revs: tuple[str, ...], paths: list[str]) -> set[str]:
+    """Those of `paths` that none of `revs` has (one `git cat-file --batch-check`)."""
+    # cat-file reads one name a line: a path with a line break in it is asked about never.
+    asked = [p for p in paths if "\n" not in p and "\r" not in p]
+    names = [f"{rev}:{p}" for p in asked for rev in revs]
+    found = {n for n, row in zip(names, gitio.batch_check(ref, names), strict=True)
+             if row is not None}
+    return {p for p in asked if not any(f"{rev}:{p}" in found for rev in revs)}
+
+
 def _diffs(bases: tuple[tuple[str, str, str], ...],
            stats: dict[str, dict[str, tuple[int, int, bool]]], target: str,
-           moves: dict[str, str]) -> list[Diff]:
+           moves: _Moves) -> list[Diff]:
     out = []
     for up, base, label in bases:
         ins, dels, binary = stats[base].get(up, (0, 0, False))
         span = f"{base[:SHOW_LEN]}..{target[:SHOW_LEN]}"
-        cmd = (f"git diff -M {span} -- {up} {moves[up]}" if up in moves
+        renamed = moves.at(base)
+        cmd = (f"git diff -M {span} -- {up} {renamed[up]}" if up in renamed
                else f"git diff {span} -- {up}")
-        out.append(Diff(up, base, label, ins, dels, binary, cmd))
+        out.append(Diff(up, base, label, ins, dels, binary, cmd, renamed.get(up),
+                        up in moves.before.get(base, {})))
     return out
 
 
@@ -764,7 +824,7 @@ def _write_patch_files(directory: Path, p: _Patch) -> str:
     # break would write lines of its own into the patch.
     write_bytes(path, ("\n".join(map(one_line, head)) + "\n").encode() + b"".join(body))
     if p.drift:
-        dhead = [title, *(f"# {d.command}   ({d.base_from})" for d in p.drift)]
+        dhead = [title, *(f"# {d.command}   ({d.base_from}{d.renamed_note})" for d in p.drift)]
         dbody = [p.sections.get(d.base, {}).get(d.upstream_path, b"") for d in p.drift]
         if not any(dbody):
             dhead.append(f"# no upstream change to these paths up to {p.target[:SHOW_LEN]}")
@@ -796,7 +856,8 @@ def to_json(q: Queue) -> dict[str, Any]:
             "commit_diffs": [_own_doc(d) for d in it.own],
             "diffs": [{"upstream_path": d.upstream_path, "base": d.base,
                        "base_from": d.base_from, "insertions": d.insertions,
-                       "deletions": d.deletions, "binary": d.binary, "command": d.command}
+                       "deletions": d.deletions, "binary": d.binary, "command": d.command,
+                       "new_path": d.new_path, "renamed_before_pin": d.renamed_before_pin}
                       for d in it.diffs],
             "patch": it.patch, "carried_since": it.carried_since,
             "mentioned_paths": list(it.mentioned),
@@ -838,7 +899,8 @@ def render(q: Queue) -> list[str]:
                          f"git show {e.sha[:SHOW_LEN]} -- {path}")
         for d in it.diffs:
             stat = "binary" if d.binary else f"+{d.insertions} -{d.deletions}"
-            lines.append(f"   drift: {d.command}   ({stat}; from the {d.base_from})")
+            lines.append(f"   drift: {d.command}   ({stat}; from the {d.base_from}"
+                         f"{d.renamed_note})")
         if it.patch:
             lines.append(f"   patch: {it.patch}")
     return lines

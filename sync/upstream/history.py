@@ -4,8 +4,9 @@ The whole range comes from one `git log -z` process parsed here in a single pass
 range stats from one `git diff --shortstat`; duplicate detection confirms its
 candidates with one `git diff-tree` piped into one `git patch-id`; the symbol pass
 reads the patches of the commits that touch cited paths with one more `git
-diff-tree --stdin` (`commit_patches`). The number of git processes never depends
-on the number of commits.
+diff-tree --stdin` (`commit_patches`); where paths went between two commits (a rename
+git finds across them) is one `git diff --name-status` (`renamed_since`). The number of
+git processes never depends on the number of commits.
 """
 
 from __future__ import annotations
@@ -278,6 +279,27 @@ def finish_stats(job: gitio.Started, commits: int) -> RangeStats:
 def range_stats(ref: gitio.Reference, base: str, target: str, commits: int) -> RangeStats:
     """Range stats as `git diff --shortstat BASE TARGET` gives them."""
     return finish_stats(begin_stats(ref, base, target), commits)
+
+
+def renamed_since(ref: gitio.Reference, base: str, target: str,
+                  paths: Iterable[str]) -> dict[str, str]:
+    """Path -> its name at `target`, for each of `paths` that git's rename detection (`-M`,
+    as the log's) pairs with a file added between `base` and `target`; a path it pairs with
+    nothing (deleted) is not listed. One `git diff --name-status` of the whole tree: with
+    the paths as its pathspec, git would not see the new names to pair them with."""
+    wanted = set(paths)
+    gitio.check_rev(base)
+    gitio.check_rev(target)
+    data = ref.git("diff", "-z", "--name-status", "-M", "--diff-filter=R", "--no-relative",
+                   "--end-of-options", base, target, "--")
+    tokens = data.split(b"\0")[:-1]  # each field ends with a NUL
+    out: dict[str, str] = {}
+    i = 0
+    while i < len(tokens):
+        change, i = _change(tokens, i, target)
+        if change.old_path in wanted:
+            out[change.old_path] = change.path
+    return out
 
 
 def _quoted_target(subject: str) -> str | None:
