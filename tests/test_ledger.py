@@ -273,6 +273,16 @@ _PIECES = st.sampled_from([HEAD, SEP, ROW, "| a | b |", "text", "", "|", "\\|", 
                            "|---|", "\r"])
 
 
+def _appended(text: str, cells: tuple[str, str, str, str]) -> tuple[str, str, int] | None:
+    """(new text, row, where it went) of appending `cells` to `text`; None when refused."""
+    try:
+        table = ledger.find_table(text, path="l.md")
+        new, row = ledger.appended(text, cells, rel="l.md")
+    except SyncError:
+        return None
+    return new, row, table.insert_at
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(_PIECES, max_size=12), st.sampled_from(["\n", "\r\n"]),
        st.tuples(st.text(max_size=20), st.text(max_size=20), st.text(max_size=20),
@@ -280,12 +290,10 @@ _PIECES = st.sampled_from([HEAD, SEP, ROW, "| a | b |", "text", "", "|", "\\|", 
 def test_append_on_any_text_refuses_or_keeps_bytes(pieces: list[str], nl: str,
                                                    cells: tuple[str, str, str, str]) -> None:
     text = nl.join(pieces)
-    try:
-        table = ledger.find_table(text, path="l.md")
-        new, row = ledger.appended(text, cells, rel="l.md")
-    except SyncError:
+    got = _appended(text, cells)
+    if got is None:
         return
-    at = table.insert_at
+    new, row, at = got
     assert new.startswith(text[:at]) and new.endswith(text[at:])
     assert row in new and len(new) > len(text)
 
@@ -307,13 +315,10 @@ def test_append_on_mixed_line_endings_keeps_bytes_and_doubles_no_cr(
     """Any mix of LF, CRLF and lone CR: an append inserts in one place, every old byte kept,
     adds no CR CR LF, and ends the new row with the file's dominant line ending."""
     text = "".join(p + end for p, end in pieces)
-    cells = ("2026-01-02 / `def5678`", "y", "vllm#2", "ok")
-    try:
-        table = ledger.find_table(text, path="l.md")
-        new, row = ledger.appended(text, cells, rel="l.md")
-    except SyncError:
+    got = _appended(text, ("2026-01-02 / `def5678`", "y", "vllm#2", "ok"))
+    if got is None:
         return
-    at = table.insert_at
+    new, row, at = got
     added = new[at: len(new) - (len(text) - at)]
     assert new == text[:at] + added + text[at:]
     assert added.endswith(row + _dominant(text))

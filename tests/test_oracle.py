@@ -1240,19 +1240,24 @@ def test_advance_omni_refuses_a_forged_or_stale_isolation_record(
     assert not list((port_copy / ".agents/sync").glob("events/*omni-advance*"))
 
 
+def _proven(port_copy: Path, commit: str) -> tuple[str, Path, bytes]:
+    """The omni oracle built and verified at `commit` (its isolation proven): the port's
+    status, the proof's path and bytes, for a refusal to be shown to leave all as they were."""
+    for argv in (["oracle", "build"], ["oracle", "verify", "--shape-only"]):
+        rc, out, err = run_cli(["--port", str(port_copy), *argv, "--oracle", "vllm-omni",
+                                "--commit", commit])
+        assert rc == 0, err + out
+    rec = port_copy / f".agents/sync/isolation/vllm-omni-{commit[:10]}.json"
+    return git(port_copy, "status", "--porcelain", "--untracked-files=all"), rec, rec.read_bytes()
+
+
 def test_advance_omni_refuses_a_commit_behind_the_pin_unless_allowed(
         env: World, tmp_path: Path, port_copy: Path) -> None:
     """As a sync target behind the pin is refused, an omni commit behind the omni pin is:
     before anything is measured or written; --allow-behind moves the pin back."""
     os.environ["SYNC_ORACLE_HOME"] = str(other_home(env, tmp_path))
     commit = env.omni_up.middle  # an ancestor of the omni pin
-    for argv in (["oracle", "build"], ["oracle", "verify", "--shape-only"]):
-        rc, out, err = run_cli(["--port", str(port_copy), *argv, "--oracle", "vllm-omni",
-                                "--commit", commit])
-        assert rc == 0, err + out
-    status = git(port_copy, "status", "--porcelain", "--untracked-files=all")
-    rec = port_copy / f".agents/sync/isolation/vllm-omni-{commit[:10]}.json"
-    proof = rec.read_bytes()
+    status, rec, proof = _proven(port_copy, commit)
     for dry in ([], ["--dry-run"]):
         rc, out, err = run_cli(["--port", str(port_copy), "advance-omni", commit, *dry])
         assert (rc, out) == (2, ""), err + out
@@ -1290,13 +1295,7 @@ def test_advance_omni_refuses_a_commit_off_the_pins_line_unless_allowed(
     omni pin's line is: before anything is measured or written; --allow-divergent takes it."""
     os.environ["SYNC_ORACLE_HOME"] = str(other_home(env, tmp_path))
     commit = _omni_rewritten(env, tmp_path)
-    for argv in (["oracle", "build"], ["oracle", "verify", "--shape-only"]):
-        rc, out, err = run_cli(["--port", str(port_copy), *argv, "--oracle", "vllm-omni",
-                                "--commit", commit])
-        assert rc == 0, err + out
-    status = git(port_copy, "status", "--porcelain", "--untracked-files=all")
-    rec = port_copy / f".agents/sync/isolation/vllm-omni-{commit[:10]}.json"
-    proof = rec.read_bytes()
+    status, rec, proof = _proven(port_copy, commit)
     for extra in ([], ["--dry-run"], ["--allow-behind"]):  # behind is not off the line
         rc, out, err = run_cli(["--port", str(port_copy), "advance-omni", commit, *extra])
         assert (rc, out) == (2, ""), err + out

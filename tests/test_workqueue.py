@@ -399,6 +399,20 @@ class Small:
     moved: str
 
 
+def _written(tmp_path: Path, h: History, pin: int, tip: int
+             ) -> tuple[Path, Path, dict[int, str]]:
+    """(the upstream, the port, the marks): `h` written as the reference checkout, its
+    origin/main at `tip`, and a port pinned at `pin` with its records."""
+    repo = tmp_path / "vllm"
+    marks = h.write(repo)
+    git(repo, "update-ref", "refs/remotes/origin/main", marks[tip])
+    root = tmp_path / "port"
+    write(root, ".agents/upstream-sync.md", protocol_text(marks[pin]))
+    write(root, ".agents/parity-ledger.md", LEDGER)
+    write(root, ".agents/porting-inventory.md", INVENTORY)
+    return repo, root, marks
+
+
 def small_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                 files: dict[str, str]) -> Small:
     """An upstream with nested paths (vllm/w/...) and a port whose files `files` gives,
@@ -416,13 +430,7 @@ def small_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     h.rename("vllm/w/old.py", "vllm/w/new.py")
     h.modify("vllm/w/new.py", OLD_PY.replace("return 0", "return 100"))
     moved = h.commit("[Core] Move old to new (#22)")
-    repo = tmp_path / "vllm"
-    marks = h.write(repo)
-    git(repo, "update-ref", "refs/remotes/origin/main", marks[moved])
-    root = tmp_path / "port"
-    write(root, ".agents/upstream-sync.md", protocol_text(marks[pin]))
-    write(root, ".agents/parity-ledger.md", LEDGER)
-    write(root, ".agents/porting-inventory.md", INVENTORY)
+    repo, root, marks = _written(tmp_path, h, pin, moved)
     for rel, text in files.items():
         write(root, rel, text.replace("{pin}", marks[pin][:10]))
     monkeypatch.setenv("VLLM_SOURCE", str(repo))
@@ -559,13 +567,7 @@ def _lagged_world(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     h.modify("vllm/w/new.py", OLD_PY.replace("return 1\n", "return 10\n", 1)
              .replace("return 5\n", "return 50\n"))
     target = h.commit("[Core] Change k5 (#33)")
-    repo = tmp_path / "vllm"
-    marks = h.write(repo)
-    git(repo, "update-ref", "refs/remotes/origin/main", marks[target])
-    root = tmp_path / "port"
-    write(root, ".agents/upstream-sync.md", protocol_text(marks[pin]))
-    write(root, ".agents/parity-ledger.md", LEDGER)
-    write(root, ".agents/porting-inventory.md", INVENTORY)
+    repo, root, marks = _written(tmp_path, h, pin, target)
     write(root, "src/old.cpp", f"// Ported from: vllm/w/old.py @ {marks[base][:10]}\n\nint o;\n")
     write(root, "src/gone.cpp", f"// Ported from: vllm/w/gone.py @ {marks[base][:10]}\n\nint g;\n")
     write(root, ".agents/sync/carry-over.toml", (
