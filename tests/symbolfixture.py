@@ -289,7 +289,7 @@ class Plan:
     pin_files: Mapping[str, str | Link]
     shapes: tuple[Shape, ...]
     port_files: Callable[[dict[str, str]], dict[str, str]]
-    older_files: dict[str, str] = field(default_factory=dict)
+    older_files: dict[str, str | Link] = field(default_factory=dict)
 
 
 def build(tmp: Path) -> World:

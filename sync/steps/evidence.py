@@ -5,17 +5,17 @@ For the commits that touch a cited path, one `git diff-tree --stdin` lists their
 (renames followed; only the files of cited paths and their rename partners are kept) and
 one `git cat-file --batch` reads every blob the comparison needs: both sides of each
 changed Python file, and each anchored citation's file at its cited SHA and at the
-pin. So the pass adds two
-git processes to a run, whatever the number of commits. Python blobs are mapped to
+pin (with its folder's tree there, whose mode says whether it was a symbolic link). So
+the pass adds two git processes to a run, whatever the number of commits. Python blobs are mapped to
 definitions by `steps.symbols`; a file that is not Python, is a symbolic link (its blob
 is the link's target) or does not parse stays at path level, with the reason.
 
 A citation's anchor is read at its cited SHA (at the pin when that SHA is not a commit
-in the checkout, or the file is not at it): `::Sym` by name, `:A-B` as the definitions
-enclosing those lines there. When it names both and they disagree, the name wins and
-the disagreement is noted. A line range inside a definition longer than `HUGE` lines
-keeps its statements (translated to the commit's parent), so a change elsewhere in a
-700-line `__post_init__` is told apart from one in the cited lines.
+in the checkout, or the file is not at it or is a symbolic link there): `::Sym` by name,
+`:A-B` as the definitions enclosing those lines there. When it names both and they
+disagree, the name wins and the disagreement is noted. A line range inside a definition
+longer than `HUGE` lines keeps its statements (translated to the commit's parent), so a
+change elsewhere in a 700-line `__post_init__` is told apart from one in the cited lines.
 """
 
 from __future__ import annotations
@@ -223,6 +223,7 @@ class _Blobs:
     pin: str
     names: dict[str, int] = field(default_factory=dict)
     data: list[bytes | None] = field(default_factory=list)
+    trees: dict[str, bytes] = field(default_factory=dict)  # `rev:dir` -> its raw tree
     outlines: dict[bytes, symbols.Outline | str] = field(default_factory=dict)  # by content
     moves: dict[tuple[bytes, bytes], _Mover] = field(default_factory=dict)  # by both contents
 
@@ -245,11 +246,24 @@ class _Blobs:
         """The blobs an anchored citation of `path` may be read in: at its SHA and at the
         pin, under the name it gives and (a rename followed in the range) the new one."""
         for named in dict.fromkeys((c.path, path)):
-            self.want(_at(c.sha, named))
-            self.want(_at(self.pin, named))
+            for at in (c.sha, self.pin):
+                self.want(_at(at, named))
+                self.want(_folder(_at(at, named)))  # its mode there: is it a link?
 
     def read(self) -> None:
-        self.data = gitio.cat_blobs(self.ref, list(self.names))
+        """Every blob and folder wanted, in one `git cat-file --batch`."""
+        got = gitio.cat_objects(self.ref, list(self.names))
+        self.data = [o[1] if o is not None and o[0] == "blob" else None for o in got]
+        self.trees = {n: o[1] for n, o in zip(self.names, got, strict=True)
+                      if o is not None and o[0] == "tree"}
+
+    def link(self, name: str) -> bool:
+        """Blob `rev:path` is a symbolic link at rev (its folder's tree says mode 120000):
+        its content is the link's target, no module to read an anchor in."""
+        tree = self.trees.get(_folder(name) or "")
+        base = name.rpartition(":")[2].rsplit("/", 1)[-1]
+        size = len(self.pin) // 2 if len(self.pin) in (40, 64) else 20
+        return tree is not None and gitio.tree_mode(tree, base, size) == patch.LINK
 
     def size(self, fp: patch.FilePatch) -> int:
         """What comparing a changed file costs, about: its blobs' bytes, when it is Python."""
@@ -290,6 +304,14 @@ def _at(sha: str | None, path: str) -> str | None:
     if sha is None or not re.fullmatch(r"[0-9a-f]{4,64}", sha):
         return None
     return f"{sha}:{path}"
+
+
+def _folder(name: str | None) -> str | None:
+    """`rev:dir` of a blob named `rev:dir/file` (`rev:` for a file at the top)."""
+    if name is None:
+        return None
+    rev, _, path = name.partition(":")
+    return f"{rev}:{path.rpartition('/')[0]}"
 
 
 # -- one commit ---------------------------------------------------------------------------------
@@ -477,11 +499,13 @@ class _Reader:
     def _anchor_blob(self, cite: Cite) -> tuple[str | None, str]:
         """The blob an anchor is read in, and what it is: the cited SHA's, else the pin's,
         else the commit's parent's. A file renamed earlier in the range is read under the
-        name the citation gives (the one it had at that SHA), else under its new one."""
+        name the citation gives (the one it had at that SHA), else under its new one. Where
+        the path is a symbolic link, its blob is the link's target: the next one is read."""
         paths = tuple(dict.fromkeys((cite.path, self.path)))
         for at, label in ((cite.sha, cite.sha or ""), (self.blobs.pin, "the pin")):
             for name in (_at(at, p) for p in paths):
-                if name is not None and self.blobs.get(name) is not None:
+                if name is not None and self.blobs.get(name) is not None and (
+                        not self.blobs.link(name)):  # a link there: not the file
                     return name, label
         return self.parent_blob, "the commit's parent"
 

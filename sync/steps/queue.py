@@ -465,16 +465,18 @@ def _annotated(fp: patch.FilePatch, found: dict[str, Any], path: str) -> tuple[
     """Each hunk's definitions, and the file's patch with each hunk header naming them
     (after the second `@@`, where git apply reads nothing)."""
     marks = _marks(found, path)
-    out = [fp.header]
+    out = []
     hunks = []
-    for h in fp.hunks:
-        names = tuple(_marked(found, path, n, ch).label for n, ch, old, new in marks
-                      if _touches(h.deleted, old) or _touches(h.added, new))
-        hunks.append((h.old_range(), h.new_range(), names))
-        head, nl, body = h.text.partition(b"\n")
-        if names:
-            head += ("  [" + "; ".join(names) + "]").encode()
-        out.append(head + nl + body)
+    for part in fp.halves or (fp,):  # a type change: its deletion, then its addition
+        out.append(part.header)
+        for h in part.hunks:
+            names = tuple(_marked(found, path, n, ch).label for n, ch, old, new in marks
+                          if _touches(h.deleted, old) or _touches(h.added, new))
+            hunks.append((h.old_range(), h.new_range(), names))
+            head, nl, body = h.text.partition(b"\n")
+            if names:
+                head += ("  [" + "; ".join(names) + "]").encode()
+            out.append(head + nl + body)
     return tuple(hunks), b"".join(out)
 
 

@@ -645,6 +645,12 @@ def merge_base(ref: Reference, shas: list[str]) -> str | None:
 def cat_blobs(ref: Reference, names: list[str]) -> list[bytes | None]:
     """The content of each blob named (an object id or `rev:path`), None where git has no
     such blob: one `git cat-file --batch` whatever the number of names."""
+    return [o[1] if o is not None and o[0] == "blob" else None for o in cat_objects(ref, names)]
+
+
+def cat_objects(ref: Reference, names: list[str]) -> list[tuple[str, bytes] | None]:
+    """(type, content) of each object named (`blob`, `tree`, ...), None where git has none:
+    one `git cat-file --batch` whatever the number of names."""
     ok = [bool(n) and "\n" not in n and "\r" not in n for n in names]
     sendable = [n for n, good in zip(names, ok, strict=True) if good]
     if not sendable:
@@ -654,8 +660,8 @@ def cat_blobs(ref: Reference, names: list[str]) -> list[bytes | None]:
     return [next(found) if good else None for good in ok]
 
 
-def _batch_records(raw: bytes, count: int, ref: Reference) -> list[bytes | None]:
-    out: list[bytes | None] = []
+def _batch_records(raw: bytes, count: int, ref: Reference) -> list[tuple[str, bytes] | None]:
+    out: list[tuple[str, bytes] | None] = []
     pos = 0
     for _ in range(count):
         eol = raw.find(b"\n", pos)
@@ -669,10 +675,25 @@ def _batch_records(raw: bytes, count: int, ref: Reference) -> list[bytes | None]
                 "ascii", "replace")):
             size = int(head[2])
             body, pos = raw[pos:pos + size], pos + size + 1
-            out.append(body if head[1] == b"blob" else None)
+            out.append((head[1].decode("ascii", "replace"), body))
         else:
             out.append(None)  # "<name> missing" / "<name> ambiguous"
     return out
+
+
+def tree_mode(tree: bytes, name: str, oid_size: int) -> str | None:
+    """The mode of entry `name` in a raw tree object (`<mode> <name>\\0<oid bytes>` each,
+    as `cat-file --batch` prints a tree), None when it has no such entry."""
+    want = name.encode("utf-8", "surrogateescape")
+    pos = 0
+    while pos < len(tree):
+        space, nul = tree.find(b" ", pos), tree.find(b"\0", pos)
+        if space < 0 or nul < space:
+            return None  # not a tree git wrote
+        if tree[space + 1:nul] == want:
+            return tree[pos:space].decode("ascii", "replace")
+        pos = nul + 1 + oid_size
+    return None
 
 
 @dataclass(frozen=True)

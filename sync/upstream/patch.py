@@ -71,6 +71,8 @@ class FilePatch:
     header: bytes  # `diff --git` and the extended header lines, as printed
     old_mode: str | None = None  # `100644`, `120000` (a symbolic link), ...; None: absent
     new_mode: str | None = None
+    # A type change (status T): the deletion and the addition git prints it as, in order.
+    halves: tuple[FilePatch, ...] = ()
 
     @property
     def symlink(self) -> bool:
@@ -87,6 +89,8 @@ class FilePatch:
         return tuple(dict.fromkeys(p for p in (self.old_path, self.new_path) if p))
 
     def text(self) -> bytes:
+        if self.halves:
+            return b"".join(h.text() for h in self.halves)
         return self.header + b"".join(h.text for h in self.hunks)
 
 
@@ -342,7 +346,24 @@ def parse(data: bytes) -> list[CommitPatch]:
         i += 1
     if cur is not None and commits:
         commits[-1].files.append(cur.finish())
-    return [CommitPatch(c.sha, tuple(c.files)) for c in commits]
+    return [CommitPatch(c.sha, _typechanges(c.files)) for c in commits]
+
+
+def _typechanges(files: list[FilePatch]) -> tuple[FilePatch, ...]:
+    """`files` with each type change as one patch. git prints a path that turns from a
+    regular file into a symbolic link (or back) as its deletion followed by its addition;
+    read alone, the first would say the path was deleted."""
+    out: list[FilePatch] = []
+    for fp in files:
+        gone = out[-1] if out else None
+        if (gone is not None and gone.status == "D" and fp.status == "A"
+                and gone.old_path == fp.new_path):
+            out[-1] = FilePatch("T", gone.old_path, fp.new_path, gone.old_blob, fp.new_blob,
+                                gone.binary or fp.binary, gone.hunks + fp.hunks, gone.header,
+                                gone.old_mode, fp.new_mode, (gone, fp))
+        else:
+            out.append(fp)
+    return tuple(out)
 
 
 def _header_line(cur: _File, line: bytes) -> None:
