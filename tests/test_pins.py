@@ -1,11 +1,12 @@
 from __future__ import annotations
 
 import contextlib
+import re
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from sync.infra.atomic import read_text, write_text
@@ -346,6 +347,41 @@ def test_render_adds_the_commit_id_line_and_never_drops_it(tmp_path: Path, newli
     with pytest.raises(UsageError, match="refusing to drop vllm_commit_id"):
         pins.render(again, source)
     assert pins.render(again, source, restore=True) == doc().replace("\n", newline)
+
+
+def _dominant(text: str) -> str:
+    """The line ending most lines of `text` end with (LF-split, as git and the ledger read
+    it), the first one's on a tie, LF when none has one."""
+    crlf = text.count("\r\n")
+    lf = text.count("\n") - crlf
+    if crlf != lf:
+        return "\r\n" if crlf > lf else "\n"
+    first = re.search(r"\r?\n", text)
+    return first.group() if first else "\n"
+
+
+@settings(max_examples=300, deadline=None)
+@example(ends=["\n"] * 10 + ["\r"] + ["\n"] * 3)  # the last entry's line ends in a lone CR
+@given(st.lists(st.sampled_from(["\n", "\r\n", "\r"]), min_size=len(doc().splitlines()),
+                max_size=len(doc().splitlines())))
+def test_adding_the_commit_id_on_mixed_line_endings_keeps_bytes_and_doubles_no_cr(
+        ends: list[str]) -> None:
+    """Any mix of LF, CRLF and lone CR: the commit id's line goes in one place, every old
+    byte kept, no CR CR LF added, ending in the file's dominant line ending, and after a
+    lone CR only the LF that makes it CRLF (a copied CR ended the new line with no line
+    break to git: the new line, the last entry's and the fence's read as one)."""
+    text = "".join(line + end for line, end in zip(doc().splitlines(), ends, strict=True))
+    pin, block = pins.parse(text, path="p.md")
+    with_id = pins.from_values(COMMIT, RUNTIME, DIST, FLASHINFER, commit_id="g555967922")
+    new = pins.render(pins.PinRecord(pin, Path("p.md"), text, block), with_id)
+    at = new.index("vllm_commit_id = ")
+    if new[:at] != text[:at]:
+        at -= 1  # the LF added after a lone CR
+    added = new[at: len(new) - (len(text) - at)]
+    assert new == text[:at] + added + text[at:]
+    assert added.removeprefix("\n" if text[:at].endswith("\r") else "") == (
+        "vllm_commit_id = g555967922" + _dominant(text))
+    assert new.count("\r\r\n") == text.count("\r\r\n")
 
 
 def test_set_values_fills_an_empty_value() -> None:

@@ -21,7 +21,7 @@ from packaging.version import InvalidVersion, Version
 
 from sync.infra.atomic import read_record
 from sync.infra.errors import MalformedRecord, UsageError
-from sync.records import blocks
+from sync.records import blocks, mdscan
 
 INFO = "parity-pin"
 KEYS = ("vllm_commit", "vllm_runtime_version", "vllm_distribution_version", "flashinfer_version")
@@ -297,16 +297,18 @@ def _with_value(raw: str, value: str) -> str:
     return raw[:begin] + value + raw[tail:]
 
 
-def _add_line(text: str, block: blocks.Block, key: str, value: str) -> str:
-    """`text` with `key = value` added to the block after its last entry (same newline)."""
+def _add_line(text: str, block: blocks.Block, key: str, value: str, *, path: str) -> str:
+    """`text` with `key = value` added to the block after its last entry, as the ledger and
+    inventory editors add a line: every old byte kept, the new line ending in the file's
+    dominant line ending (`mdscan.newline`). The block's reader (`str.splitlines`) ends a
+    line at a lone CR, git and those editors do not: copying that CR left the new line, the
+    entry's and the fence's one line to git, so there only the LF that makes it CRLF goes
+    before the new line (`mdscan.line_break`), a line end to both."""
     last = max(e.line for e in block.entries)
-    lines = text.splitlines(keepends=True)
-    raw = lines[last - 1]
-    newline = raw[len(raw.rstrip("\r\n")):] or block.newline
-    if not raw.endswith(("\n", "\r")):
-        lines[last - 1] = raw + newline
-    lines.insert(last, f"{key} = {value}{newline}")
-    return "".join(lines)
+    at = sum(len(raw) for raw in text.splitlines(keepends=True)[:last])
+    nl = mdscan.newline(mdscan.split_lines(text))
+    brk = mdscan.line_break(text[:at], nl, rel=path)
+    return text[:at] + brk + f"{key} = {value}{nl}" + text[at:]
 
 
 def render(record: PinRecord, pin: Pin, *, restore: bool = False) -> str:
@@ -325,7 +327,7 @@ def render(record: PinRecord, pin: Pin, *, restore: bool = False) -> str:
     changes = {k: v for k, v in wanted.items() if k in current and current[k] != v}
     text = set_values(record.text, record.block, changes, path=path)
     if COMMIT_ID in wanted and COMMIT_ID not in current:
-        text = _add_line(text, record.block, COMMIT_ID, wanted[COMMIT_ID])
+        text = _add_line(text, record.block, COMMIT_ID, wanted[COMMIT_ID], path=path)
     elif COMMIT_ID in current and COMMIT_ID not in wanted:
         at = next(e.line for e in record.block.entries if e.key == COMMIT_ID)
         text = "".join(raw for n, raw in enumerate(text.splitlines(keepends=True), start=1)
