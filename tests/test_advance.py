@@ -998,6 +998,36 @@ def test_the_reports_gates_section_follows_each_gate_run_and_merge(
     assert "`parity:op` **PENDING**" in _gates_section(c.port)
 
 
+def _without_gates(text: str) -> str:
+    """A report (or its JSON) with its Gates section (or `gates` array) left out."""
+    if text.startswith("{"):
+        return json.dumps({**json.loads(text), "gates": None})
+    head, rest = text.split("## Gates\n", 1)
+    return head + rest.split("\n## ", 1)[1]
+
+
+def test_oracle_verify_at_the_gate_target_refreshes_the_reports_gates(
+        prepared: Prepared, copy: Callable[[str], Copy]) -> None:
+    """`oracle verify` at the gate target recorded gate oracle:vllm and left the report's
+    Gates section and its JSON's gates as they were until the next `sync`, saying nothing,
+    where `golden`, `parity` and `gates merge` refresh them; it refreshes them as they do, in
+    the one transaction with the record, every other byte of both files kept."""
+    c = copy("ready")
+    md = report_path(c.port)
+    js = md.with_suffix(".json")
+    before = {p: read_text(p) for p in (md, js)}
+    assert "`oracle:vllm`" not in _gates_section(c.port)
+    ok("oracle", "verify", "--oracle", "vllm", "--commit", "target")
+    assert re.search(r"^- `oracle:vllm` \*\*PASS\*\* — ", _gates_section(c.port), re.MULTILINE)
+    doc = json.loads(read_text(js))
+    assert [g["status"] for g in doc["gates"] if g["name"] == "oracle:vllm"] == ["PASS"]
+    for p, text in before.items():
+        assert _without_gates(read_text(p)) == _without_gates(text)
+    after = {p: read_text(p) for p in (md, js)}
+    ok("sync")  # what the refresh wrote is what a sync writes
+    assert {p: read_text(p) for p in (md, js)} == after
+
+
 def test_a_gate_that_has_not_run_names_the_upstream_sync_command_that_runs_it(
         prepared: Prepared, copy: Callable[[str], Copy]) -> None:
     # A port has no noxfile of its own: the line names the command the PENDING handoff names

@@ -7,9 +7,12 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from sync.port import Port, locate
+
+if TYPE_CHECKING:
+    from sync.records.gates import Store
 
 
 @dataclass
@@ -145,3 +148,18 @@ def refreshed_with(port: Port, ctx: Context, change: Rewrite) -> str | None:
             port.forget(change.key)  # not written: the file still holds the old bytes
             raise
     return None if result is None else port.rel(result.path)
+
+
+def gate_store(port: Port, ctx: Context) -> Store:
+    """How a gate command writes the gate record: with the open cycle's report refreshed to
+    show it (its Gates section and Carry-over, its JSON's gates), in one transaction, as
+    `refreshed_with` writes any record the report reads; one for `gates.record(store=)`
+    (oracle verify) and `gates merge` alike."""
+    from sync.records import gates
+
+    def store(target: str, text: str) -> None:
+        record = gates.path(port, target)
+        refreshed_with(port, ctx, Rewrite(
+            record, text.encode("utf-8"), f"gates:{target}",
+            lambda: gates.parse(text, target, rel=port.rel(record))))
+    return store

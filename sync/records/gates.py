@@ -15,6 +15,7 @@ import os
 import re
 import shutil
 import socket
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
@@ -248,8 +249,20 @@ def portable(port: Layout, result: GateResult) -> GateResult:
                    detail=clean(result.detail))
 
 
-def record(port: Layout, target: str, result: GateResult, *, keep_same: bool = False) -> None:
-    """Replace `result.name`'s entry for `target`, atomically and under the port lock.
+# How a command writes a record's new text for a target: the CLI's writes the open cycle's
+# report with it, in one transaction (`cli.context.gate_store`); a step alone writes the file.
+Store = Callable[[str, str], None]
+
+
+def write(port: Layout) -> Store:
+    """The plain store: the record file alone, atomically."""
+    return lambda target, text: write_text(path(port, target), text)
+
+
+def record(port: Layout, target: str, result: GateResult, *, keep_same: bool = False,
+           store: Store | None = None) -> None:
+    """Replace `result.name`'s entry for `target`, atomically and under the port lock,
+    through `store` (default: the file alone, `write`).
 
     With `keep_same`, an entry that `result` would only re-date (`same_outcome`) stays as
     it is and the file is not written: the record is committed with the cycle, and a
@@ -264,7 +277,7 @@ def record(port: Layout, target: str, result: GateResult, *, keep_same: bool = F
         if keep_same and old is not None and not future(old) and same_outcome(old, result):
             return
         kept = [r for r in held if r.name != result.name]
-        write_text(path(port, target), render_doc(target, [*kept, result]))
+        (store or write(port))(target, render_doc(target, [*kept, result]))
         port.forget(f"gates:{target}")
 
 

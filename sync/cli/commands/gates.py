@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from sync.cli.context import Context, Rewrite, add_json, refreshed_with
+from sync.cli.context import Context, add_json, gate_store
 from sync.port import Port
 from sync.records import gates
 from sync.records.config import CONFIG_PATH
@@ -44,10 +44,7 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
         if merged.text is not None:
             # The report's Gates section shows the merged results: the record and the report
             # land together or not at all.
-            record, text = gates.path(port, target), merged.text
-            refreshed_with(port, ctx, Rewrite(
-                record, text.encode("utf-8"), f"gates:{target}",
-                lambda: gates.parse(text, target, rel=port.rel(record))))
+            gate_store(port, ctx)(target, merged.text)
     unrequired = blockers.unrequired(port, merged.names)
     missing = _missing_shards(port, target, [n for n in merged.names if n not in unrequired])
     if ctx.json:

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from sync.cli.context import Context, add_json
+from sync.cli.context import Context, add_json, gate_store
 from sync.infra.errors import IdentityMismatch
 from sync.steps.verify import adopt as oracle_adopt
 from sync.steps.verify import build as oracle_build
@@ -155,8 +155,9 @@ def _describe(ident: oracle_verify.Identity) -> str:
 def run_verify(args: argparse.Namespace, ctx: Context) -> int:
     port = ctx.port
     prefs = port.preferences()
+    # At the gate target the gate oracle:<id> is recorded, the report refreshed with it.
     v = oracle_verify.verify_gate(port, prefs, args.oracle, args.commit,
-                                  shape_only=args.shape_only)
+                                  shape_only=args.shape_only, store=gate_store(port, ctx))
     if ctx.json:
         ctx.emit_json(_verification_doc(v))
     else:

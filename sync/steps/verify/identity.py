@@ -509,10 +509,11 @@ def _verify_at(port: Port, prefs: Preferences, oracle_id: str, commit: str, role
 
 
 def verify_gate(port: Port, prefs: Preferences, oracle_id: str, commit_spec: str | None = None,
-                *, shape_only: bool = False) -> Verification:
+                *, shape_only: bool = False, store: gates.Store | None = None
+                ) -> Verification:
     """`verify`; checking the core oracle at the gate target also records gate oracle:<id>
-    (kept as it was when this verification found what it holds: only its time would
-    change)."""
+    through `store` (`gates.record`'s: the CLI's writes the report with it), kept as it was
+    when this verification found what it holds: only its time would change."""
     started = time.monotonic()
     v = verify(port, prefs, oracle_id, commit_spec, shape_only=shape_only)
     if is_core(oracle_id) and v.role != "shape only" \
@@ -523,7 +524,7 @@ def verify_gate(port: Port, prefs: Preferences, oracle_id: str, commit_spec: str
             f"oracle:{oracle_id}", "PASS" if v.ok else "FAIL", shlex.join(argv),
             round(time.monotonic() - started, 3), gates.hostname(), gates.now(), None,
             None if v.ok else f"{len(v.mismatches)} mismatch(es): {v.verdict}",
-            identity_map(v.identity)), keep_same=True)
+            identity_map(v.identity)), keep_same=True, store=store)
     return v
 
 
