@@ -1028,6 +1028,27 @@ def test_oracle_verify_at_the_gate_target_refreshes_the_reports_gates(
     assert {p: read_text(p) for p in (md, js)} == after
 
 
+@pytest.mark.parametrize("gate", ["golden", "parity"])
+def test_a_gate_command_refused_before_it_records_leaves_the_report_as_it_was(
+        copy: Callable[[str], Copy], gate: str) -> None:
+    """`golden` and `parity` re-ran the whole sync in a `finally`, after and apart from the
+    record, so one refused before any gate was recorded (a --target of another checkout)
+    still rewrote the report and its JSON (here: a hand-edited entry line read back and
+    rendered again) though no record the report reads had changed. The report is
+    refreshed in one transaction with the gate record it shows, and only then."""
+    c = copy("fresh")
+    md = report_path(c.port)
+    text = read_text(md)
+    edited = re.sub(r"(?m)^(- `[0-9a-f]{10}` .*) — IGNORE: [^\n]*$",
+                    r"\1 — INVENTORY: a reviewer's call", text, count=1)
+    assert edited != text
+    md.write_text(edited, encoding="utf-8")
+    before = files(c.port)
+    rc, _, err = cmd(gate, "--target", "0" * 40)
+    assert rc == 6, err
+    assert files(c.port) == before
+
+
 def test_a_gate_that_has_not_run_names_the_upstream_sync_command_that_runs_it(
         prepared: Prepared, copy: Callable[[str], Copy]) -> None:
     # A port has no noxfile of its own: the line names the command the PENDING handoff names

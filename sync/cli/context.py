@@ -91,20 +91,6 @@ def add_gate_args(p: argparse.ArgumentParser) -> None:
     add_json(p)
 
 
-def refreshed(port: Port, ctx: Context) -> str | None:
-    """The open cycle's report rewritten after a record it reads changed (its path), or
-    None; a refresh that cannot run is said, never an error of the write before it."""
-    from sync.infra.errors import SyncError
-    from sync.steps import syncrun
-
-    try:
-        path = syncrun.refresh(port, ctx)
-    except SyncError as exc:
-        _not_rewritten(ctx, exc)
-        return None
-    return None if path is None else port.rel(path)
-
-
 def _not_rewritten(ctx: Context, exc: Exception) -> None:
     """A refresh that could not run is said, never an error of the write before it."""
     ctx.note(f"note: the report was not rewritten ({exc}) — run 'upstream-sync sync'")
@@ -128,7 +114,7 @@ def refreshed_with(port: Port, ctx: Context, change: Rewrite) -> str | None:
     nor a re-run repaired); the report's path, or None. The refresh runs staged, with the
     port holding the record as it will be written; the record is written alone when no
     cycle is open, its report was never written, or the refresh cannot run (said, as
-    `refreshed` says it)."""
+    `_not_rewritten` says it)."""
     from sync.infra.errors import SyncError
     from sync.steps import syncrun
 
@@ -154,7 +140,7 @@ def gate_store(port: Port, ctx: Context) -> Store:
     """How a gate command writes the gate record: with the open cycle's report refreshed to
     show it (its Gates section and Carry-over, its JSON's gates), in one transaction, as
     `refreshed_with` writes any record the report reads; one for `gates.record(store=)`
-    (oracle verify) and `gates merge` alike."""
+    (golden, parity, oracle verify) and `gates merge` alike."""
     from sync.records import gates
 
     def store(target: str, text: str) -> None:

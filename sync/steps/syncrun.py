@@ -150,19 +150,12 @@ def _deleted_definitions(entries: list[classify.Entry]) -> tuple[report.Move, ..
                  if (sha, path.split("::", 1)[0]) not in deleted_files)
 
 
-def refresh(port: Port, notes: Notes | None = None) -> Path | None:
-    """Rewrite the open cycle's report after a record it reads changed (a ledger row, an
-    inventory annotation), as `decide` does; None when no cycle is open or its report was
-    never written (the next `sync` writes it)."""
-    result = _rerun(port, notes, CycleRequest())
-    return None if result is None else result.path
-
-
 def staged_refresh(port: Port, notes: Notes | None = None) -> Result | None:
-    """`refresh`'s run, planned only (`CycleRequest.stage`): a caller that holds the lock
-    and changed a record the report reads (held by the port as it will be written) commits
-    the run's writes with that record, in one transaction (`commit_writes`). None when no
-    cycle is open or its report was never written."""
+    """The open cycle's report rewritten after a record it reads changed (a ledger row, an
+    inventory annotation, a gate), planned only (`CycleRequest.stage`): a caller that holds
+    the lock and changed that record (held by the port as it will be written) commits the
+    run's writes with it, in one transaction (`commit_writes`). None when no cycle is open
+    or its report was never written (the next `sync` writes it)."""
     return _rerun(port, notes, CycleRequest(stage=True))
 
 

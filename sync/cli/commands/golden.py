@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from sync.cli.context import Context, add_gate_args, refreshed
+from sync.cli.context import Context, add_gate_args, gate_store
 from sync.steps.verify import golden
 
 
@@ -25,10 +25,9 @@ def run(args: argparse.Namespace, ctx: Context) -> int:
     shard = golden.parse_shard(args.shard) if args.shard else None
     request = golden.Request(oracle_id=args.oracle, shard=shard, strict=args.strict,
                              target=args.target)
-    try:
-        outcome = golden.run(port, port.preferences(), request, note=ctx.note)
-    finally:
-        refreshed(port, ctx)  # the report's Gates section shows what was recorded, FAIL too
+    # The report's Gates section shows what is recorded, FAIL too, written with the record.
+    outcome = golden.run(port, port.preferences(), request, note=ctx.note,
+                         store=gate_store(port, ctx))
     g = outcome.gate
     ctx.emit_json({**g.as_doc(), "cases": [
         {"case": c.name, "drift": c.drift, "changed": list(c.changed)} for c in outcome.cases]})

@@ -399,6 +399,7 @@ class ScriptRun:
     home: Path  # the oracle home (scratch space lives under it when TMPDIR is a checkout)
     verified: oracle_verify.Verification
     started: float
+    store: gates.Store | None = None  # how the result is recorded (`gates.record`)
 
     @property
     def env(self) -> Path:
@@ -452,7 +453,9 @@ def _write(run: ScriptRun, cases: Sequence[Case]) -> None:
 
 
 def run(port: Port, prefs: Preferences, request: Request | None = None, *,
-        note: oracle.Note = lambda _: None) -> Outcome:
+        note: oracle.Note = lambda _: None, store: gates.Store | None = None) -> Outcome:
+    """Run (or mark PENDING) the golden gate and record its result through `store`
+    (`gates.record`'s: the CLI's writes the report with it)."""
     req = request or Request()
     cfg = port.config
     oid = oracle.check_id(req.oracle_id or cfg.golden_oracle)
@@ -470,7 +473,7 @@ def run(port: Port, prefs: Preferences, request: Request | None = None, *,
     ok, why = gates.eligible(prefs, cfg.golden_needs_gpu)
     if not ok:
         pending = gate.pending(why)
-        gates.record(port, tgt, pending)
+        gates.record(port, tgt, pending, store=store)
         refused = BlockedCycle(f"gate {gate.name} is PENDING: {why}",
                                f"run on a gate host: {pending.handoff}")
         return Outcome(pending, refused=refused if req.strict else None)
@@ -479,7 +482,7 @@ def run(port: Port, prefs: Preferences, request: Request | None = None, *,
     commit = tgt if oracle.is_core(oid) else oracle.recorded_commit(port, oid)
     verified = oracle_verify.require(port, prefs, oid, commit, say=note)
     script_run = ScriptRun(port, prefs, gate, commit, oracle.oracle_home(port, prefs), verified,
-                           started)
+                           started, store)
     return _run_gate(script_run, selected, note)
 
 
@@ -492,7 +495,8 @@ def _run_gate(run: ScriptRun, selected: list[tuple[int, tuple[str, ...]]],
         try:
             results = _run_scripts(run, selected, note)
         except _ScriptFailed as exc:
-            gates.record(run.port, gate.target, run.result("FAIL", exc.message))
+            gates.record(run.port, gate.target, run.result("FAIL", exc.message),
+                         store=run.store)
             raise CheckFailed(f"gate {gate.name} FAILED: {exc.message}",
                               "fix the cause (the dump script, or the oracle it ran with), "
                               "then run golden again") from None
@@ -500,12 +504,13 @@ def _run_gate(run: ScriptRun, selected: list[tuple[int, tuple[str, ...]]],
         for line in watch.problems:
             note(f"isolation: {line}")
         gates.record(run.port, gate.target,
-                     run.result("FAIL", f"omni isolation broken: {watch.problems[0]}"))
+                     run.result("FAIL", f"omni isolation broken: {watch.problems[0]}"),
+                     store=run.store)
         raise IdentityMismatch(
             f"gate {gate.name}: the {gate.oracle} run changed what the core pin measures "
             "itself from", "treat the omni advance as a core sync cycle")
     passed = run.result("PASS", summary(results))
-    gates.record(run.port, gate.target, passed)
+    gates.record(run.port, gate.target, passed, store=run.store)
     return Outcome(passed, tuple(results))
 
 

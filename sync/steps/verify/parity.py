@@ -99,10 +99,12 @@ def run_suite(port: Port, suite: Suite, target: str) -> SuiteRun:
                     tuple(text[-proc.TAIL:]) if rc != 0 else ())
 
 
-def run(port: Port, prefs: Preferences, *, suite: str | None = None, strict: bool = False,
-        target: str | None = None, say: Note = lambda _: None) -> list[gates.GateResult]:
-    """Run (or mark PENDING) each chosen suite and record each; `refusal` says what the
-    results refuse (a FAIL, a PENDING under `strict`)."""
+def run(port: Port, prefs: Preferences, *, suite: str | None = None,
+        target: str | None = None, say: Note = lambda _: None,
+        store: gates.Store | None = None) -> list[gates.GateResult]:
+    """Run (or mark PENDING) each chosen suite and record each through `store`
+    (`gates.record`'s: the CLI's writes the report with it, as each suite ends); `refusal`
+    says what the results refuse (a FAIL, a PENDING under `strict`)."""
     suites = chosen(port, suite)
     tgt = gates.check_target(port, target)
     results: list[gates.GateResult] = []
@@ -113,7 +115,7 @@ def run(port: Port, prefs: Preferences, *, suite: str | None = None, strict: boo
             done = run_suite(port, s, tgt)
         else:
             done = SuiteRun(_pending(port, s, tgt, why))
-        gates.record(port, tgt, done.result)
+        gates.record(port, tgt, done.result, store=store)
         _tell(done, why, say)
         results.append(done.result)
     return results
