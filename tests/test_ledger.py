@@ -4,6 +4,7 @@ import json
 import re
 from pathlib import Path
 
+import endings
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -298,16 +299,6 @@ def test_append_on_any_text_refuses_or_keeps_bytes(pieces: list[str], nl: str,
     assert row in new and len(new) > len(text)
 
 
-def _dominant(text: str) -> str:
-    """The line ending most lines of `text` end with (LF-split, as the ledger reads it)."""
-    crlf = text.count("\r\n")
-    lf = text.count("\n") - crlf
-    if crlf != lf:
-        return "\r\n" if crlf > lf else "\n"
-    first = re.search(r"\r?\n", text)
-    return first.group() if first else "\n"
-
-
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.tuples(_PIECES, st.sampled_from(["\n", "\r\n", "\r", ""])), max_size=12))
 def test_append_on_mixed_line_endings_keeps_bytes_and_doubles_no_cr(
@@ -321,7 +312,7 @@ def test_append_on_mixed_line_endings_keeps_bytes_and_doubles_no_cr(
     new, row, at = got
     added = new[at: len(new) - (len(text) - at)]
     assert new == text[:at] + added + text[at:]
-    assert added.endswith(row + _dominant(text))
+    assert added.endswith(row + endings.dominant(text))
     assert new.count("\r\r\n") == text.count("\r\r\n")
 
 

@@ -1,10 +1,10 @@
 from __future__ import annotations
 
 import contextlib
-import re
 from dataclasses import replace
 from pathlib import Path
 
+import endings
 import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
@@ -349,17 +349,6 @@ def test_render_adds_the_commit_id_line_and_never_drops_it(tmp_path: Path, newli
     assert pins.render(again, source, restore=True) == doc().replace("\n", newline)
 
 
-def _dominant(text: str) -> str:
-    """The line ending most lines of `text` end with (LF-split, as git and the ledger read
-    it), the first one's on a tie, LF when none has one."""
-    crlf = text.count("\r\n")
-    lf = text.count("\n") - crlf
-    if crlf != lf:
-        return "\r\n" if crlf > lf else "\n"
-    first = re.search(r"\r?\n", text)
-    return first.group() if first else "\n"
-
-
 @settings(max_examples=300, deadline=None)
 @example(ends=["\n"] * 10 + ["\r"] + ["\n"] * 3)  # the last entry's line ends in a lone CR
 @given(st.lists(st.sampled_from(["\n", "\r\n", "\r"]), min_size=len(doc().splitlines()),
@@ -380,7 +369,7 @@ def test_adding_the_commit_id_on_mixed_line_endings_keeps_bytes_and_doubles_no_c
     added = new[at: len(new) - (len(text) - at)]
     assert new == text[:at] + added + text[at:]
     assert added.removeprefix("\n" if text[:at].endswith("\r") else "") == (
-        "vllm_commit_id = g555967922" + _dominant(text))
+        "vllm_commit_id = g555967922" + endings.dominant(text))
     assert new.count("\r\r\n") == text.count("\r\r\n")
 
 
